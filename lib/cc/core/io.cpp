@@ -1,0 +1,87 @@
+#include "cc/core/io.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
+#ifndef CC_DATADIR
+#define CC_DATADIR "/usr/share/cc"
+#endif
+#ifndef CC_SOURCE_SHARE
+#define CC_SOURCE_SHARE ""
+#endif
+
+namespace cc::io {
+
+namespace {
+Result<std::string> read_fd(int fd, const std::string& name) {
+    std::string out;
+    char buf[65536];
+    for (;;) {
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n == 0) break;
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return io_error(name, "cannot read");
+        }
+        out.append(buf, static_cast<std::size_t>(n));
+    }
+    return out;
+}
+}  // namespace
+
+Result<std::string> read_input(const std::string& path) {
+    if (path == "-") return read_fd(0, "stdin");
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return io_error("'" + path + "'", "cannot open");
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        ::close(fd);
+        return io_error("'" + path + "'", "is a directory", 0);
+    }
+    auto r = read_fd(fd, "'" + path + "'");
+    ::close(fd);
+    return r;
+}
+
+Status write_file_atomic(const std::string& path, const std::string& data, unsigned mode) {
+    std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd < 0) return io_error("'" + tmp + "'", "cannot create");
+    std::size_t off = 0;
+    while (off < data.size()) {
+        ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            ::close(fd);
+            ::unlink(tmp.c_str());
+            return io_error("'" + tmp + "'", "cannot write", e);
+        }
+        off += static_cast<std::size_t>(n);
+    }
+    if (::fsync(fd) != 0 || ::close(fd) != 0) {
+        int e = errno;
+        ::unlink(tmp.c_str());
+        return io_error("'" + tmp + "'", "cannot flush", e);
+    }
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+        int e = errno;
+        ::unlink(tmp.c_str());
+        return io_error("'" + path + "'", "cannot rename into place", e);
+    }
+    return ok();
+}
+
+std::string data_dir() {
+    if (const char* env = std::getenv("CC_DATA_DIR"); env && *env) return env;
+    struct stat st {};
+    if (::stat(CC_DATADIR, &st) == 0 && S_ISDIR(st.st_mode)) return CC_DATADIR;
+    return CC_SOURCE_SHARE;
+}
+
+}  // namespace cc::io

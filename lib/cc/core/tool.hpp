@@ -1,0 +1,37 @@
+// The shared shell of every cc-<tool> main(): it owns signals, stdio, uncaught
+// errors and EPIPE, so each main.cpp is options + one library call.
+//
+//   int main(int argc, char** argv) {
+//       return cc::tool::run("cc-probe", [&] {
+//           CLI::App app{"..."};  ... CLI11_PARSE-like via cc::tool::parse(app, argc, argv)
+//           return exit_code;
+//       });
+//   }
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "cc/core/result.hpp"
+
+namespace cc::tool {
+
+// Exit statuses shared by all tools (ARCHITECTURE.md).
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_failure = 1;
+inline constexpr int exit_usage = 2;
+
+// Runs body(). Ignores SIGPIPE so a closed stdout surfaces as EPIPE, which is
+// answered with exit 0 (a reader that stopped reading is not an error).
+// Uncaught exceptions become "<name>: error: ..." and exit 2 for CLI11 parse
+// errors / exit 1 otherwise.
+int run(const char* name, const std::function<int()>& body);
+
+// Print "<name>: <error.one_line()>" on stderr; return 2 for input errors and
+// `otherwise` for the rest.
+int report(const char* name, const Error& e, int otherwise = exit_failure);
+
+// Write a line to stdout and flush; returns false when stdout is gone (EPIPE).
+bool emit_line(const std::string& line);
+
+}  // namespace cc::tool

@@ -1,0 +1,77 @@
+#include "cc/policy/approver.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/process.hpp>
+
+#include <future>
+#include <sstream>
+
+namespace cc::policy {
+
+namespace bp = boost::process;
+
+Approver approver_from_command(const std::string& command, std::chrono::milliseconds timeout) {
+    Approver a;
+    std::istringstream in(command);
+    for (std::string word; in >> word;) a.argv.push_back(word);
+    a.timeout = timeout;
+    return a;
+}
+
+namespace {
+
+Verdict with(const Verdict& v, Decision d, const std::string& why) {
+    Verdict out = v;
+    out.decision = d;
+    out.reason = v.reason + "; " + why;
+    out.source = v.source + "+approver";
+    return out;
+}
+
+}  // namespace
+
+Verdict resolve_ask(const Verdict& v, const nlohmann::json& question, const Approver& approver) {
+    if (v.decision != Decision::ask) return v;
+    if (approver.argv.empty()) {
+        Verdict out = v;
+        out.decision = Decision::deny;
+        out.reason = v.reason + "; no approver is connected, so ask is deny";
+        return out;
+    }
+    std::string answer;
+    int exit_code = -1;
+    try {
+        boost::asio::io_context ios;
+        std::future<std::string> out;
+        std::string input = question.dump() + "\n";
+        std::vector<std::string> args(approver.argv.begin() + 1, approver.argv.end());
+        bp::child child(bp::search_path(approver.argv[0]).empty() ? boost::filesystem::path(approver.argv[0])
+                                                                  : bp::search_path(approver.argv[0]),
+                        bp::args(args), bp::std_in < bp::buffer(input), bp::std_out > out,
+                        bp::std_err > bp::null, ios);
+        ios.run_for(approver.timeout);
+        if (!ios.stopped()) {
+            child.terminate();
+            return with(v, Decision::deny, "approver gave no answer within " +
+                                               std::to_string(approver.timeout.count()) + " ms, so deny");
+        }
+        child.wait();
+        exit_code = child.exit_code();
+        answer = out.get();
+    } catch (const std::exception& e) {
+        return with(v, Decision::deny, std::string("approver could not run (") + e.what() + "), so deny");
+    }
+    if (exit_code != 0)
+        return with(v, Decision::deny, "approver exited with status " + std::to_string(exit_code) + ", so deny");
+    std::string word;
+    if (auto j = nlohmann::json::parse(answer, nullptr, false); !j.is_discarded() && j.is_object() &&
+                                                                  j.contains("decision") && j["decision"].is_string())
+        word = j["decision"].get<std::string>();
+    else
+        std::istringstream(answer) >> word;
+    if (word == "allow") return with(v, Decision::allow, "approved");
+    if (word == "deny") return with(v, Decision::deny, "refused by the approver");
+    return with(v, Decision::deny, "approver answered '" + word.substr(0, 40) + "', not allow or deny, so deny");
+}
+
+}  // namespace cc::policy

@@ -1,0 +1,195 @@
+#include "cc/policy/policy.hpp"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+
+#include "cc/core/io.hpp"
+#include "cc/core/json_reader.hpp"
+
+namespace cc::policy {
+
+std::string_view to_string(Decision d) {
+    switch (d) {
+        case Decision::allow: return "allow";
+        case Decision::ask: return "ask";
+        case Decision::deny: return "deny";
+    }
+    return "deny";
+}
+
+std::optional<Decision> parse_decision(std::string_view s) {
+    if (s == "allow") return Decision::allow;
+    if (s == "ask") return Decision::ask;
+    if (s == "deny") return Decision::deny;
+    return std::nullopt;
+}
+
+std::string_view to_string(Mode m) {
+    switch (m) {
+        case Mode::chat: return "chat";
+        case Mode::plan: return "plan";
+        case Mode::review: return "review";
+        case Mode::orchestrate: return "orchestrate";
+    }
+    return "chat";
+}
+
+std::optional<Mode> parse_mode(std::string_view s) {
+    if (s == "chat") return Mode::chat;
+    if (s == "plan") return Mode::plan;
+    if (s == "review") return Mode::review;
+    if (s == "orchestrate") return Mode::orchestrate;
+    return std::nullopt;
+}
+
+const std::vector<ActionClass>& action_classes() {
+    using D = Decision;
+    // Chat: changes to remote state are asked, the hard-deny families are
+    // denied, local work runs. Read-only modes: anything that is not known to
+    // only read is denied outright, never asked (F29, F30).
+    static const std::vector<ActionClass> classes = {
+        {"create_commit", "git commit, merge, rebase, cherry-pick, revert, am", D::allow, D::deny},
+        {"push", "git push", D::ask, D::deny},
+        {"open_pull_request", "gh pr create", D::ask, D::deny},
+        {"publish_review_or_merge", "gh pr merge/review/comment/close", D::ask, D::deny},
+        {"write_external_tracker", "gh issue create/edit/comment/close", D::ask, D::deny},
+        {"install_package", "package manager installs", D::ask, D::deny},
+        {"publish_package", "npm publish, cargo publish, twine upload, gem push", D::ask, D::deny},
+        {"network_access", "curl, wget and other network clients", D::allow, D::deny},
+        {"write_files", "writes, moves or deletes local files", D::allow, D::deny},
+        {"run_code", "runs code whose effect cannot be seen (scripts, make, interpreters)", D::allow, D::deny},
+        {"privilege_escalation", "sudo, su, doas, pkexec, setuid chmod", D::deny, D::deny},
+        {"destroy_system", "rm -rf /, mkfs, dd to devices, fork bombs, shutdown", D::deny, D::deny},
+        {"namespace_escape", "nsenter, unshare, chroot, mount, privileged containers, /proc/sys writes", D::deny, D::deny},
+        {"unparsable", "a command line that could not be parsed", D::ask, D::deny},
+    };
+    return classes;
+}
+
+const ActionClass* find_class(std::string_view name) {
+    for (const auto& c : action_classes())
+        if (c.name == name) return &c;
+    return nullptr;
+}
+
+namespace {
+
+Status parse_rule(const json::json& j, const std::string& path, Rule& rule) {
+    json::ObjectReader r(j, path);
+    std::string decision;
+    std::vector<std::string> modes;
+    r.required("action", rule.action);
+    r.required("decision", decision);
+    r.optional("refs", rule.refs);
+    r.optional("modes", modes);
+    r.optional("reason", rule.reason);
+    if (auto e = r.finish()) return *e;
+    if (!find_class(rule.action))
+        return input_error(json::join(path, "action"), "unknown action '" + rule.action + "'");
+    auto d = parse_decision(decision);
+    if (!d) return input_error(json::join(path, "decision"),
+                               "unknown decision '" + decision + "' (allow, ask or deny)");
+    rule.decision = *d;
+    for (std::size_t i = 0; i < modes.size(); ++i) {
+        auto m = parse_mode(modes[i]);
+        if (!m) return input_error(json::join(json::join(path, "modes"), i),
+                                   "unknown mode '" + modes[i] + "'");
+        rule.modes.push_back(*m);
+    }
+    if (!rule.refs.empty() && rule.action != "push")
+        return input_error(json::join(path, "refs"), "only push rules take refs");
+    for (std::size_t i = 0; i < rule.refs.size(); ++i)
+        if (rule.refs[i].empty())
+            return input_error(json::join(json::join(path, "refs"), i), "must not be empty");
+    return ok();
+}
+
+}  // namespace
+
+Result<Policy> parse(const std::string& text, const std::string& subject) {
+    auto doc = json::parse(text, subject);
+    if (!doc) return doc.error();
+    Policy p;
+    json::ObjectReader r(*doc, "");
+    r.optional("version", p.version);
+    r.optional_value("rules", [&](const json::json& rules, const std::string& path) -> Status {
+        if (!rules.is_array()) return input_error(path, "must be an array");
+        for (std::size_t i = 0; i < rules.size(); ++i) {
+            Rule rule;
+            if (auto s = parse_rule(rules[i], json::join(path, i), rule); !s) return s;
+            p.rules.push_back(std::move(rule));
+        }
+        return ok();
+    });
+    r.accept("$comment");
+    if (auto e = r.finish()) {
+        Error err = *e;
+        err.subject = subject + ": " + err.subject;
+        return err;
+    }
+    if (p.version != 1)
+        return input_error(subject + ": version", "unsupported version " + std::to_string(p.version));
+    return p;
+}
+
+Result<Policy> load(const std::string& path) {
+    auto text = io::read_input(path);
+    if (!text) return text.error();
+    return parse(*text, path == "-" ? "stdin" : "'" + path + "'");
+}
+
+Policy default_policy() { return Policy{}; }
+
+bool ref_matches(const std::string& pattern, const std::string& ref) {
+    std::string full = pattern.rfind("refs/", 0) == 0 ? pattern : "refs/heads/" + pattern;
+    return ::fnmatch(full.c_str(), ref.c_str(), 0) == 0;
+}
+
+Verdict decide(const Policy& policy, const Question& q) {
+    for (std::size_t i = 0; i < policy.rules.size(); ++i) {
+        const Rule& rule = policy.rules[i];
+        if (rule.action != q.action) continue;
+        if (!rule.modes.empty() &&
+            std::find(rule.modes.begin(), rule.modes.end(), q.mode) == rule.modes.end())
+            continue;
+        if (!rule.refs.empty()) {
+            if (!q.ref) continue;
+            bool hit = std::any_of(rule.refs.begin(), rule.refs.end(),
+                                   [&](const std::string& p) { return ref_matches(p, *q.ref); });
+            if (!hit) continue;
+        }
+        Verdict v;
+        v.decision = rule.decision;
+        v.source = "rules[" + std::to_string(i) + "]";
+        if (!rule.reason.empty())
+            v.reason = rule.reason;
+        else
+            v.reason = q.action + (q.ref ? " to " + *q.ref : std::string()) + " is " +
+                       (rule.decision == Decision::allow ? "allowed" : rule.decision == Decision::ask ? "asked" : "denied") +
+                       " by " + v.source;
+        return v;
+    }
+    Verdict v;
+    v.source = "default:" + std::string(to_string(q.mode));
+    const ActionClass* c = find_class(q.action);
+    if (!c) {
+        // Fail closed: a class nobody declared is never allowed.
+        v.decision = Decision::deny;
+        v.reason = "unknown action '" + q.action + "'";
+        return v;
+    }
+    v.decision = is_read_only(q.mode) ? c->read_only : c->chat;
+    std::string what = q.action + (q.ref ? " to " + *q.ref : std::string());
+    switch (v.decision) {
+        case Decision::allow: v.reason = what + " is allowed in " + std::string(to_string(q.mode)) + " mode"; break;
+        case Decision::ask: v.reason = what + " needs approval in " + std::string(to_string(q.mode)) + " mode"; break;
+        case Decision::deny:
+            v.reason = what + " is not allowed in " + std::string(to_string(q.mode)) + " mode" +
+                       (is_read_only(q.mode) ? " (read-only)" : "");
+            break;
+    }
+    return v;
+}
+
+}  // namespace cc::policy

@@ -1,0 +1,90 @@
+// The single place where a rule is decided. cc-classify (command lines),
+// cc-pushgate (ref updates) and cc-egress (the network rule at start) all ask
+// decide(); none of them hard-codes an allow/ask/deny of its own.
+//
+//   auto policy = cc::policy::load("policy.json");        // or default_policy()
+//   cc::policy::Verdict v = cc::policy::decide(*policy, {"push", Mode::chat, "refs/heads/main"});
+//   if (v.decision == Decision::ask) v = cc::policy::resolve_ask(v, question, approver);
+//
+// Policy file (JSON, version 1):
+//   {"version": 1, "rules": [
+//      {"action": "push", "refs": ["main", "refs/tags/*"], "decision": "deny", "reason": "..."},
+//      {"action": "install_package", "modes": ["chat"], "decision": "ask"}]}
+// The first rule whose action (and refs, and modes, when given) match decides;
+// where none matches, the mode's default table does. Unknown actions,
+// decisions, modes or fields are input errors.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cc/core/result.hpp"
+
+namespace cc::policy {
+
+enum class Decision { allow = 0, ask = 1, deny = 2 };
+
+std::string_view to_string(Decision d);
+std::optional<Decision> parse_decision(std::string_view s);
+// deny > ask > allow.
+constexpr Decision strictest(Decision a, Decision b) { return a > b ? a : b; }
+
+enum class Mode { chat, plan, review, orchestrate };
+
+std::string_view to_string(Mode m);
+std::optional<Mode> parse_mode(std::string_view s);
+// plan, review and orchestrate may not change anything.
+constexpr bool is_read_only(Mode m) { return m != Mode::chat; }
+
+// Action classes: the stable vocabulary shared by every tool.
+struct ActionClass {
+    std::string_view name;
+    std::string_view summary;
+    Decision chat;       // default in chat mode
+    Decision read_only;  // default in plan / review / orchestrate
+};
+
+// Every known class, in a stable order (documented in cc-classify(1)).
+const std::vector<ActionClass>& action_classes();
+const ActionClass* find_class(std::string_view name);
+
+struct Rule {
+    std::string action;
+    std::vector<std::string> refs;   // push only: ref globs; "main" means refs/heads/main
+    std::vector<Mode> modes;         // empty: every mode
+    Decision decision = Decision::deny;
+    std::string reason;
+};
+
+struct Policy {
+    int version = 1;
+    std::vector<Rule> rules;
+};
+
+Result<Policy> parse(const std::string& text, const std::string& subject);
+Result<Policy> load(const std::string& path);  // "-" is stdin
+// The built-in defaults: no rules, only the per-mode tables. share/cc/policy/default.json
+// is the same policy written out (a test keeps the two equal).
+Policy default_policy();
+
+struct Question {
+    std::string action;              // an action class name
+    Mode mode = Mode::chat;
+    std::optional<std::string> ref;  // full ref name, for push
+};
+
+struct Verdict {
+    Decision decision = Decision::deny;
+    std::string reason;  // human-readable, fit for git's "(Control Center policy: <reason>)"
+    std::string source;  // "rules[2]" or "default:chat"
+};
+
+Verdict decide(const Policy& policy, const Question& q);
+
+// Does a ref glob match a full ref name? A pattern without "refs/" names a
+// branch. `*` matches across '/' (refs/heads/* covers refs/heads/a/b).
+bool ref_matches(const std::string& pattern, const std::string& ref);
+
+}  // namespace cc::policy

@@ -1,0 +1,114 @@
+#include "harness.hpp"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "cc/core/io.hpp"
+#include "cc/policy/approver.hpp"
+#include "cc/policy/policy.hpp"
+
+using namespace cc::policy;
+
+TEST_CASE("strictest: deny beats ask beats allow") {
+    CHECK(strictest(Decision::allow, Decision::ask) == Decision::ask);
+    CHECK(strictest(Decision::deny, Decision::ask) == Decision::deny);
+    CHECK(strictest(Decision::allow, Decision::allow) == Decision::allow);
+}
+
+TEST_CASE("mode defaults: chat asks for remote changes, read-only modes deny") {
+    Policy p = default_policy();
+    CHECK(decide(p, {"push", Mode::chat, std::nullopt}).decision == Decision::ask);
+    CHECK(decide(p, {"create_commit", Mode::chat, std::nullopt}).decision == Decision::allow);
+    CHECK(decide(p, {"privilege_escalation", Mode::chat, std::nullopt}).decision == Decision::deny);
+    for (Mode m : {Mode::plan, Mode::review, Mode::orchestrate}) {
+        CHECK(decide(p, {"push", m, std::nullopt}).decision == Decision::deny);
+        CHECK(decide(p, {"create_commit", m, std::nullopt}).decision == Decision::deny);
+        CHECK(decide(p, {"write_files", m, std::nullopt}).decision == Decision::deny);
+    }
+    // Fail closed on a class nobody declared.
+    CHECK(decide(p, {"teleport", Mode::chat, std::nullopt}).decision == Decision::deny);
+}
+
+TEST_CASE("branch-scoped push rules: first match wins") {
+    auto p = parse(R"({"version":1,"rules":[
+        {"action":"push","refs":["main","refs/tags/*"],"decision":"deny","reason":"main and tags are released by CI"},
+        {"action":"push","decision":"allow"}]})", "test");
+    REQUIRE(p);
+    auto v = decide(*p, {"push", Mode::chat, "refs/heads/main"});
+    CHECK(v.decision == Decision::deny);
+    CHECK(v.reason == "main and tags are released by CI");
+    CHECK(v.source == "rules[0]");
+    CHECK(decide(*p, {"push", Mode::chat, "refs/tags/v1.0"}).decision == Decision::deny);
+    CHECK(decide(*p, {"push", Mode::chat, "refs/heads/feature/x"}).decision == Decision::allow);
+    CHECK(decide(*p, {"push", Mode::chat, "refs/heads/mainline"}).decision == Decision::allow);
+}
+
+TEST_CASE("mode-scoped rules only apply in their modes") {
+    auto p = parse(R"({"rules":[{"action":"install_package","modes":["chat"],"decision":"allow"}]})", "t");
+    REQUIRE(p);
+    CHECK(decide(*p, {"install_package", Mode::chat, std::nullopt}).decision == Decision::allow);
+    CHECK(decide(*p, {"install_package", Mode::plan, std::nullopt}).decision == Decision::deny);
+}
+
+TEST_CASE("bad policy files are input errors naming the field") {
+    auto check = [](const char* text, const char* expect) {
+        auto p = parse(text, "p.json");
+        REQUIRE_FALSE(p);
+        CHECK(p.error().code == cc::Errc::input);
+        CHECK_THAT(p.error().one_line(), Catch::Contains(expect));
+    };
+    check("{", "malformed JSON");
+    check(R"({"rules":[{"action":"push","decision":"maybe"}]})", "rules[0].decision: unknown decision 'maybe'");
+    check(R"({"rules":[{"action":"fly","decision":"deny"}]})", "rules[0].action: unknown action 'fly'");
+    check(R"({"rules":[{"action":"push","decision":"deny","colour":"red"}]})", "rules[0].colour: unknown field");
+    check(R"({"rules":[{"action":"install_package","refs":["main"],"decision":"deny"}]})", "only push rules take refs");
+    check(R"({"rules":[{"action":"push","decision":"deny","modes":["yolo"]}]})", "rules[0].modes[0]: unknown mode");
+    check(R"({"version":2})", "unsupported version 2");
+    check(R"({"rules":{}})", "rules: must be an array");
+    check(R"([1,2])", "must be an object");
+}
+
+TEST_CASE("share/cc/policy/default.json is the built-in default policy") {
+    auto p = load(cc::io::data_dir() + "/policy/default.json");
+    REQUIRE(p);
+    for (const auto& c : action_classes())
+        for (Mode m : {Mode::chat, Mode::plan, Mode::review, Mode::orchestrate})
+            CHECK(decide(*p, {std::string(c.name), m, std::nullopt}).decision ==
+                  decide(default_policy(), {std::string(c.name), m, std::nullopt}).decision);
+}
+
+TEST_CASE("ask with no approver is deny; an approver can allow or deny") {
+    Verdict ask{Decision::ask, "push needs approval", "default:chat"};
+    nlohmann::json q{{"action", "push"}};
+    auto none = resolve_ask(ask, q, Approver{});
+    CHECK(none.decision == Decision::deny);
+    CHECK_THAT(none.reason, Catch::Contains("no approver"));
+
+    std::string dir = cc::test::scratch_dir();
+    auto script = [&](const std::string& name, const std::string& body) {
+        std::string path = dir + "/" + name;
+        std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+        ::chmod(path.c_str(), 0755);
+        return path;
+    };
+    // The approver sees the question on stdin.
+    auto yes = script("yes.sh", "grep -q '\"action\":\"push\"' && echo allow");
+    CHECK(resolve_ask(ask, q, approver_from_command(yes, std::chrono::seconds(5))).decision == Decision::allow);
+    auto no = script("no.sh", "echo deny");
+    CHECK(resolve_ask(ask, q, approver_from_command(no, std::chrono::seconds(5))).decision == Decision::deny);
+    auto junk = script("junk.sh", "echo maybe");
+    CHECK(resolve_ask(ask, q, approver_from_command(junk, std::chrono::seconds(5))).decision == Decision::deny);
+    auto fails = script("fails.sh", "echo allow; exit 3");
+    CHECK(resolve_ask(ask, q, approver_from_command(fails, std::chrono::seconds(5))).decision == Decision::deny);
+    auto slow = script("slow.sh", "sleep 5; echo allow");
+    auto v = resolve_ask(ask, q, approver_from_command(slow, std::chrono::milliseconds(300)));
+    CHECK(v.decision == Decision::deny);
+    CHECK_THAT(v.reason, Catch::Contains("no answer"));
+    auto missing = resolve_ask(ask, q, approver_from_command(dir + "/nope", std::chrono::seconds(1)));
+    CHECK(missing.decision == Decision::deny);
+    // Non-ask verdicts pass through untouched.
+    Verdict allow{Decision::allow, "ok", "x"};
+    CHECK(resolve_ask(allow, q, Approver{}).decision == Decision::allow);
+}

@@ -1,0 +1,55 @@
+// Test helpers shared by every test binary.
+//
+//   CC_SKIP("needs root to mount a loop device");   // inside a TEST_CASE body
+//   auto r = cc::test::run({bin("cc-probe"), "--json"}, "stdin text");
+//   REQUIRE(r.status == 0);
+//
+// Skips are counted as skipped, never as passed: the closing line of
+// `make test` says `N passed, N failed, N skipped`.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cc::test {
+
+void mark_skipped(const std::string& reason);
+
+// Path of a built tool: $CC_BIN_DIR/<name>/<name> layout-agnostic lookup.
+std::string bin(const std::string& tool);
+// The source tree (for share/cc, fixtures) and a scratch dir unique to this run.
+std::string source_dir();
+std::string scratch_dir();  // created on first use, removed at exit
+
+struct RunResult {
+    int status = -1;       // exit status, or 128+N when killed by signal N
+    std::string out;
+    std::string err;
+};
+
+struct RunOptions {
+    std::string input;
+    std::map<std::string, std::string> env;   // added to (or replacing) the environment
+    std::vector<std::string> unset_env;
+    bool clear_env = false;                    // start from an empty environment
+    std::optional<std::string> cwd;
+    int timeout_ms = 60000;                    // killed after this (status 128+9)
+};
+
+RunResult run(const std::vector<std::string>& argv, const RunOptions& opts = {});
+RunResult run(const std::vector<std::string>& argv, const std::string& input);
+
+bool is_root();
+bool have_program(const std::string& name);
+
+}  // namespace cc::test
+
+#define CC_SKIP(reason)                     \
+    do {                                    \
+        ::cc::test::mark_skipped(reason);   \
+        return;                             \
+    } while (0)
