@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
         std::vector<std::string> roots, paths;
         bool no_openat2 = false;
         app.add_option("--workdir", workdir, "directory relative paths resolve against")->required();
-        app.add_option("--root", roots, "another directory paths may lie in (repeatable)");
+        app.add_option("--root", roots, "another directory paths may lie in (repeatable)")->allow_extra_args(false);
         auto* r = app.add_option("--open-read", open_read, "open PATH confined and copy it to stdout");
         auto* w = app.add_option("--open-write", open_write, "open PATH confined (created or truncated) and write stdin to it");
         r->excludes(w);

@@ -29,8 +29,8 @@ int main(int argc, char** argv) {
             sub->add_option("--data-dir", data_dir, "directory holding conversations/")->required();
         for (auto* sub : {create, status, destroy})
             sub->add_option("--conversation", conversation, "conversation id")->required();
-        create->add_option("--repo", repos, "registered repo to clone (repeatable)")->required();
-        create->add_option("--agent", agents, "agent that gets a private directory (repeatable)");
+        create->add_option("--repo", repos, "registered repo to clone (repeatable)")->required()->allow_extra_args(false);
+        create->add_option("--agent", agents, "agent that gets a private directory (repeatable)")->allow_extra_args(false);
         create->add_option("--backend", backend, "reflink (default) or git-worktree");
         try {
             app.parse(argc, argv);
