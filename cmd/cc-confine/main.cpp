@@ -2,6 +2,7 @@
 // confined open from the shell (--open-read / --open-write). See cc-confine(1).
 #include <CLI/CLI.hpp>
 
+#include <cctype>
 #include <iostream>
 
 #include "cc/core/io.hpp"
@@ -35,7 +36,11 @@ int main(int argc, char** argv) {
         try {
             app.parse(argc, argv);
         } catch (const CLI::ParseError& e) {
-            return app.exit(e) == 0 ? 0 : cc::tool::exit_usage;
+            if (e.get_exit_code() == 0) return app.exit(e);  // --help
+            std::string what = e.what();
+            if (!what.empty()) what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
+            std::cerr << name << ": " << what << '\n';
+            return cc::tool::exit_usage;
         }
         bool opening = r->count() + w->count() > 0;
         if (opening && !paths.empty()) return cc::tool::report(name, cc::input_error("paths", "not taken with --open-read or --open-write"));

@@ -1,6 +1,7 @@
 // cc-worktree: copy-on-write worktrees per conversation. See cc-worktree(1).
 #include <CLI/CLI.hpp>
 
+#include <cctype>
 #include <iostream>
 
 #include "cc/core/tool.hpp"
@@ -35,7 +36,11 @@ int main(int argc, char** argv) {
         try {
             app.parse(argc, argv);
         } catch (const CLI::ParseError& e) {
-            return app.exit(e) == 0 ? 0 : cc::tool::exit_usage;
+            if (e.get_exit_code() == 0) return app.exit(e);  // --help
+            std::string what = e.what();
+            if (!what.empty()) what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
+            std::cerr << name << ": " << what << '\n';
+            return cc::tool::exit_usage;
         }
 
         if (*create) {
