@@ -2,6 +2,11 @@
 
 #include <unistd.h>
 
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
 #include "cc/net/proxy.hpp"
 #include "cc/net/resolver.hpp"
 #include "cc/policy/policy.hpp"
@@ -119,6 +124,63 @@ bool check_targets(const EgressOptions& o, const Plan& plan, const std::function
     return all;
 }
 
+namespace {
+
+// Connection lines leave through a writer thread and a bounded queue, so a
+// parent that reads stdout slowly never stalls the proxy's event loop. When
+// the queue is full lines are dropped and counted (and the count is logged).
+class LineWriter {
+public:
+    explicit LineWriter(std::function<void(const json&)> out) : out_(std::move(out)) {
+        thread_ = std::thread([this] { loop(); });
+    }
+    ~LineWriter() {
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            done_ = true;
+        }
+        cv_.notify_one();
+        thread_.join();
+    }
+    void push(const json& j) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (queue_.size() >= max_queued) {
+            ++dropped_;
+            return;
+        }
+        queue_.push_back(j);
+        cv_.notify_one();
+    }
+    std::uint64_t dropped() const {
+        std::lock_guard<std::mutex> lock(mu_);
+        return dropped_;
+    }
+
+private:
+    static constexpr std::size_t max_queued = 100000;
+    void loop() {
+        std::unique_lock<std::mutex> lock(mu_);
+        while (true) {
+            cv_.wait(lock, [this] { return done_ || !queue_.empty(); });
+            if (queue_.empty() && done_) return;
+            json j = std::move(queue_.front());
+            queue_.pop_front();
+            lock.unlock();
+            out_(j);
+            lock.lock();
+        }
+    }
+    std::function<void(const json&)> out_;
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<json> queue_;
+    bool done_ = false;
+    std::uint64_t dropped_ = 0;
+    std::thread thread_;
+};
+
+}  // namespace
+
 Result<int> run_egress(const EgressOptions& o, const std::function<void(const json&)>& out,
                        const std::function<void(const std::string&)>& log) {
     auto plan = make_plan(o);
@@ -148,10 +210,17 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
                  {"allowNames", rules->allow_names.size()},
                  {"allowAddresses", rules->allow_addresses.size()},
                  {"pid", static_cast<long>(::getpid())}};
-    cfg.on_ready = out;
-    cfg.on_connection = out;
-    cfg.on_log = log;
-    auto stats = run_proxy(cfg);
+    std::uint64_t dropped = 0;
+    Result<ProxyStats> stats = ProxyStats{};
+    {
+        LineWriter writer(out);
+        cfg.on_ready = out;  // the first line, written before anything else
+        cfg.on_connection = [&writer](const json& j) { writer.push(j); };
+        cfg.on_log = log;
+        stats = run_proxy(cfg);
+        dropped = writer.dropped();
+    }  // the writer flushes every queued line here
+    if (dropped) log("stdout too slow: " + std::to_string(dropped) + " connection lines dropped");
     if (!stats) return stats.error();
     log("stopped: " + std::to_string(stats->connections) + " connections, " + std::to_string(stats->denied) +
         " denied");

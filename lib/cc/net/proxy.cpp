@@ -544,9 +544,22 @@ awaitable<void> serve_socks(Server& srv, std::shared_ptr<Conn> c, std::string cl
 
 // ------------------------------------------------------------ HTTP
 
-awaitable<void> send_error(Sock& s, int status, const std::string& proxy_error, const std::string& reason) {
+// Answer, then close gracefully: a client still sending (an oversized head,
+// a body) would otherwise get a reset that destroys the unread answer.
+awaitable<void> send_error(Server& srv, std::shared_ptr<Conn> c, int status, const std::string& proxy_error,
+                           const std::string& reason) {
     try {
-        co_await write_all(s, http::error_response(status, proxy_error, reason, "cc-egress: " + reason));
+        co_await write_all(c->client, http::error_response(status, proxy_error, reason, "cc-egress: " + reason));
+        ErrorCode ec;
+        c->client.shutdown(Sock::shutdown_send, ec);
+        Deadline deadline(srv.io, c, 2000);
+        std::string sink;
+        for (std::size_t total = 0; total < (1u << 20);) {
+            sink.clear();
+            std::size_t n = co_await read_more(c->client, sink);
+            if (n == 0) break;
+            total += n;
+        }
     } catch (const std::exception&) {
     }
 }
@@ -587,6 +600,10 @@ awaitable<std::string> read_head(Sock& s, std::string& buf, bool& too_big) {
     too_big = false;
     while (true) {
         std::size_t n = http::head_length(buf);
+        if (n > http::max_head) {
+            too_big = true;
+            co_return std::string();
+        }
         if (n) {
             std::string head = buf.substr(0, n);
             buf.erase(0, n);
@@ -610,7 +627,7 @@ awaitable<void> serve_connect(Server& srv, std::shared_ptr<Conn> c, const std::s
     if (!t) {
         rec.j["host"] = h.target;
         rec.j["reason"] = "bad CONNECT target: " + t.error().one_line();
-        co_await send_error(c->client, 400, "", "bad CONNECT target");
+        co_await send_error(srv, c, 400, "", "bad CONNECT target");
         co_return;
     }
     rec.j["host"] = t->host;
@@ -618,13 +635,13 @@ awaitable<void> serve_connect(Server& srv, std::shared_ptr<Conn> c, const std::s
     Vetting v = co_await vet(srv, *t);
     rec.decide(v.verdict);
     if (!v.verdict.allow) {
-        co_await send_error(c->client, v.dns_failed ? 502 : 403, v.verdict.proxy_error, v.verdict.reason);
+        co_await send_error(srv, c, v.dns_failed ? 502 : 403, v.verdict.proxy_error, v.verdict.reason);
         co_return;
     }
     Dialed d = co_await dial(srv, c, v.addrs, t->port);
     if (!d.ok) {
         rec.j["error"] = std::strerror(d.err);
-        co_await send_error(c->client, d.err == ETIMEDOUT ? 504 : 502,
+        co_await send_error(srv, c, d.err == ETIMEDOUT ? 504 : 502,
                             d.err == ECONNREFUSED ? "connection_refused" : "destination_unavailable",
                             "cannot connect to " + t->host + ": " + std::strerror(d.err));
         co_return;
@@ -643,7 +660,7 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
     if (!uri) {
         rec.j["reason"] = uri.error().one_line();
         bool https = h.target.rfind("https://", 0) == 0;
-        co_await send_error(c->client, 400, "", https ? "https:// targets need CONNECT" :
+        co_await send_error(srv, c, 400, "", https ? "https:// targets need CONNECT" :
                             h.target.front() == '/' ? "this is a proxy: send an absolute-form request"
                                                     : "bad request target");
         co_return false;
@@ -654,7 +671,7 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
     auto framing = http::request_framing(h);
     if (!framing) {
         rec.j["reason"] = framing.error().one_line();
-        co_await send_error(c->client, 400, "", framing.error().one_line());
+        co_await send_error(srv, c, 400, "", framing.error().one_line());
         co_return false;
     }
     std::string key = t.host + ":" + std::to_string(t.port);
@@ -666,13 +683,13 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
         Vetting v = co_await vet(srv, t);
         rec.decide(v.verdict);
         if (!v.verdict.allow) {
-            co_await send_error(c->client, v.dns_failed ? 502 : 403, v.verdict.proxy_error, v.verdict.reason);
+            co_await send_error(srv, c, v.dns_failed ? 502 : 403, v.verdict.proxy_error, v.verdict.reason);
             co_return false;
         }
         Dialed d = co_await dial(srv, c, v.addrs, t.port);
         if (!d.ok) {
             rec.j["error"] = std::strerror(d.err);
-            co_await send_error(c->client, d.err == ETIMEDOUT ? 504 : 502,
+            co_await send_error(srv, c, d.err == ETIMEDOUT ? 504 : 502,
                                 d.err == ECONNREFUSED ? "connection_refused" : "destination_unavailable",
                                 "cannot connect to " + t.host + ": " + std::strerror(d.err));
             co_return false;
@@ -701,21 +718,21 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
         std::string head = co_await read_head(*c->upstream, ubuf, too_big);
         if (head.empty()) {
             c->close_upstream();
-            co_await send_error(c->client, 502, "http_response_incomplete",
+            co_await send_error(srv, c, 502, "http_response_incomplete",
                                 too_big ? "upstream response head too large" : "upstream closed without a response");
             co_return false;
         }
         auto r = http::parse_response_head(head);
         if (!r) {
             c->close_upstream();
-            co_await send_error(c->client, 502, "http_protocol_error", "malformed upstream response");
+            co_await send_error(srv, c, 502, "http_protocol_error", "malformed upstream response");
             co_return false;
         }
         resp = std::move(*r);
         if (resp.status >= 100 && resp.status < 200) {
             if (resp.status == 101) {
                 c->close_upstream();
-                co_await send_error(c->client, 502, "http_protocol_error", "protocol upgrades are not proxied");
+                co_await send_error(srv, c, 502, "http_protocol_error", "protocol upgrades are not proxied");
                 co_return false;
             }
             continue;  // interim responses are hop-local
@@ -749,7 +766,7 @@ awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string cli
             if (too_big) {
                 Record rec(srv, c, "http", client);
                 rec.j["reason"] = "request head larger than " + std::to_string(http::max_head) + " bytes";
-                co_await send_error(c->client, 431, "", "request head too large");
+                co_await send_error(srv, c, 431, "", "request head too large");
                 co_return;
             }
             if (head.empty()) co_return;
@@ -758,7 +775,7 @@ awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string cli
             if (!h) {
                 Record rec(srv, c, "http", client);
                 rec.j["reason"] = "malformed request: " + h.error().one_line();
-                co_await send_error(c->client, 400, "", "malformed request");
+                co_await send_error(srv, c, 400, "", "malformed request");
                 co_return;
             }
             if (h->method == "CONNECT") {
