@@ -203,7 +203,8 @@ private:
             return std::size_t{0};
         }
         for (;;) {
-            if (mode_ == Mode::length && remaining_ == 0) {
+            // Check for the end before waiting for bytes that will never come.
+            if ((mode_ == Mode::length && remaining_ == 0) || (mode_ == Mode::chunked && dec_.done())) {
                 raw_done_ = true;
                 return std::size_t{0};
             }
@@ -836,7 +837,11 @@ Result<GatewayConfig> configure(const GatewayOptions& o) {
     if (!mode) return input_error("--mode", "unknown mode '" + o.mode + "' (chat, plan, review or orchestrate)");
     cfg.mode = *mode;
     auto pol = policy::load(o.policy_file);
-    if (!pol) return pol.error();
+    if (!pol) {
+        Error e = pol.error();
+        e.code = Errc::input;  // an unreadable policy is bad input: exit 2, nothing started
+        return e;
+    }
     cfg.policy = std::move(*pol);
     if (!o.approver.empty()) {
         cfg.approver = policy::approver_from_command(o.approver, std::chrono::seconds(30));
