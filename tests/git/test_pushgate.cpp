@@ -678,3 +678,29 @@ TEST_CASE("bad options exit 2 with one line naming the problem, nothing started"
     CHECK(cfg.status == 0);
     CHECK(cfg.out.find("pushInsteadOf = git@github.com:") != std::string::npos);
 }
+
+TEST_CASE("every line the gateway wrote validates against its schema") {
+    NEED_RIG();
+    if (!have_program("python3") || run({"python3", "-c", "import jsonschema"}).status != 0)
+        CC_SKIP("needs python3-jsonschema");
+    std::string lines = gateway().stdout_text();
+    REQUIRE(!lines.empty());
+    const char* script = R"(
+import json, sys, jsonschema
+d = sys.argv[1]
+load = lambda n: jsonschema.Draft202012Validator(json.load(open(d + "/pushgate-" + n + ".schema.json")))
+v = {"ready": load("ready"), "push": load("push")}
+other = load("event")
+bad = 0
+for line in sys.stdin:
+    j = json.loads(line)
+    errs = list(v.get(j["event"], other).iter_errors(j))
+    if errs:
+        bad += 1
+        print(j["event"], errs[0].message)
+sys.exit(1 if bad else 0)
+)";
+    auto r = run({"python3", "-c", script, source_dir() + "/share/cc/schema"}, lines);
+    INFO(r.out << r.err);
+    CHECK(r.status == 0);
+}
