@@ -107,7 +107,7 @@ public:
                 init_error_ = n.error();
             } else {
                 mode_ = Mode::length;
-                remaining_ = *n;
+                remaining_ = declared_ = *n;
             }
         }
         if (auto ce = h.header("content-encoding")) {
@@ -129,6 +129,11 @@ public:
     Body& operator=(const Body&) = delete;
 
     std::optional<Error> init_error() const { return init_error_; }
+    // The decoded length when the client declared it (Content-Length, no gzip).
+    std::optional<std::uint64_t> declared_length() const {
+        if (mode_ != Mode::length || gzip_) return std::nullopt;
+        return declared_;
+    }
     bool complete() const { return raw_done_ && (!gzip_ || z_done_); }
     std::uint64_t wire_bytes() const { return wire_; }
 
@@ -237,7 +242,7 @@ private:
     enum class Mode { none, length, chunked };
     Conn& c_;
     Mode mode_ = Mode::none;
-    std::uint64_t remaining_ = 0, wire_ = 0;
+    std::uint64_t remaining_ = 0, wire_ = 0, declared_ = 0;
     http::ChunkedDecoder dec_;
     bool raw_done_ = false;
     std::optional<Error> init_error_;
@@ -695,6 +700,13 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
         log_line(route.repo_key + ": " + why);
         return reject_all(lines, msgs, "error", status, why);
     };
+    bool with_pack = std::any_of(allowed.begin(), allowed.end(), [](const Command& a) { return !a.is_delete(); });
+    if (!with_pack && !body.drain(cfg_.drain_limit, cfg_.drain_timeout)) {
+        // Only deletes go upstream: the pack stays behind, read before upstream answers.
+        send_whole(c, 413, "text/plain", "Control Center: push body over the drain cap\n", true);
+        finish_event("error", std::nullopt, "push body over the drain cap");
+        return false;
+    }
     auto token = cfg_.tokens->token(target.owner, target.name);
     if (!token) return gateway_failure("could not get a write token: " + token.error().one_line(), std::nullopt);
 
@@ -703,7 +715,7 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
     f.body = &body;
     f.out = encode_prefix(req, allowed);
     // Deletes carry no pack; when only deletes remain, the pack stays behind.
-    f.with_pack = std::any_of(allowed.begin(), allowed.end(), [](const Command& a) { return !a.is_delete(); });
+    f.with_pack = with_pack;
     if (f.with_pack) f.out += pack_start;
     f.merge = partial;
     f.sideband = req.sideband_max();
@@ -718,10 +730,19 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
                 cfg_.io_timeout);
     ch.header("Content-Type: application/x-git-receive-pack-request");
     ch.header(std::string("Accept: ") + result_type);
-    ch.header("Transfer-Encoding: chunked");
+    // Mirror the client's framing: a declared length stays a declared length
+    // (some servers refuse chunked request bodies, e.g. lighttpd streaming
+    // to CGI answers 411); otherwise chunked, as git itself sends large pushes.
+    std::optional<curl_off_t> upload_len;
+    std::uint64_t prefix_len = f.out.size() - (f.with_pack ? pack_start.size() : 0);
+    if (auto len = body.declared_length(); len && *len >= parser.prefix_bytes())
+        upload_len = static_cast<curl_off_t>(prefix_len + (f.with_pack ? *len - parser.prefix_bytes() : 0));
+    else
+        ch.header("Transfer-Encoding: chunked");
     ch.header("Expect:");
     curl_easy_setopt(ch.h, CURLOPT_HTTPHEADER, ch.headers);
     curl_easy_setopt(ch.h, CURLOPT_POST, 1L);
+    if (upload_len) curl_easy_setopt(ch.h, CURLOPT_POSTFIELDSIZE_LARGE, *upload_len);
     curl_easy_setopt(ch.h, CURLOPT_READFUNCTION, Forward::on_read);
     curl_easy_setopt(ch.h, CURLOPT_READDATA, &f);
     curl_easy_setopt(ch.h, CURLOPT_WRITEFUNCTION, Forward::on_write);

@@ -136,6 +136,7 @@ Result<bool> RequestParser::feed(std::string_view bytes) {
             req_.options.push_back(k.payload);
         }
     }
+    prefix_bytes_ = seen_ - reader_.buffered();
     return true;
 }
 

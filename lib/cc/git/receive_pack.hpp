@@ -63,6 +63,8 @@ public:
     const PushRequest& request() const { return req_; }
     // The bytes after the prefix fed so far (the start of the pack).
     std::string take_rest() { return reader_.take_rest(); }
+    // How many bytes of the stream the prefix took (valid once done()).
+    std::size_t prefix_bytes() const { return prefix_bytes_; }
     // The stream ended: an error unless the prefix was complete.
     Status finish() const;
 
@@ -74,6 +76,7 @@ private:
     PushRequest req_;
     State state_ = State::commands;
     std::size_t seen_ = 0;
+    std::size_t prefix_bytes_ = 0;
 };
 
 // The prefix of a request carrying `commands` (caps on the first one), the
