@@ -35,7 +35,7 @@ void write_file(const std::string& path, const std::string& text, unsigned mode)
     ::chmod(path.c_str(), mode);
 }
 
-int free_port() {
+int bound_loopback_socket(int* port) {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -43,8 +43,14 @@ int free_port() {
     ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
     socklen_t len = sizeof a;
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return ntohs(a.sin_port);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+int free_port() {
+    int port = 0;
+    ::close(bound_loopback_socket(&port));
+    return port;
 }
 
 namespace {

@@ -347,7 +347,12 @@ struct Linked {
 
 class Gateway {
 public:
-    Gateway(const GatewayConfig& cfg, const EmitFn& emit) : cfg_(cfg), emit_(emit) {
+    Gateway(const GatewayConfig& cfg, const EmitFn& emit)
+        : cfg_(cfg), emit_([this, &emit](const json& ev) {
+              // One line at a time: connection threads emit concurrently.
+              std::lock_guard<std::mutex> lock(emit_mu_);
+              emit(ev);
+          }) {
         upstream_ = cfg.upstream;
         while (!upstream_.empty() && upstream_.back() == '/') upstream_.pop_back();
         for (const auto& r : cfg.repos) {
@@ -376,7 +381,8 @@ private:
     std::string upstream_url(const Linked& l) const { return upstream_ + "/" + l.owner + "/" + l.name + ".git"; }
 
     const GatewayConfig& cfg_;
-    const EmitFn& emit_;
+    std::mutex emit_mu_;
+    EmitFn emit_;
     std::string upstream_;
     std::map<std::string, Linked> linked_;
 };
