@@ -181,6 +181,9 @@ std::string Upstream::create_repo(const std::string& on) {
     git({"init", "-q", "--bare", "-b", "main"}, p);
     git({"config", "receive.advertisePushOptions", "true"}, p);
     git({"config", "http.receivepack", "true"}, p);
+    // Keep pushed packs as they are (as GitHub does) instead of exploding
+    // them into zlib-compressed loose objects, which dominates big pushes.
+    git({"config", "receive.unpackLimit", "1"}, p);
     return p;
 }
 
