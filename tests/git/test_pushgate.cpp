@@ -308,6 +308,25 @@ TEST_CASE("repository names are normalised; an unlinked repository is refused in
           std::string::npos);
 }
 
+TEST_CASE("--worktree links the worktree's own origin repository") {
+    NEED_RIG();
+    upstream().create_repo("acme/own");
+    Gateway probe_gw(gateway_args());
+    std::string dir = agent_repo("own", probe_gw, "acme/own");
+    Gateway g({"--upstream", upstream().base(), "--worktree", dir, "--policy", policy_file(), "--token-file",
+               token_file()});
+    auto ready = json::parse(g.stdout_text().substr(0, g.stdout_text().find('\n')));
+    CHECK(ready["repos"] == json::array({"github.com/acme/own"}));
+    auto r = git({"push", g.push_url("acme/own"), "HEAD:refs/heads/wt"}, dir);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(upstream().ref("acme/own", "refs/heads/wt") == head(dir));
+    auto bad = run({bin("cc-pushgate"), "--upstream", upstream().base(), "--worktree", scratch_dir(), "--policy",
+                    policy_file(), "--token-file", token_file()});
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find("--worktree") != std::string::npos);
+}
+
 TEST_CASE("the upstream down: git shows a remote: line and a rejected ref, no hang") {
     NEED_RIG();
     Gateway g({"--upstream", "http://127.0.0.1:" + std::to_string(free_port()) + "/git", "--repo", "acme/demo",

@@ -9,10 +9,12 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/process.hpp>
 
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -838,6 +840,31 @@ Result<asio::ip::tcp::endpoint> parse_listen(const std::string& listen) {
     return asio::ip::tcp::endpoint(addr, static_cast<unsigned short>(std::stoi(port)));
 }
 
+// The worktree's own repository: its origin remote (git config, no shell).
+Result<std::string> worktree_origin(const std::string& dir) {
+    namespace bp = boost::process;
+    std::string url;
+    int code = -1;
+    try {
+        asio::io_context ios;
+        std::future<std::string> out;
+        bp::child c(bp::search_path("git"), bp::args({"-C", dir, "config", "--get", "remote.origin.url"}),
+                    bp::std_in < bp::null, bp::std_out > out, bp::std_err > bp::null, ios);
+        ios.run_for(std::chrono::seconds(10));
+        if (!ios.stopped()) c.terminate();
+        c.wait();
+        code = c.exit_code();
+        url = out.get();
+    } catch (const std::exception& e) {
+        return input_error("--worktree", std::string("could not run git: ") + e.what());
+    }
+    while (!url.empty() && (url.back() == '\n' || url.back() == '\r')) url.pop_back();
+    if (code != 0 || url.empty()) return input_error("--worktree", "'" + dir + "' has no origin remote");
+    if (auto k = normalise_repo(url); !k)
+        return input_error("--worktree", "origin of '" + dir + "' ('" + url + "') is not a GitHub repository");
+    return url;
+}
+
 }  // namespace
 
 Status validate(const GatewayConfig& cfg) {
@@ -858,6 +885,11 @@ Result<GatewayConfig> configure(const GatewayOptions& o) {
     cfg.repos = o.repos;
     cfg.drain_limit = o.drain_limit;
     cfg.drain_timeout = std::chrono::seconds(o.drain_timeout_s);
+    if (!o.worktree.empty()) {
+        auto origin = worktree_origin(o.worktree);
+        if (!origin) return origin.error();
+        cfg.repos.push_back(*origin);
+    }
     if (o.upstream.empty()) return input_error("--upstream", "is required");
     if (o.policy_file.empty()) return input_error("--policy", "is required");
     auto mode = policy::parse_mode(o.mode);
