@@ -444,6 +444,30 @@ TEST_CASE("a 200 MB pack streams through the gateway") {
     fs::remove_all(dir);
 }
 
+TEST_CASE("a large denied push is drained first, so git shows the reason instead of a broken pipe") {
+    NEED_RIG();
+    upstream().create_repo("acme/demo");
+    std::string dir = agent_repo("bigdeny", gateway());
+    git({"config", "core.compression", "0"}, dir);
+    REQUIRE(run({"dd", "if=/dev/urandom", "of=" + dir + "/blob", "bs=1M", "count=20", "status=none"}).status == 0);
+    git({"add", "blob"}, dir);
+    git({"commit", "-q", "-m", "20 MB"}, dir);
+    auto r = git({"push", "origin", "main"}, dir);
+    CHECK(r.status == 1);
+    CHECK(r.err.find(" ! [remote rejected] main -> main (Control Center policy: main is released by CI)") !=
+          std::string::npos);
+    CHECK(r.err.find("Broken pipe") == std::string::npos);
+    CHECK(events(gateway(), "push").back()["bytes"].get<std::uint64_t>() > 20u * 1000 * 1000);
+
+    // Past the drain cap the gateway answers and closes: git fails, it does not hang.
+    Gateway capped(gateway_args({"--drain-limit", "100000", "--drain-timeout", "5"}));
+    auto c = git({"push", capped.push_url("acme/demo"), "main"}, dir);
+    CHECK(c.status != 0);
+    CHECK(c.status != 128 + 9);  // not killed by the harness timeout
+    CHECK(upstream().ref("acme/demo", "refs/heads/main").empty());
+    CHECK(capped.stderr_text().find("stopped draining") != std::string::npos);
+}
+
 // ---------------------------------------------------------------- hand-made bytes
 
 TEST_CASE("protocol: bad bodies get a 400 naming the problem, never a hang") {
