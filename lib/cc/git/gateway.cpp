@@ -376,6 +376,8 @@ public:
     }
 
     void serve_connection(int fd);
+    // Requests being answered (idle keep-alive connections do not count).
+    int busy() const { return busy_.load(); }
 
 private:
     void handle_info_refs(Conn& c, const http::RequestHead& h, const Route& route, bool close);
@@ -387,6 +389,7 @@ private:
     EmitFn emit_;
     std::string upstream_;
     std::map<std::string, Linked> linked_;
+    std::atomic<int> busy_{0};
 };
 
 void Gateway::serve_connection(int fd) {
@@ -407,6 +410,11 @@ void Gateway::serve_connection(int fd) {
             if (!f || !*f) return;  // idle timeout or the client went away
         }
         bool close = !head->keep_alive();
+        ++busy_;
+        struct Done {
+            std::atomic<int>& n;
+            ~Done() { --n; }
+        } done{busy_};
         Route route = parse_route(head->target);
         if (route.kind == Route::Kind::info_refs && (head->method == "GET" || head->method == "HEAD")) {
             handle_info_refs(c, *head, route, close);
@@ -1006,8 +1014,11 @@ Status serve(const GatewayConfig& cfg, const EmitFn& emit) {
     accept_next();
     emit(ready_event(url, cfg));
     io.run();
+    // Let pushes in flight finish before their tokens are revoked.
+    auto grace = Clock::now() + std::chrono::seconds(30);
+    while (gateway->busy() > 0 && Clock::now() < grace) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     json revoked = cfg.tokens->revoke_all();
-    json ev = {{"event", "shutdown"}, {"activeConnections", active->load()}};
+    json ev = {{"event", "shutdown"}, {"activeConnections", active->load()}, {"busy", gateway->busy()}};
     if (!revoked.empty()) ev["tokens"] = revoked;
     emit(ev);
     return ok();
