@@ -40,7 +40,8 @@ start_gateway() {
   cc-pushgate --upstream "$RIG_URL" --repo bench/r --policy "$work/policy.json" --token-file "$work/token" \
     > "$work/events" 2> "$work/gateway.err" &
   gw=$!
-  for _ in $(seq 50); do [ -s "$work/events" ] && break; sleep 0.1; done
+  for _ in $(seq 200); do [ -s "$work/events" ] && break; sleep 0.1; done
+  [ -s "$work/events" ] || { echo "cc-pushgate did not start: $(cat "$work/gateway.err")" >&2; exit 1; }
   gw_url=$(head -n1 "$work/events" | python3 -c 'import json,sys; print(json.load(sys.stdin)["url"])')
 }
 stop_gateway() { kill "$gw"; wait "$gw" 2>/dev/null || true; gw=; }
@@ -58,17 +59,22 @@ direct_url() { echo "http://x-access-token:$RIG_WRITE_TOKEN@${RIG_URL#http://}/b
 
 make_repo "$work/r200" 200
 start_gateway
-via=() direct=()
+# Alternate the two paths and also keep each pair's ratio: on a shared machine
+# the load drifts between runs, and a pair sees nearly the same load.
+via=() direct=() ratios=()
 for _ in $(seq "$RUNS"); do
-  via+=("$(push_time "$work/r200" "${gw_url}github.com/bench/r.git")")
-  direct+=("$(push_time "$work/r200" "$(direct_url)")")
+  v=$(push_time "$work/r200" "${gw_url}github.com/bench/r.git")
+  d=$(push_time "$work/r200" "$(direct_url)")
+  via+=("$v") direct+=("$d") ratios+=("$(awk "BEGIN { printf \"%.3f\", $v / $d }")")
 done
 hwm200=$(awk '/VmHWM/ { print $2 }' "/proc/$gw/status")
+cpu200=$(awk '{ printf "%.2f s", ($14 + $15) / 100 }' "/proc/$gw/stat")
 stop_gateway
 m_via=$(median "${via[@]}")
 m_direct=$(median "${direct[@]}")
 echo "200 MB push, median of $RUNS: via gateway ${m_via} s (runs: ${via[*]}), direct ${m_direct} s (runs: ${direct[*]})"
-echo "ratio gateway/direct: $(awk "BEGIN { printf \"%.3f\", $m_via / $m_direct }") (target <= 1.15)"
+echo "ratio of medians gateway/direct: $(awk "BEGIN { printf \"%.3f\", $m_via / $m_direct }"); median of per-pair ratios: $(median "${ratios[@]}") (pairs: ${ratios[*]}; target <= 1.15)"
+echo "gateway CPU for $RUNS x 200 MB: $cpu200; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "gateway peak RSS relaying 200 MB: $((hwm200 / 1024)) MiB"
 rm -rf "$work/r200"
 

@@ -50,6 +50,9 @@ CONF
 rig_repo() {
   rm -rf "$1/repos/$2.git"
   git init -q --bare -b main "$1/repos/$2.git"
+  # Keep pushed packs whole (as GitHub does) rather than exploding them into
+  # zlib-compressed loose objects, which would dominate big pushes.
+  git -C "$1/repos/$2.git" config receive.unpackLimit 1
 }
 
 rig_stop() {

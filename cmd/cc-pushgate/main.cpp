@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
         cc::git::GatewayOptions o;
         app.add_option("--upstream", o.upstream, "Base URL; repo OWNER/NAME is BASE_URL/OWNER/NAME.git");
         app.add_option("--repo", o.repos, "A linked repository OWNER/NAME (repeat; the worktree's own repo too)");
+        app.add_option("--worktree", o.worktree, "The agent's worktree: its origin repository is linked too");
         app.add_option("--policy", o.policy_file, "Policy file (JSON, '-' for stdin)");
         app.add_option("--mode", o.mode, "Session mode: chat, plan, review or orchestrate (read-only modes deny every push)");
         app.add_option("--approver", o.approver, "Command that answers 'ask' rules (allow or deny); none: ask is deny");

@@ -35,7 +35,7 @@ void write_file(const std::string& path, const std::string& text, unsigned mode)
     ::chmod(path.c_str(), mode);
 }
 
-int free_port() {
+int bound_loopback_socket(int* port) {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -43,8 +43,14 @@ int free_port() {
     ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
     socklen_t len = sizeof a;
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return ntohs(a.sin_port);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+int free_port() {
+    int port = 0;
+    ::close(bound_loopback_socket(&port));
+    return port;
 }
 
 namespace {
@@ -175,6 +181,9 @@ std::string Upstream::create_repo(const std::string& on) {
     git({"init", "-q", "--bare", "-b", "main"}, p);
     git({"config", "receive.advertisePushOptions", "true"}, p);
     git({"config", "http.receivepack", "true"}, p);
+    // Keep pushed packs as they are (as GitHub does) instead of exploding
+    // them into zlib-compressed loose objects, which dominates big pushes.
+    git({"config", "receive.unpackLimit", "1"}, p);
     return p;
 }
 

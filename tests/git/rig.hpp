@@ -71,6 +71,8 @@ RunResult git(const std::vector<std::string>& args, const std::string& cwd,
 std::string work_repo(const std::string& name);
 // Commit a new file in `repo`; returns the new HEAD.
 std::string commit(const std::string& repo, const std::string& file, const std::string& text);
+// A TCP socket bound to 127.0.0.1 on a free port (not listening yet).
+int bound_loopback_socket(int* port);
 // A free TCP port on 127.0.0.1 (bound, read, closed).
 int free_port();
 std::string read_file(const std::string& path);

@@ -308,6 +308,25 @@ TEST_CASE("repository names are normalised; an unlinked repository is refused in
           std::string::npos);
 }
 
+TEST_CASE("--worktree links the worktree's own origin repository") {
+    NEED_RIG();
+    upstream().create_repo("acme/own");
+    Gateway probe_gw(gateway_args());
+    std::string dir = agent_repo("own", probe_gw, "acme/own");
+    Gateway g({"--upstream", upstream().base(), "--worktree", dir, "--policy", policy_file(), "--token-file",
+               token_file()});
+    auto ready = json::parse(g.stdout_text().substr(0, g.stdout_text().find('\n')));
+    CHECK(ready["repos"] == json::array({"github.com/acme/own"}));
+    auto r = git({"push", g.push_url("acme/own"), "HEAD:refs/heads/wt"}, dir);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(upstream().ref("acme/own", "refs/heads/wt") == head(dir));
+    auto bad = run({bin("cc-pushgate"), "--upstream", upstream().base(), "--worktree", scratch_dir(), "--policy",
+                    policy_file(), "--token-file", token_file()});
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find("--worktree") != std::string::npos);
+}
+
 TEST_CASE("the upstream down: git shows a remote: line and a rejected ref, no hang") {
     NEED_RIG();
     Gateway g({"--upstream", "http://127.0.0.1:" + std::to_string(free_port()) + "/git", "--repo", "acme/demo",
@@ -425,6 +444,30 @@ TEST_CASE("a 200 MB pack streams through the gateway") {
     fs::remove_all(dir);
 }
 
+TEST_CASE("a large denied push is drained first, so git shows the reason instead of a broken pipe") {
+    NEED_RIG();
+    upstream().create_repo("acme/demo");
+    std::string dir = agent_repo("bigdeny", gateway());
+    git({"config", "core.compression", "0"}, dir);
+    REQUIRE(run({"dd", "if=/dev/urandom", "of=" + dir + "/blob", "bs=1M", "count=20", "status=none"}).status == 0);
+    git({"add", "blob"}, dir);
+    git({"commit", "-q", "-m", "20 MB"}, dir);
+    auto r = git({"push", "origin", "main"}, dir);
+    CHECK(r.status == 1);
+    CHECK(r.err.find(" ! [remote rejected] main -> main (Control Center policy: main is released by CI)") !=
+          std::string::npos);
+    CHECK(r.err.find("Broken pipe") == std::string::npos);
+    CHECK(events(gateway(), "push").back()["bytes"].get<std::uint64_t>() > 20u * 1000 * 1000);
+
+    // Past the drain cap the gateway answers and closes: git fails, it does not hang.
+    Gateway capped(gateway_args({"--drain-limit", "100000", "--drain-timeout", "5"}));
+    auto c = git({"push", capped.push_url("acme/demo"), "main"}, dir);
+    CHECK(c.status != 0);
+    CHECK(c.status != 128 + 9);  // not killed by the harness timeout
+    CHECK(upstream().ref("acme/demo", "refs/heads/main").empty());
+    CHECK(capped.stderr_text().find("stopped draining") != std::string::npos);
+}
+
 // ---------------------------------------------------------------- hand-made bytes
 
 TEST_CASE("protocol: bad bodies get a 400 naming the problem, never a hang") {
@@ -520,14 +563,7 @@ public:
         BIO* bio = BIO_new_mem_buf(pubkey_pem.data(), static_cast<int>(pubkey_pem.size()));
         key_ = PEM_read_bio_PUBKEY(bio, nullptr, nullptr, nullptr);
         BIO_free(bio);
-        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-        socklen_t len = sizeof a;
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-        port_ = ntohs(a.sin_port);
+        fd_ = bound_loopback_socket(&port_);
         ::listen(fd_, 16);
         thread_ = std::thread([this] { loop(); });
     }

@@ -9,10 +9,12 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/process.hpp>
 
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -347,7 +349,12 @@ struct Linked {
 
 class Gateway {
 public:
-    Gateway(const GatewayConfig& cfg, const EmitFn& emit) : cfg_(cfg), emit_(emit) {
+    Gateway(const GatewayConfig& cfg, const EmitFn& emit)
+        : cfg_(cfg), emit_([this, &emit](const json& ev) {
+              // One line at a time: connection threads emit concurrently.
+              std::lock_guard<std::mutex> lock(emit_mu_);
+              emit(ev);
+          }) {
         upstream_ = cfg.upstream;
         while (!upstream_.empty() && upstream_.back() == '/') upstream_.pop_back();
         for (const auto& r : cfg.repos) {
@@ -369,6 +376,8 @@ public:
     }
 
     void serve_connection(int fd);
+    // Requests being answered (idle keep-alive connections do not count).
+    int busy() const { return busy_.load(); }
 
 private:
     void handle_info_refs(Conn& c, const http::RequestHead& h, const Route& route, bool close);
@@ -376,9 +385,11 @@ private:
     std::string upstream_url(const Linked& l) const { return upstream_ + "/" + l.owner + "/" + l.name + ".git"; }
 
     const GatewayConfig& cfg_;
-    const EmitFn& emit_;
+    std::mutex emit_mu_;
+    EmitFn emit_;
     std::string upstream_;
     std::map<std::string, Linked> linked_;
+    std::atomic<int> busy_{0};
 };
 
 void Gateway::serve_connection(int fd) {
@@ -399,6 +410,11 @@ void Gateway::serve_connection(int fd) {
             if (!f || !*f) return;  // idle timeout or the client went away
         }
         bool close = !head->keep_alive();
+        ++busy_;
+        struct Done {
+            std::atomic<int>& n;
+            ~Done() { --n; }
+        } done{busy_};
         Route route = parse_route(head->target);
         if (route.kind == Route::Kind::info_refs && (head->method == "GET" || head->method == "HEAD")) {
             handle_info_refs(c, *head, route, close);
@@ -832,6 +848,31 @@ Result<asio::ip::tcp::endpoint> parse_listen(const std::string& listen) {
     return asio::ip::tcp::endpoint(addr, static_cast<unsigned short>(std::stoi(port)));
 }
 
+// The worktree's own repository: its origin remote (git config, no shell).
+Result<std::string> worktree_origin(const std::string& dir) {
+    namespace bp = boost::process;
+    std::string url;
+    int code = -1;
+    try {
+        asio::io_context ios;
+        std::future<std::string> out;
+        bp::child c(bp::search_path("git"), bp::args({"-C", dir, "config", "--get", "remote.origin.url"}),
+                    bp::std_in < bp::null, bp::std_out > out, bp::std_err > bp::null, ios);
+        ios.run_for(std::chrono::seconds(10));
+        if (!ios.stopped()) c.terminate();
+        c.wait();
+        code = c.exit_code();
+        url = out.get();
+    } catch (const std::exception& e) {
+        return input_error("--worktree", std::string("could not run git: ") + e.what());
+    }
+    while (!url.empty() && (url.back() == '\n' || url.back() == '\r')) url.pop_back();
+    if (code != 0 || url.empty()) return input_error("--worktree", "'" + dir + "' has no origin remote");
+    if (auto k = normalise_repo(url); !k)
+        return input_error("--worktree", "origin of '" + dir + "' ('" + url + "') is not a GitHub repository");
+    return url;
+}
+
 }  // namespace
 
 Status validate(const GatewayConfig& cfg) {
@@ -852,6 +893,11 @@ Result<GatewayConfig> configure(const GatewayOptions& o) {
     cfg.repos = o.repos;
     cfg.drain_limit = o.drain_limit;
     cfg.drain_timeout = std::chrono::seconds(o.drain_timeout_s);
+    if (!o.worktree.empty()) {
+        auto origin = worktree_origin(o.worktree);
+        if (!origin) return origin.error();
+        cfg.repos.push_back(*origin);
+    }
     if (o.upstream.empty()) return input_error("--upstream", "is required");
     if (o.policy_file.empty()) return input_error("--policy", "is required");
     auto mode = policy::parse_mode(o.mode);
@@ -968,8 +1014,11 @@ Status serve(const GatewayConfig& cfg, const EmitFn& emit) {
     accept_next();
     emit(ready_event(url, cfg));
     io.run();
+    // Let pushes in flight finish before their tokens are revoked.
+    auto grace = Clock::now() + std::chrono::seconds(30);
+    while (gateway->busy() > 0 && Clock::now() < grace) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     json revoked = cfg.tokens->revoke_all();
-    json ev = {{"event", "shutdown"}, {"activeConnections", active->load()}};
+    json ev = {{"event", "shutdown"}, {"activeConnections", active->load()}, {"busy", gateway->busy()}};
     if (!revoked.empty()) ev["tokens"] = revoked;
     emit(ev);
     return ok();

@@ -49,6 +49,7 @@ struct GatewayOptions {
     std::string listen = "127.0.0.1:0";
     std::string upstream;
     std::vector<std::string> repos;
+    std::string worktree;                    // its origin remote is linked too
     std::string policy_file;
     std::string mode = "chat";
     std::string approver;                    // command line, split on blanks
