@@ -16,10 +16,12 @@ fi
 work=$(mktemp -d /var/tmp/cc-bench-worktree.XXXXXX)
 cleanup() {
   mountpoint -q "$work/xfs" 2>/dev/null && umount "$work/xfs"
+  [ -n "${dev:-}" ] && losetup -d "$dev" 2>/dev/null
   [ -f "$work/xfs.img" ] && losetup -j "$work/xfs.img" -O NAME -n | while read -r d; do losetup -d "$d"; done
   rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 truncate -s 8G "$work/xfs.img"
 mkfs.xfs -q -m reflink=1 "$work/xfs.img"
 dev=$(losetup -f --show "$work/xfs.img")
@@ -43,9 +45,13 @@ for i in range(files):
     with open(os.path.join(d, "f%05d.bin" % i), "wb") as f:
         f.write(os.urandom(16) + pool[off + 16:off + size])
 EOF
+# gc.auto=0: a background `git gc --auto` after the commit would repack (and
+# delete loose objects) while the copies run. Packed once, as a real repo is.
 git -C "$x/app" init -q
+git -C "$x/app" config gc.auto 0
 git -C "$x/app" -c core.compression=0 -c core.looseCompression=0 add -A
 git -C "$x/app" -c user.name=bench -c user.email=bench@example.invalid commit -qm bench
+git -C "$x/app" -c pack.compression=0 repack -a -d -q --window=0
 sync
 gen_end=$(date +%s.%N)
 mkdir "$x/data"

@@ -21,6 +21,12 @@
 namespace {
 
 namespace sfs = std::filesystem;
+
+// share/cc/schema as the tests see it ($CC_DATA_DIR is staged for as_user runs).
+std::string schema_dir() {
+    const char* d = std::getenv("CC_DATA_DIR");
+    return std::string(d ? d : cc::test::source_dir() + "/share/cc") + "/schema";
+}
 using cc::test::bin;
 using cc::test::run;
 
@@ -350,6 +356,12 @@ TEST_CASE("cc-confine prints one JSON line per path, in order, and exits 0 or 1"
     CHECK(got[2]["reason"] == "outside");
     CHECK(got[3]["path"] == "-dash");
     CHECK(got[3]["allowed"] == true);
+    // every line matches the published schema
+    auto schema = run({"python3", cc::test::source_dir() + "/tests/fs/check_schema.py",
+                       schema_dir() + "/confine-verdict.schema.json"},
+                      all.out + some.out);
+    INFO(schema.err);
+    CHECK(schema.status == 0);
     // not UTF-8: shown with U+FFFD, given exactly in hex
     auto odd = run({bin("cc-confine"), "--workdir", f.W, "bad\xff"});
     CHECK(odd.status == 0);

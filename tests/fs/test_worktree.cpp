@@ -25,6 +25,12 @@
 namespace {
 
 namespace sfs = std::filesystem;
+
+// share/cc/schema as the tests see it ($CC_DATA_DIR is staged for as_user runs).
+std::string schema_dir() {
+    const char* d = std::getenv("CC_DATA_DIR");
+    return std::string(d ? d : cc::test::source_dir() + "/share/cc") + "/schema";
+}
 using cc::test::bin;
 using cc::test::run;
 using nlohmann::json;
@@ -226,6 +232,15 @@ cc::test::RunResult create(const std::string& data, const std::string& id, std::
     return run(argv);
 }
 
+// Exit status of tests/fs/check_schema.py over `json_lines` (0: all valid).
+int schema_check(const std::string& schema, const std::string& json_lines) {
+    auto r = run({"python3", cc::test::source_dir() + "/tests/fs/check_schema.py",
+                  schema_dir() + "/" + schema},
+                 json_lines);
+    if (r.status != 0) WARN(r.err);
+    return r.status;
+}
+
 bool empty_dir(const std::string& p) { return sfs::is_directory(p) && sfs::is_empty(p); }
 
 }  // namespace
@@ -244,6 +259,7 @@ TEST_CASE("create clones by reflink: whole tree kept, blocks shared, source unto
     INFO(r.err);
     REQUIRE(r.status == 0);
     auto j = json::parse(r.out);
+    CHECK(schema_check("worktree-conversation.schema.json", r.out) == 0);
     std::string conv = data + "/conversations/c1", clone = conv + "/repos/app";
     CHECK(j["backend"] == "reflink");
     CHECK(j["conversation"] == "c1");
@@ -395,6 +411,7 @@ TEST_CASE("destroy removes read-only trees, and only under the data dir", "[work
     INFO(d.err);
     CHECK(d.status == 0);
     CHECK(json::parse(d.out)["removed"] == data + "/conversations/c1");
+    CHECK(schema_check("worktree-destroy.schema.json", d.out) == 0);
     CHECK_FALSE(sfs::exists(data + "/conversations/c1"));
     CHECK(sfs::exists(repo + "/ro/frozen.txt"));
 
@@ -431,6 +448,7 @@ TEST_CASE("the git-worktree backend is explicit, reported, and pruned on destroy
     auto s = run({bin("cc-worktree"), "status", "--data-dir", data, "--conversation", "g1"});
     CHECK(s.status == 0);
     CHECK(json::parse(s.out)["backend"] == "git-worktree");
+    CHECK(schema_check("worktree-conversation.schema.json", r.out + s.out) == 0);
     CHECK(run({bin("cc-worktree"), "destroy", "--data-dir", data, "--conversation", "g1"}).status == 0);
     CHECK(run({"git", "-C", repo, "worktree", "list"}).out.find(wt) == std::string::npos);
     CHECK(create(data, "g2", {"--repo", repo, "--backend", "copy"}).status == 2);
@@ -448,6 +466,7 @@ TEST_CASE("list and status describe conversations, incomplete ones included", "[
     sfs::create_directories(data + "/conversations/half");  // as a crash mid-create leaves it
     auto l = run({bin("cc-worktree"), "list", "--data-dir", data});
     REQUIRE(l.status == 0);
+    CHECK(schema_check("worktree-list.schema.json", l.out) == 0);
     auto convs = json::parse(l.out)["conversations"];
     REQUIRE(convs.size() == 2);
     CHECK(convs[0]["conversation"] == "a1");

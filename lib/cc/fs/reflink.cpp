@@ -54,7 +54,8 @@ struct Cloner {
 
     Status attributes(int dfd, const char* name, int fd, const struct stat& st, const std::string& rel) {
         // chown before chmod: chown clears set-id bits.
-        if (as_root) {
+        // Only when it changes something: a chown costs a journal write per file.
+        if (as_root && (st.st_uid != ::geteuid() || st.st_gid != ::getegid())) {
             int r = fd >= 0 ? ::fchown(fd, st.st_uid, st.st_gid)
                             : ::fchownat(dfd, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
             if (r != 0) return io_error(q(rel), "cannot set owner");
