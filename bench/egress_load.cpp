@@ -77,7 +77,7 @@ int open_path(const std::string& mode, int proxy, int origin) {
             head += c;
             if (head.size() >= 4 && head.compare(head.size() - 4, 4, "\r\n\r\n") == 0) break;
         }
-        if (head.rfind("HTTP/1.1 200", 0) != 0) return ::close(fd), -1;
+        if (head.rfind("HTTP/1.", 0) != 0 || head.compare(8, 4, " 200") != 0) return ::close(fd), -1;  // tinyproxy answers 1.0
     } else if (mode == "socks") {
         // Greeting, then the request once the method is chosen (microsocks
         // drops a request pipelined behind the greeting).
@@ -104,7 +104,7 @@ bool request(const std::string& mode, int proxy, int origin, const std::string& 
     ssize_t n;
     while (ok && (n = ::read(fd, buf, sizeof buf)) > 0) resp.append(buf, static_cast<std::size_t>(n));
     ::close(fd);
-    return ok && resp.rfind("HTTP/1.1 200", 0) == 0;
+    return ok && resp.rfind("HTTP/1.", 0) == 0 && resp.compare(8, 4, " 200") == 0;
 }
 
 long rss_kib(int pid) {
@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
     for (int fd : fds) {
         std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
         std::string head;
-        if (send_all(fd, req) && read_n(fd, 12, head) && head == "HTTP/1.1 200") ++answered;
+        if (send_all(fd, req) && read_n(fd, 12, head) && head.compare(8, 4, " 200") == 0) ++answered;
         else ++errors;
     }
     long rss_after = rss_kib(n);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -149,7 +150,7 @@ public:
             return;
         }
         queue_.push_back(j);
-        cv_.notify_one();
+        if (queue_.size() == 1) cv_.notify_one();  // only on empty -> non-empty
     }
     std::uint64_t dropped() const {
         std::lock_guard<std::mutex> lock(mu_);
@@ -163,10 +164,16 @@ private:
         while (true) {
             cv_.wait(lock, [this] { return done_ || !queue_.empty(); });
             if (queue_.empty() && done_) return;
-            json j = std::move(queue_.front());
-            queue_.pop_front();
+            if (!done_) {
+                // Let a busy proxy batch up lines: one wake-up per 5 ms at most.
+                lock.unlock();
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                lock.lock();
+            }
+            std::deque<json> batch;
+            batch.swap(queue_);
             lock.unlock();
-            out_(j);
+            for (const auto& j : batch) out_(j);
             lock.lock();
         }
     }
