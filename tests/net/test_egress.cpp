@@ -143,9 +143,10 @@ struct Origin {
     bp::ipstream out;
     bp::child child;
     std::uint16_t port = 0;
-    Origin() {
-        child = bp::child(bp::search_path("python3"), cc::test::source_dir() + "/tests/net/origin.py", "0",
-                          bp::std_out > out, bp::std_err > bp::null);
+    explicit Origin(const std::string& idle_timeout = "0") {
+        std::vector<std::string> args{cc::test::source_dir() + "/tests/net/origin.py", "0"};
+        if (idle_timeout != "0") args.push_back(idle_timeout);
+        child = bp::child(bp::search_path("python3"), args, bp::std_out > out, bp::std_err > bp::null);
         std::string line;
         if (std::getline(out, line)) port = static_cast<std::uint16_t>(std::stoi(line));
     }
@@ -737,4 +738,26 @@ TEST_CASE("egress: a listener made inside a fresh network namespace reaches out 
     REQUIRE(line);
     CHECK((*line)["decision"] == "allow");
     (void)proxy_url;
+}
+
+TEST_CASE("egress: a kept-alive upstream that closed while idle is redialled for the next request") {
+    Origin origin("0.5");  // closes idle keep-alive connections after half a second
+    Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+    int fd = connect_to(port_of(eg.http()));
+    REQUIRE(fd >= 0);
+    std::string req = "GET " + origin.url("/hello") + " HTTP/1.1\r\nHost: x\r\n\r\n";
+    auto one = [&] {
+        (void)!::write(fd, req.data(), req.size());
+        std::string resp;
+        char buf[4096];
+        ssize_t n;
+        while (resp.find("hello\n") == std::string::npos && (n = ::read(fd, buf, sizeof buf)) > 0)
+            resp.append(buf, static_cast<std::size_t>(n));
+        return resp;
+    };
+    CHECK(one().rfind("HTTP/1.1 200", 0) == 0);
+    ::usleep(1500000);
+    CHECK(one().rfind("HTTP/1.1 200", 0) == 0);
+    ::close(fd);
+    CHECK(eg.stop() == 0);
 }

@@ -683,28 +683,6 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
         co_return false;
     }
     std::string key = t.host + ":" + std::to_string(t.port);
-    bool reused = c->upstream && c->upstream_key == key;
-    if (reused) {
-        rec.decide(srv.cfg.rules->check_target(t));
-    } else {
-        c->close_upstream();
-        Vetting v = co_await vet(srv, t);
-        rec.decide(v.verdict);
-        if (!v.verdict.allow) {
-            co_await send_error(srv, c, v.dns_failed ? 502 : 403, v.verdict.proxy_error, v.verdict.reason);
-            co_return false;
-        }
-        Dialed d = co_await dial(srv, c, v.addrs, t.port);
-        if (!d.ok) {
-            rec.j["error"] = std::strerror(d.err);
-            co_await send_error(srv, c, d.err == ETIMEDOUT ? 504 : 502,
-                                d.err == ECONNREFUSED ? "connection_refused" : "destination_unavailable",
-                                "cannot connect to " + t.host + ": " + std::strerror(d.err));
-            co_return false;
-        }
-        c->upstream_key = key;
-        rec.j["address"] = d.address;
-    }
     // Answer Expect: 100-continue ourselves; the upstream never sees it.
     bool expect = http::has_token(h.headers, "expect", "100-continue");
     std::erase_if(h.headers, [](const http::Header& x) {
@@ -713,17 +691,62 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
     bool client_close = http::has_token(h.headers, "connection", "close") ||
                         (h.version == "HTTP/1.0" && !http::has_token(h.headers, "connection", "keep-alive"));
     std::string up_head = http::upstream_request_head(h, *uri, *framing);
-    co_await write_all(*c->upstream, up_head);
-    c->up += up_head.size();
-    if (expect && framing->kind != http::BodyKind::none)
-        co_await write_all(c->client, "HTTP/1.1 100 Continue\r\n\r\n");
-    co_await forward_body(srv, c->client, buf, *c->upstream, *framing, c->up);
+    std::string ubuf, head;
+    bool too_big = false;
+    for (int attempt = 0;; ++attempt) {
+        bool reused = c->upstream && c->upstream_key == key;
+        if (reused) {
+            if (attempt == 0) rec.decide(srv.cfg.rules->check_target(t));
+        } else {
+            c->close_upstream();
+            Vetting v = co_await vet(srv, t);
+            rec.decide(v.verdict);
+            if (!v.verdict.allow) {
+                co_await send_error(srv, c, v.dns_failed ? 502 : 403, v.verdict.proxy_error, v.verdict.reason);
+                co_return false;
+            }
+            Dialed d = co_await dial(srv, c, v.addrs, t.port);
+            if (!d.ok) {
+                rec.j["error"] = std::strerror(d.err);
+                co_await send_error(srv, c, d.err == ETIMEDOUT ? 504 : 502,
+                                    d.err == ECONNREFUSED ? "connection_refused" : "destination_unavailable",
+                                    "cannot connect to " + t.host + ": " + std::strerror(d.err));
+                co_return false;
+            }
+            c->upstream_key = key;
+            rec.j["address"] = d.address;
+        }
+        // A kept-alive upstream may have closed while idle; a request without a
+        // body is then sent once more on a fresh connection (RFC 9112 9.3.1).
+        bool retry = reused && framing->kind == http::BodyKind::none && attempt == 0;
+        ErrorCode werr;
+        co_await asio::async_write(*c->upstream, asio::buffer(up_head), asio::redirect_error(use_awaitable, werr));
+        if (werr) {
+            c->close_upstream();
+            if (retry) continue;
+            throw boost::system::system_error(werr);
+        }
+        c->up += up_head.size();
+        if (expect && framing->kind != http::BodyKind::none)
+            co_await write_all(c->client, "HTTP/1.1 100 Continue\r\n\r\n");
+        co_await forward_body(srv, c->client, buf, *c->upstream, *framing, c->up);
+        ubuf.clear();
+        bool failed = false;
+        try {
+            head = co_await read_head(*c->upstream, ubuf, too_big);
+        } catch (const std::exception&) {
+            failed = true;
+        }
+        if ((failed || (head.empty() && !too_big)) && retry) {
+            c->close_upstream();
+            continue;
+        }
+        if (failed) head.clear();
+        break;
+    }
 
-    std::string ubuf;
     http::ResponseHead resp;
     while (true) {
-        bool too_big = false;
-        std::string head = co_await read_head(*c->upstream, ubuf, too_big);
         if (head.empty()) {
             c->close_upstream();
             co_await send_error(srv, c, 502, "http_response_incomplete",
@@ -743,7 +766,8 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
                 co_await send_error(srv, c, 502, "http_protocol_error", "protocol upgrades are not proxied");
                 co_return false;
             }
-            continue;  // interim responses are hop-local
+            head = co_await read_head(*c->upstream, ubuf, too_big);  // interim responses are hop-local
+            continue;
         }
         break;
     }
