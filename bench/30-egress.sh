@@ -87,26 +87,31 @@ printf '  ratios: egress CONNECT / tinyproxy CONNECT %.2fx; egress SOCKS5 / micr
   "$(awk -v a="${speed[egress-connect]}" -v b="${speed[tinyproxy-connect]}" 'BEGIN {print a/b}')" \
   "$(awk -v a="${speed[egress-socks5]}" -v b="${speed[microsocks-socks5]}" 'BEGIN {print a/b}')"
 
-echo "short requests (1 KiB, new connection each, 2,000 per path, 4 clients; median of 3, req/s):"
-declare -A rate
-short() {  # name mode port
-  local runs=()
+echo "short requests (1 KiB, new connection each, 2,000 per path, 4 clients; median of 3 runs;"
+echo "                proxy CPU from /proc utime+stime over the 6,000 requests, the steadier figure):"
+declare -A rate cpureq
+short() {  # name mode port pid
+  local runs=() c0 c1
+  c0=$([ "$4" = - ] && echo 0 || cpu_ticks "$4")
   for _ in 1 2 3; do
     runs+=("$("$load" rate "$2" "$3" "$web" /small 2000 4 | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["perSecond"] if j["errors"]==0 else 0)')")
   done
+  c1=$([ "$4" = - ] && echo 0 || cpu_ticks "$4")
   rate[$1]=$(printf '%s\n' "${runs[@]}" | median)
-  printf '  %-20s %8.0f req/s\n' "$1" "${rate[$1]}"
+  cpureq[$1]=$(awk -v t=$((c1 - c0)) -v hz="$hz" 'BEGIN {printf "%.0f", t/hz/6000*1e6}')
+  printf '  %-20s %8.0f req/s   proxy cpu %4s us/req\n' "$1" "${rate[$1]}" "${cpureq[$1]}"
 }
-short direct direct 0
-short egress-absolute http "$eh"
-short egress-connect connect "$eh"
-short egress-socks5 socks "$es"
-short tinyproxy-absolute http "$tp"
-short tinyproxy-connect connect "$tp"
-short microsocks-socks5 socks "$ms"
-printf '  ratios: egress / tinyproxy absolute-form %.2fx; egress / tinyproxy CONNECT %.2fx\n' \
+short direct direct 0 -
+short egress-absolute http "$eh" "$eg"
+short egress-connect connect "$eh" "$eg"
+short egress-socks5 socks "$es" "$eg"
+short tinyproxy-absolute http "$tp" "$tpid"
+short tinyproxy-connect connect "$tp" "$tpid"
+short microsocks-socks5 socks "$ms" "$mpid"
+printf '  ratios (req/s): egress / tinyproxy absolute-form %.2fx; CONNECT %.2fx; egress SOCKS5 / microsocks %.2fx\n' \
   "$(awk -v a="${rate[egress-absolute]}" -v b="${rate[tinyproxy-absolute]}" 'BEGIN {print a/b}')" \
-  "$(awk -v a="${rate[egress-connect]}" -v b="${rate[tinyproxy-connect]}" 'BEGIN {print a/b}')"
+  "$(awk -v a="${rate[egress-connect]}" -v b="${rate[tinyproxy-connect]}" 'BEGIN {print a/b}')" \
+  "$(awk -v a="${rate[egress-socks5]}" -v b="${rate[microsocks-socks5]}" 'BEGIN {print a/b}')"
 
 echo "memory:"
 printf '  cc-egress idle RSS: %s KiB\n' "$idle_rss"

@@ -346,6 +346,28 @@ TEST_CASE("egress: curl through the HTTP proxy, absolute-form and CONNECT") {
     CHECK((*ok)["bytesDown"].get<int>() > 0);
     CHECK((*ok)["port"] == origin.port);
     CHECK(eg.find("169.254.169.254")->at("rule").get<std::string>().find("always-deny") != std::string::npos);
+
+    // What was written matches the published schemas (share/cc/schema/egress-*.schema.json).
+    if (!cc::test::have_program("python3")) return;
+    std::string lines_file = cc::test::scratch_dir() + "/egress-lines.jsonl";
+    {
+        std::ofstream f(lines_file);
+        f << eg.ready.dump() << "\n";
+        for (const auto& l : eg.lines) f << l.dump() << "\n";
+    }
+    std::string script =
+        "import json,sys,jsonschema\n"
+        "d=sys.argv[1]\n"
+        "ready=jsonschema.Draft202012Validator(json.load(open(d+'/egress-ready.schema.json')))\n"
+        "conn=jsonschema.Draft202012Validator(json.load(open(d+'/egress-connection.schema.json')))\n"
+        "lines=[json.loads(l) for l in open(sys.argv[2])]\n"
+        "ready.validate(lines[0])\n"
+        "[conn.validate(l) for l in lines[1:]]\n"
+        "print(len(lines))\n";
+    auto v = cc::test::run({"python3", "-c", script, cc::test::source_dir() + "/share/cc/schema", lines_file});
+    if (v.err.find("No module named 'jsonschema'") != std::string::npos) return;
+    CHECK(v.status == 0);
+    CHECK(v.err == "");
 }
 
 TEST_CASE("egress: raw IP-literal spellings through the proxy") {
