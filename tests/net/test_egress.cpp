@@ -254,6 +254,9 @@ TEST_CASE("egress: bad input is refused with exit 2 naming it, nothing listens")
     r = cc::test::run({bin("cc-egress"), "--spec", "-"}, std::string(R"({"sessionId":"s","workspaceId":"w","bogus":1})"));
     CHECK(r.status == 2);
     CHECK_THAT(r.err, Catch::Contains("bogus"));
+    r = cc::test::run({bin("cc-egress"), "--spec", "-", "--exit-with-stdin"}, std::string("{}"));
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains("--exit-with-stdin"));
     r = cc::test::run({bin("cc-egress"), "--network", "maybe"});
     CHECK(r.status == 2);
     r = cc::test::run({bin("cc-egress"), "--allow-file", "/nonexistent/x.txt"});

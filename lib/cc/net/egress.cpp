@@ -78,8 +78,9 @@ bool check_targets(const EgressOptions& o, const Plan& plan, const std::function
         json line = {{"host", text}};
         // HOST or HOST:PORT ([v6]:PORT); a bare IPv6 address has no port.
         Result<Target> t = input_error("", "");
-        bool has_port = (text.front() == '[' && text.find("]:") != std::string::npos) ||
-                        (text.front() != '[' && std::count(text.begin(), text.end(), ':') == 1);
+        bool has_port = !text.empty() &&
+                         ((text.front() == '[' && text.find("]:") != std::string::npos) ||
+                          (text.front() != '[' && std::count(text.begin(), text.end(), ':') == 1));
         t = has_port ? parse_authority(text) : canonical_target(text);
         if (!t) {
             line["decision"] = "deny";
@@ -190,6 +191,9 @@ private:
 
 Result<int> run_egress(const EgressOptions& o, const std::function<void(const json&)>& out,
                        const std::function<void(const std::string&)>& log) {
+    // The spec on stdin is read to its end, which would look like a parent dying.
+    if (o.exit_with_stdin && o.spec_path && *o.spec_path == "-")
+        return input_error("--exit-with-stdin", "cannot be used with --spec -");
     auto plan = make_plan(o);
     if (!plan) return plan.error();
     if (o.dry_run) {

@@ -219,9 +219,14 @@ awaitable<void> pump(Server& srv, Sock& from, Sock& to, std::uint64_t& count, st
             else ::close(p->r), ::close(p->w);  // holding stale bytes: never reuse
         }
     } release{srv, pipe, in_pipe};
-    bool use_splice = true;
+    // Short exchanges go through read/write: a pipe costs more system calls
+    // than it saves until a stream has moved some data. Past 64 KiB, splice.
+    bool use_splice = false;
+    bool can_splice = true;
+    std::uint64_t moved = 0;
     std::string buf;
     while (true) {
+        if (!use_splice && can_splice && moved >= read_chunk) use_splice = true;
         if (use_splice) {
             if (in_pipe > 0) {
                 ssize_t n = ::splice(pipe->r, nullptr, out, nullptr, in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -239,7 +244,7 @@ awaitable<void> pump(Server& srv, Sock& from, Sock& to, std::uint64_t& count, st
             if (eof || remaining == 0) break;
             if (!pipe) {
                 pipe = srv.acquire_pipe();
-                if (!pipe) use_splice = false;
+                if (!pipe) use_splice = can_splice = false;
                 continue;
             }
             std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, 1 << 20));
@@ -261,7 +266,7 @@ awaitable<void> pump(Server& srv, Sock& from, Sock& to, std::uint64_t& count, st
                 continue;
             }
             if (errno == EINVAL && in_pipe == 0) {
-                use_splice = false;
+                use_splice = can_splice = false;
                 continue;
             }
             throw boost::system::system_error(ErrorCode(errno, boost::system::system_category()));
@@ -276,6 +281,7 @@ awaitable<void> pump(Server& srv, Sock& from, Sock& to, std::uint64_t& count, st
             }
             co_await write_all(to, buf);
             count += n;
+            moved += n;
             if (remaining != unlimited) remaining -= n;
         }
     }
