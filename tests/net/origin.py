@@ -6,7 +6,8 @@ GET  /size/N         -> N bytes of 'x' (Content-Length)
 GET  /chunked        -> "a\nb\nc\n" as a chunked response
 GET  /headers        -> the request headers it saw, one per line
 POST /echo           -> "got N bytes" (Content-Length or chunked request body)
-Prints its port on stdout once listening (argv[1] = port, 0 for ephemeral).
+Prints its port on stdout once listening (argv[1] = port, 0 for ephemeral;
+argv[2], optional: seconds after which an idle keep-alive connection is closed).
 """
 import http.server
 import socketserver
@@ -67,6 +68,8 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     allow_reuse_address = True
 
 
+if len(sys.argv) > 2:
+    Handler.timeout = float(sys.argv[2])
 srv = Server(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0), Handler)
 print(srv.server_address[1], flush=True)
 srv.serve_forever()

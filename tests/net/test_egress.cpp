@@ -6,6 +6,11 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -138,9 +143,10 @@ struct Origin {
     bp::ipstream out;
     bp::child child;
     std::uint16_t port = 0;
-    Origin() {
-        child = bp::child(bp::search_path("python3"), cc::test::source_dir() + "/tests/net/origin.py", "0",
-                          bp::std_out > out, bp::std_err > bp::null);
+    explicit Origin(const std::string& idle_timeout = "0") {
+        std::vector<std::string> args{cc::test::source_dir() + "/tests/net/origin.py", "0"};
+        if (idle_timeout != "0") args.push_back(idle_timeout);
+        child = bp::child(bp::search_path("python3"), args, bp::std_out > out, bp::std_err > bp::null);
         std::string line;
         if (std::getline(out, line)) port = static_cast<std::uint16_t>(std::stoi(line));
     }
@@ -248,6 +254,9 @@ TEST_CASE("egress: bad input is refused with exit 2 naming it, nothing listens")
     r = cc::test::run({bin("cc-egress"), "--spec", "-"}, std::string(R"({"sessionId":"s","workspaceId":"w","bogus":1})"));
     CHECK(r.status == 2);
     CHECK_THAT(r.err, Catch::Contains("bogus"));
+    r = cc::test::run({bin("cc-egress"), "--spec", "-", "--exit-with-stdin"}, std::string("{}"));
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains("--exit-with-stdin"));
     r = cc::test::run({bin("cc-egress"), "--network", "maybe"});
     CHECK(r.status == 2);
     r = cc::test::run({bin("cc-egress"), "--allow-file", "/nonexistent/x.txt"});
@@ -340,6 +349,28 @@ TEST_CASE("egress: curl through the HTTP proxy, absolute-form and CONNECT") {
     CHECK((*ok)["bytesDown"].get<int>() > 0);
     CHECK((*ok)["port"] == origin.port);
     CHECK(eg.find("169.254.169.254")->at("rule").get<std::string>().find("always-deny") != std::string::npos);
+
+    // What was written matches the published schemas (share/cc/schema/egress-*.schema.json).
+    if (!cc::test::have_program("python3")) return;
+    std::string lines_file = cc::test::scratch_dir() + "/egress-lines.jsonl";
+    {
+        std::ofstream f(lines_file);
+        f << eg.ready.dump() << "\n";
+        for (const auto& l : eg.lines) f << l.dump() << "\n";
+    }
+    std::string script =
+        "import json,sys,jsonschema\n"
+        "d=sys.argv[1]\n"
+        "ready=jsonschema.Draft202012Validator(json.load(open(d+'/egress-ready.schema.json')))\n"
+        "conn=jsonschema.Draft202012Validator(json.load(open(d+'/egress-connection.schema.json')))\n"
+        "lines=[json.loads(l) for l in open(sys.argv[2])]\n"
+        "ready.validate(lines[0])\n"
+        "[conn.validate(l) for l in lines[1:]]\n"
+        "print(len(lines))\n";
+    auto v = cc::test::run({"python3", "-c", script, cc::test::source_dir() + "/share/cc/schema", lines_file});
+    if (v.err.find("No module named 'jsonschema'") != std::string::npos) return;
+    CHECK(v.status == 0);
+    CHECK(v.err == "");
 }
 
 TEST_CASE("egress: raw IP-literal spellings through the proxy") {
@@ -650,4 +681,108 @@ TEST_CASE("egress: SIGTERM with tunnels open closes them, logs them and exits 0"
         CHECK(::read(fd, &c, 1) <= 0);  // closed by the proxy
         ::close(fd);
     }
+}
+
+TEST_CASE("egress: a listener made inside a fresh network namespace reaches out only through the inbox") {
+    if (!cc::test::is_root()) CC_SKIP("needs root to create a network namespace");
+    Origin origin;
+    std::string dir = cc::test::scratch_dir();
+    std::string inbox = dir + "/netns-inbox.sock";
+    Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--fd-inbox", inbox});
+    REQUIRE(eg.ready["event"] == "ready");
+    std::string out_path = dir + "/netns-curl.out";
+    std::string target = origin.url("/hello");
+    std::string payload = R"({"http":[0]})";
+    std::string proxy_url;  // filled in the child, so build argv there from fixed buffers
+    char proxy_buf[64];
+    sockaddr_un un{};
+    un.sun_family = AF_UNIX;
+    std::strcpy(un.sun_path, inbox.c_str());
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        // Child: only system calls from here on.
+        if (::unshare(CLONE_NEWNET) != 0) ::_exit(10);
+        int s = ::socket(AF_INET, SOCK_DGRAM, 0);
+        ifreq ifr{};
+        std::strcpy(ifr.ifr_name, "lo");
+        ifr.ifr_flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING;
+        if (::ioctl(s, SIOCSIFFLAGS, &ifr) != 0) ::_exit(11);
+        ::close(s);
+        // The origin lives in the parent namespace: unreachable directly.
+        int direct = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in o{};
+        o.sin_family = AF_INET;
+        o.sin_port = htons(origin.port);
+        o.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(direct, reinterpret_cast<sockaddr*>(&o), sizeof o) == 0) ::_exit(12);
+        int l = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(l, 16) != 0) ::_exit(13);
+        socklen_t al = sizeof a;
+        ::getsockname(l, reinterpret_cast<sockaddr*>(&a), &al);
+        int u = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        if (::connect(u, reinterpret_cast<sockaddr*>(&un), sizeof un) != 0) ::_exit(14);
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+        iovec iov{const_cast<char*>(payload.data()), payload.size()};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(cm), &l, sizeof l);
+        if (::sendmsg(u, &msg, 0) < 0) ::_exit(15);
+        char reply[256] = {0};
+        if (::read(u, reply, sizeof reply - 1) <= 0 || std::strncmp(reply, "{\"ok\":true}", 11) != 0) ::_exit(16);
+        ::close(l);
+        std::snprintf(proxy_buf, sizeof proxy_buf, "http://127.0.0.1:%d", ntohs(a.sin_port));
+        int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        ::dup2(fd, 1);
+        char* argv[] = {const_cast<char*>("curl"), const_cast<char*>("-sS"), const_cast<char*>("--max-time"),
+                        const_cast<char*>("10"), const_cast<char*>("-x"), proxy_buf,
+                        const_cast<char*>(target.c_str()), nullptr};
+        ::execvp("curl", argv);
+        ::_exit(17);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    REQUIRE(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 10 || WEXITSTATUS(status) == 11) CC_SKIP("cannot create a network namespace here");
+    CHECK(WEXITSTATUS(status) == 0);
+    std::ifstream f(out_path);
+    std::string got(std::istreambuf_iterator<char>(f), {});
+    CHECK(got == "hello\n");
+    CHECK(eg.stop() == 0);
+    const json* line = eg.find("127.0.0.1", "http");
+    REQUIRE(line);
+    CHECK((*line)["decision"] == "allow");
+    (void)proxy_url;
+}
+
+TEST_CASE("egress: a kept-alive upstream that closed while idle is redialled for the next request") {
+    Origin origin("0.5");  // closes idle keep-alive connections after half a second
+    Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+    int fd = connect_to(port_of(eg.http()));
+    REQUIRE(fd >= 0);
+    std::string req = "GET " + origin.url("/hello") + " HTTP/1.1\r\nHost: x\r\n\r\n";
+    auto one = [&] {
+        (void)!::write(fd, req.data(), req.size());
+        std::string resp;
+        char buf[4096];
+        ssize_t n;
+        while (resp.find("hello\n") == std::string::npos && (n = ::read(fd, buf, sizeof buf)) > 0)
+            resp.append(buf, static_cast<std::size_t>(n));
+        return resp;
+    };
+    CHECK(one().rfind("HTTP/1.1 200", 0) == 0);
+    ::usleep(1500000);
+    CHECK(one().rfind("HTTP/1.1 200", 0) == 0);
+    ::close(fd);
+    CHECK(eg.stop() == 0);
 }

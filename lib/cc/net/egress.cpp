@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -77,8 +78,9 @@ bool check_targets(const EgressOptions& o, const Plan& plan, const std::function
         json line = {{"host", text}};
         // HOST or HOST:PORT ([v6]:PORT); a bare IPv6 address has no port.
         Result<Target> t = input_error("", "");
-        bool has_port = (text.front() == '[' && text.find("]:") != std::string::npos) ||
-                        (text.front() != '[' && std::count(text.begin(), text.end(), ':') == 1);
+        bool has_port = !text.empty() &&
+                         ((text.front() == '[' && text.find("]:") != std::string::npos) ||
+                          (text.front() != '[' && std::count(text.begin(), text.end(), ':') == 1));
         t = has_port ? parse_authority(text) : canonical_target(text);
         if (!t) {
             line["decision"] = "deny";
@@ -149,7 +151,7 @@ public:
             return;
         }
         queue_.push_back(j);
-        cv_.notify_one();
+        if (queue_.size() == 1) cv_.notify_one();  // only on empty -> non-empty
     }
     std::uint64_t dropped() const {
         std::lock_guard<std::mutex> lock(mu_);
@@ -163,10 +165,16 @@ private:
         while (true) {
             cv_.wait(lock, [this] { return done_ || !queue_.empty(); });
             if (queue_.empty() && done_) return;
-            json j = std::move(queue_.front());
-            queue_.pop_front();
+            if (!done_) {
+                // Let a busy proxy batch up lines: one wake-up per 5 ms at most.
+                lock.unlock();
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                lock.lock();
+            }
+            std::deque<json> batch;
+            batch.swap(queue_);
             lock.unlock();
-            out_(j);
+            for (const auto& j : batch) out_(j);
             lock.lock();
         }
     }
@@ -183,6 +191,9 @@ private:
 
 Result<int> run_egress(const EgressOptions& o, const std::function<void(const json&)>& out,
                        const std::function<void(const std::string&)>& log) {
+    // The spec on stdin is read to its end, which would look like a parent dying.
+    if (o.exit_with_stdin && o.spec_path && *o.spec_path == "-")
+        return input_error("--exit-with-stdin", "cannot be used with --spec -");
     auto plan = make_plan(o);
     if (!plan) return plan.error();
     if (o.dry_run) {

@@ -173,16 +173,24 @@ private:
     asio::steady_timer timer_;
 };
 
+// Append up to `max` bytes to `buf`; 0 at end of stream. Reads go through one
+// scratch buffer right after readiness (no suspension between the read and
+// the append), so an idle connection holds no read buffer of its own: 1,000
+// tunnels waiting for their first bytes cost no 64 KiB each.
 awaitable<std::size_t> read_more(Sock& s, std::string& buf, std::size_t max = read_chunk) {
-    std::size_t old = buf.size();
-    buf.resize(old + max);
-    ErrorCode ec;
-    std::size_t n = co_await s.async_read_some(asio::buffer(buf.data() + old, max),
-                                               asio::redirect_error(use_awaitable, ec));
-    buf.resize(old + n);
-    if (ec == asio::error::eof) co_return 0;
-    if (ec) throw boost::system::system_error(ec);
-    co_return n;
+    static thread_local char scratch[read_chunk];
+    max = std::min(max, sizeof scratch);
+    while (true) {
+        ssize_t n = ::recv(s.native_handle(), scratch, max, MSG_DONTWAIT);
+        if (n > 0) {
+            buf.append(scratch, static_cast<std::size_t>(n));
+            co_return static_cast<std::size_t>(n);
+        }
+        if (n == 0) co_return 0;
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN) throw boost::system::system_error(ErrorCode(errno, boost::system::system_category()));
+        co_await s.async_wait(Sock::wait_read, use_awaitable);
+    }
 }
 
 awaitable<void> write_all(Sock& s, std::string_view data) {
@@ -211,9 +219,14 @@ awaitable<void> pump(Server& srv, Sock& from, Sock& to, std::uint64_t& count, st
             else ::close(p->r), ::close(p->w);  // holding stale bytes: never reuse
         }
     } release{srv, pipe, in_pipe};
-    bool use_splice = true;
+    // Short exchanges go through read/write: a pipe costs more system calls
+    // than it saves until a stream has moved some data. Past 64 KiB, splice.
+    bool use_splice = false;
+    bool can_splice = true;
+    std::uint64_t moved = 0;
     std::string buf;
     while (true) {
+        if (!use_splice && can_splice && moved >= read_chunk) use_splice = true;
         if (use_splice) {
             if (in_pipe > 0) {
                 ssize_t n = ::splice(pipe->r, nullptr, out, nullptr, in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -231,7 +244,7 @@ awaitable<void> pump(Server& srv, Sock& from, Sock& to, std::uint64_t& count, st
             if (eof || remaining == 0) break;
             if (!pipe) {
                 pipe = srv.acquire_pipe();
-                if (!pipe) use_splice = false;
+                if (!pipe) use_splice = can_splice = false;
                 continue;
             }
             std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, 1 << 20));
@@ -253,7 +266,7 @@ awaitable<void> pump(Server& srv, Sock& from, Sock& to, std::uint64_t& count, st
                 continue;
             }
             if (errno == EINVAL && in_pipe == 0) {
-                use_splice = false;
+                use_splice = can_splice = false;
                 continue;
             }
             throw boost::system::system_error(ErrorCode(errno, boost::system::system_category()));
@@ -268,6 +281,7 @@ awaitable<void> pump(Server& srv, Sock& from, Sock& to, std::uint64_t& count, st
             }
             co_await write_all(to, buf);
             count += n;
+            moved += n;
             if (remaining != unlimited) remaining -= n;
         }
     }
@@ -411,7 +425,7 @@ awaitable<void> tunnel(Server& srv, std::shared_ptr<Conn> c, const Target& t, st
                 tls::Sni s = tls::peek_sni(pending, sni);
                 if (s == tls::Sni::more) {
                     if (!pending.empty() && !deadline) deadline.emplace(srv.io, c, srv.cfg.handshake_timeout_ms);
-                    if (co_await read_more(c->client, pending) == 0) break;
+                    if (co_await read_more(c->client, pending, 16 * 1024) == 0) break;
                     continue;
                 }
                 if (s == tls::Sni::found) {
@@ -675,28 +689,6 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
         co_return false;
     }
     std::string key = t.host + ":" + std::to_string(t.port);
-    bool reused = c->upstream && c->upstream_key == key;
-    if (reused) {
-        rec.decide(srv.cfg.rules->check_target(t));
-    } else {
-        c->close_upstream();
-        Vetting v = co_await vet(srv, t);
-        rec.decide(v.verdict);
-        if (!v.verdict.allow) {
-            co_await send_error(srv, c, v.dns_failed ? 502 : 403, v.verdict.proxy_error, v.verdict.reason);
-            co_return false;
-        }
-        Dialed d = co_await dial(srv, c, v.addrs, t.port);
-        if (!d.ok) {
-            rec.j["error"] = std::strerror(d.err);
-            co_await send_error(srv, c, d.err == ETIMEDOUT ? 504 : 502,
-                                d.err == ECONNREFUSED ? "connection_refused" : "destination_unavailable",
-                                "cannot connect to " + t.host + ": " + std::strerror(d.err));
-            co_return false;
-        }
-        c->upstream_key = key;
-        rec.j["address"] = d.address;
-    }
     // Answer Expect: 100-continue ourselves; the upstream never sees it.
     bool expect = http::has_token(h.headers, "expect", "100-continue");
     std::erase_if(h.headers, [](const http::Header& x) {
@@ -705,17 +697,62 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
     bool client_close = http::has_token(h.headers, "connection", "close") ||
                         (h.version == "HTTP/1.0" && !http::has_token(h.headers, "connection", "keep-alive"));
     std::string up_head = http::upstream_request_head(h, *uri, *framing);
-    co_await write_all(*c->upstream, up_head);
-    c->up += up_head.size();
-    if (expect && framing->kind != http::BodyKind::none)
-        co_await write_all(c->client, "HTTP/1.1 100 Continue\r\n\r\n");
-    co_await forward_body(srv, c->client, buf, *c->upstream, *framing, c->up);
+    std::string ubuf, head;
+    bool too_big = false;
+    for (int attempt = 0;; ++attempt) {
+        bool reused = c->upstream && c->upstream_key == key;
+        if (reused) {
+            if (attempt == 0) rec.decide(srv.cfg.rules->check_target(t));
+        } else {
+            c->close_upstream();
+            Vetting v = co_await vet(srv, t);
+            rec.decide(v.verdict);
+            if (!v.verdict.allow) {
+                co_await send_error(srv, c, v.dns_failed ? 502 : 403, v.verdict.proxy_error, v.verdict.reason);
+                co_return false;
+            }
+            Dialed d = co_await dial(srv, c, v.addrs, t.port);
+            if (!d.ok) {
+                rec.j["error"] = std::strerror(d.err);
+                co_await send_error(srv, c, d.err == ETIMEDOUT ? 504 : 502,
+                                    d.err == ECONNREFUSED ? "connection_refused" : "destination_unavailable",
+                                    "cannot connect to " + t.host + ": " + std::strerror(d.err));
+                co_return false;
+            }
+            c->upstream_key = key;
+            rec.j["address"] = d.address;
+        }
+        // A kept-alive upstream may have closed while idle; a request without a
+        // body is then sent once more on a fresh connection (RFC 9112 9.3.1).
+        bool retry = reused && framing->kind == http::BodyKind::none && attempt == 0;
+        ErrorCode werr;
+        co_await asio::async_write(*c->upstream, asio::buffer(up_head), asio::redirect_error(use_awaitable, werr));
+        if (werr) {
+            c->close_upstream();
+            if (retry) continue;
+            throw boost::system::system_error(werr);
+        }
+        c->up += up_head.size();
+        if (expect && framing->kind != http::BodyKind::none)
+            co_await write_all(c->client, "HTTP/1.1 100 Continue\r\n\r\n");
+        co_await forward_body(srv, c->client, buf, *c->upstream, *framing, c->up);
+        ubuf.clear();
+        bool failed = false;
+        try {
+            head = co_await read_head(*c->upstream, ubuf, too_big);
+        } catch (const std::exception&) {
+            failed = true;
+        }
+        if ((failed || (head.empty() && !too_big)) && retry) {
+            c->close_upstream();
+            continue;
+        }
+        if (failed) head.clear();
+        break;
+    }
 
-    std::string ubuf;
     http::ResponseHead resp;
     while (true) {
-        bool too_big = false;
-        std::string head = co_await read_head(*c->upstream, ubuf, too_big);
         if (head.empty()) {
             c->close_upstream();
             co_await send_error(srv, c, 502, "http_response_incomplete",
@@ -735,7 +772,8 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
                 co_await send_error(srv, c, 502, "http_protocol_error", "protocol upgrades are not proxied");
                 co_return false;
             }
-            continue;  // interim responses are hop-local
+            head = co_await read_head(*c->upstream, ubuf, too_big);  // interim responses are hop-local
+            continue;
         }
         break;
     }

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# cc-egress whole-process figures, side by side with tinyproxy (HTTP) and
+# microsocks (SOCKS5), all on 127.0.0.1 against lighttpd serving a sparse
+# 1 GiB file. Bounded: 3 runs per transfer path, 2,000 short requests per
+# path, 1,000 tunnels. Prints medians and ratios.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${CC_BUILD:-$root/build-bench}
+load=$build/bench/egress_load
+egress=$(command -v cc-egress || echo "$build/cmd/cc-egress/cc-egress")
+export CC_DATA_DIR=${CC_DATA_DIR:-$root/share/cc}
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy
+for p in lighttpd tinyproxy microsocks curl python3; do
+  command -v "$p" >/dev/null || { echo "30-egress: $p not installed; skipped"; exit 0; }
+done
+[ -x "$load" ] || { echo "30-egress: $load not built; skipped"; exit 0; }
+
+dir=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$dir"; }
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+
+mkdir -p "$dir/www"
+truncate -s 1G "$dir/www/big"
+head -c 1024 /dev/zero > "$dir/www/small"
+web=$(free_port)
+cat > "$dir/lighttpd.conf" <<CONF
+server.document-root = "$dir/www"
+server.bind = "127.0.0.1"
+server.port = $web
+server.errorlog = "$dir/lighttpd.err"
+server.max-connections = 4096
+server.max-fds = 16384
+server.max-keep-alive-requests = 1000
+mimetype.assign = ("" => "application/octet-stream")
+CONF
+lighttpd -D -f "$dir/lighttpd.conf" & pids+=($!)
+wait_port "$web" || { echo "30-egress: lighttpd did not start"; exit 1; }
+
+"$egress" --no-baseline --allow 127.0.0.1 > "$dir/egress.out" 2> "$dir/egress.err" & eg=$!; pids+=($eg)
+for _ in $(seq 100); do [ -s "$dir/egress.out" ] && break; sleep 0.05; done
+ready=$(head -n 1 "$dir/egress.out")
+eh=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["http"].split(":")[1])' "$ready")
+es=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["socks"].split(":")[1])' "$ready")
+sleep 0.3
+idle_rss=$(rss "$eg")
+
+tp=$(free_port)
+printf 'Port %s\nListen 127.0.0.1\nTimeout 600\nMaxClients 2048\nAllow 127.0.0.1\nLogLevel Critical\nDisableViaHeader Yes\nConnectPort %s\n' "$tp" "$web" > "$dir/tinyproxy.conf"
+tinyproxy -d -c "$dir/tinyproxy.conf" > /dev/null 2>&1 & tpid=$!; pids+=($tpid)
+ms=$(free_port)
+microsocks -i 127.0.0.1 -p "$ms" > /dev/null 2>&1 & mpid=$!; pids+=($mpid)
+wait_port "$tp" && wait_port "$ms" || { echo "30-egress: a peer proxy did not start"; exit 1; }
+
+url="http://127.0.0.1:$web/big"
+hz=$(getconf CLK_TCK)
+declare -A speed cpu
+transfer() {  # name pid curl-args...
+  local name=$1 pid=$2; shift 2
+  local runs=() c0 c1
+  c0=$([ "$pid" = - ] && echo 0 || cpu_ticks "$pid")
+  for _ in 1 2 3; do
+    runs+=("$(curl -s -o /dev/null -w '%{speed_download}' "$@" "$url")")
+  done
+  c1=$([ "$pid" = - ] && echo 0 || cpu_ticks "$pid")
+  speed[$name]=$(printf '%s\n' "${runs[@]}" | median | awk '{printf "%.0f", $1/1048576}')
+  cpu[$name]=$(awk -v t=$((c1 - c0)) -v hz="$hz" 'BEGIN {printf "%.2f", t/hz/3}')
+}
+echo "1 GiB transfers (median of 3, MiB/s; proxy CPU seconds per GiB):"
+transfer direct - 
+transfer egress-connect "$eg" -p -x "http://127.0.0.1:$eh"
+transfer egress-socks5 "$eg" --socks5-hostname "127.0.0.1:$es"
+transfer egress-absolute "$eg" -x "http://127.0.0.1:$eh"
+transfer tinyproxy-connect "$tpid" -p -x "http://127.0.0.1:$tp"
+transfer tinyproxy-absolute "$tpid" -x "http://127.0.0.1:$tp"
+transfer microsocks-socks5 "$mpid" --socks5-hostname "127.0.0.1:$ms"
+for k in direct egress-connect egress-socks5 egress-absolute tinyproxy-connect tinyproxy-absolute microsocks-socks5; do
+  printf '  %-20s %7s MiB/s  %5sx direct  cpu %s s/GiB\n' "$k" "${speed[$k]}" \
+    "$(awk -v a="${speed[$k]}" -v b="${speed[direct]}" 'BEGIN {printf "%.2f", a/b}')" "${cpu[$k]}"
+done
+printf '  ratios: egress CONNECT / tinyproxy CONNECT %.2fx; egress SOCKS5 / microsocks %.2fx\n' \
+  "$(awk -v a="${speed[egress-connect]}" -v b="${speed[tinyproxy-connect]}" 'BEGIN {print a/b}')" \
+  "$(awk -v a="${speed[egress-socks5]}" -v b="${speed[microsocks-socks5]}" 'BEGIN {print a/b}')"
+
+echo "short requests (1 KiB, new connection each, 2,000 per path, 4 clients; median of 3 runs;"
+echo "                proxy CPU from /proc utime+stime over the 6,000 requests, the steadier figure):"
+declare -A rate cpureq
+short() {  # name mode port pid
+  local runs=() c0 c1
+  c0=$([ "$4" = - ] && echo 0 || cpu_ticks "$4")
+  for _ in 1 2 3; do
+    runs+=("$("$load" rate "$2" "$3" "$web" /small 2000 4 | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["perSecond"] if j["errors"]==0 else 0)')")
+  done
+  c1=$([ "$4" = - ] && echo 0 || cpu_ticks "$4")
+  rate[$1]=$(printf '%s\n' "${runs[@]}" | median)
+  cpureq[$1]=$(awk -v t=$((c1 - c0)) -v hz="$hz" 'BEGIN {printf "%.0f", t/hz/6000*1e6}')
+  printf '  %-20s %8.0f req/s   proxy cpu %4s us/req\n' "$1" "${rate[$1]}" "${cpureq[$1]}"
+}
+short direct direct 0 -
+short egress-absolute http "$eh" "$eg"
+short egress-connect connect "$eh" "$eg"
+short egress-socks5 socks "$es" "$eg"
+short tinyproxy-absolute http "$tp" "$tpid"
+short tinyproxy-connect connect "$tp" "$tpid"
+short microsocks-socks5 socks "$ms" "$mpid"
+printf '  ratios (req/s): egress / tinyproxy absolute-form %.2fx; CONNECT %.2fx; egress SOCKS5 / microsocks %.2fx\n' \
+  "$(awk -v a="${rate[egress-absolute]}" -v b="${rate[tinyproxy-absolute]}" 'BEGIN {print a/b}')" \
+  "$(awk -v a="${rate[egress-connect]}" -v b="${rate[tinyproxy-connect]}" 'BEGIN {print a/b}')" \
+  "$(awk -v a="${rate[egress-socks5]}" -v b="${rate[microsocks-socks5]}" 'BEGIN {print a/b}')"
+
+echo "memory:"
+printf '  cc-egress idle RSS: %s KiB\n' "$idle_rss"
+for mode in connect socks; do
+  port=$([ $mode = connect ] && echo "$eh" || echo "$es")
+  printf '  1,000 %s tunnels: %s\n' "$mode" "$("$load" tunnels "$mode" "$port" "$web" /small 1000 "$eg")"
+done
+printf '  cc-egress RSS after the run: %s KiB\n' "$(rss "$eg")"
+kill -TERM "$eg"; wait "$eg"; echo "  cc-egress exit on SIGTERM: $?"
