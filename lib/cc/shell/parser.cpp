@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <string>
+#include <unordered_set>
 #include <utility>
 
 namespace cc::shell {
@@ -25,6 +26,13 @@ struct State {
     std::size_t error_offset = 0;
     std::string error_message;
     std::vector<Pending> pending;  // here-documents whose bodies follow the next newline
+    // "$((" is read as arithmetic first and, when that fails, again as a
+    // command substitution; nested, that retry is exponential. Failed starts
+    // are remembered, and a work budget bounds whatever is left.
+    std::unordered_set<const char*> not_arith;
+    std::size_t steps = 0;
+    std::size_t budget = 0;
+    bool exhausted = false;
 };
 
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
@@ -82,7 +90,12 @@ public:
             st_.aborting = false;
             st_.pending.clear();
             if (++recoveries > 64) break;
-            ++i_;
+            // Skip the offending word or character and read on.
+            if (!is_meta(s_[i_])) {
+                while (i_ < end_ && !is_meta(s_[i_])) ++i_;
+            } else {
+                ++i_;
+            }
         }
         return root;
     }
@@ -142,6 +155,11 @@ private:
     };
     bool enter(Depth& d) {
         if (!d.ok) fail(i_, "nested deeper than " + std::to_string(st_.limits.max_depth) + " levels");
+        if (d.ok && ++st_.steps > st_.budget) {
+            st_.exhausted = true;
+            fail(i_, "too complex to parse (more than " + std::to_string(st_.budget) + " steps)");
+            return false;
+        }
         return d.ok;
     }
 
@@ -350,7 +368,7 @@ private:
         }
         std::size_t at = i_;
         if (s_[i_] == '(') {
-            if (peek(1) == '(') {
+            if (peek(1) == '(' && !st_.not_arith.count(s_.data() + i_)) {
                 std::size_t save = i_;
                 i_ += 2;
                 Word w;
@@ -362,6 +380,7 @@ private:
                     redirects(n);
                     return n;
                 }
+                st_.not_arith.insert(s_.data() + save);
                 i_ = save;
             }
             ++i_;
@@ -877,7 +896,7 @@ private:
         std::size_t at = i_;
         char n = peek(1);
         if (n == '(') {
-            if (peek(2) == '(') {
+            if (peek(2) == '(' && !st_.not_arith.count(s_.data() + i_)) {
                 std::size_t save = i_;
                 i_ += 3;
                 if (arith(w)) {
@@ -885,6 +904,7 @@ private:
                     w.expanded = true;
                     return;
                 }
+                st_.not_arith.insert(s_.data() + save);
                 i_ = save;
             }
             command_substitution(w, at, 2);
@@ -984,6 +1004,11 @@ private:
         int depth = 0;
         bool had_error = st_.have_error;
         while (!at_end() && !st_.aborting) {
+            if (++st_.steps > st_.budget) {
+                st_.exhausted = true;
+                fail(i_, "too complex to parse (more than " + std::to_string(st_.budget) + " steps)");
+                break;
+            }
             char c = s_[i_];
             if (c == '(') {
                 ++depth;
@@ -1011,7 +1036,7 @@ private:
             }
         }
         st_.pending.resize(std::min(st_.pending.size(), pending_before));
-        if (st_.aborting && !had_error) {
+        if (st_.aborting && !had_error && !st_.exhausted) {
             // An error inside what turned out not to be arithmetic is retried
             // as the other reading by the caller.
             st_.aborting = false;
@@ -1129,6 +1154,7 @@ Script parse(std::string_view source, const Limits& limits) {
     }
     State st;
     st.limits = limits;
+    st.budget = 64 * source.size() + 100000;
     Parser p(source, 0, source.size(), st);
     script.root = p.program();
     if (st.have_error) {
