@@ -682,11 +682,17 @@ private:
                 return;
             }
             Word w;
+            std::size_t start = i_;
             if (!word(w)) {
                 fail(i_, std::string("unexpected '") + c + "'");
                 return;
             }
-            if (n.words.empty() && !w.quoted && is_assignment(w.text)) n.assigns.push_back(std::move(w));
+            // NAME= must be unquoted in the source; the value may be quoted.
+            std::string_view raw = s_.substr(start, i_ - start);
+            std::string_view head = raw.substr(0, raw.find('='));
+            bool plain_head = head.find_first_of("'\"\\$`") == std::string_view::npos;
+            if (n.words.empty() && plain_head && is_assignment(std::string(raw.substr(0, std::min(raw.size(), head.size() + 1)))))
+                n.assigns.push_back(std::move(w));
             else n.words.push_back(std::move(w));
         }
         register_heredocs(n);
