@@ -90,6 +90,16 @@ TEST_CASE("a policy file overrides a class's default") {
     CHECK(cc::classify::classify("npm install", Mode::review, *p).decision == Decision::deny);
 }
 
+TEST_CASE("one network_access rule serves cc-egress and cc-classify; network_write stays apart") {
+    auto p = cc::policy::parse(R"({"rules":[{"action":"network_access","modes":["plan"],"decision":"allow"}]})", "t");
+    REQUIRE(p);
+    CHECK(cc::classify::classify("curl -s https://example.com", Mode::plan, *p).decision == Decision::allow);
+    CHECK(cc::classify::classify("wget -qO- https://example.com", Mode::plan, *p).decision == Decision::allow);
+    CHECK(cc::classify::classify("curl -d x=1 https://example.com", Mode::plan, *p).decision == Decision::deny);
+    CHECK(cc::classify::classify("curl -o f https://example.com", Mode::plan, *p).decision == Decision::deny);
+    CHECK(cc::classify::classify("curl -s https://example.com", Mode::review, *p).decision == Decision::deny);
+}
+
 TEST_CASE("every sub-command is reported with its argv, classes and decision") {
     auto r = cc::classify::classify("git -C r commit -m 'a b' && git push origin main", Mode::chat,
                                     cc::policy::default_policy());
