@@ -173,6 +173,15 @@ TEST_CASE("--hook claude: PreToolUse in, hookSpecificOutput out, byte for byte")
     auto approved = run({bin("cc-classify"), "--hook", "claude", "--approver", yes}, payload("Bash", "git push"));
     CHECK_THAT(approved.out, Catch::Contains("\"permissionDecision\":\"allow\""));
     CHECK_THAT(approved.out, Catch::Contains("approved"));
+    // Bytes that are not UTF-8 still get a well-formed answer (never exit 1,
+    // which the agent CLI would take as "run it").
+    std::string raw = "{\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"git push \\u00ff\"}}";
+    auto bytes = run({bin("cc-classify"), "--hook", "claude"}, raw);
+    CHECK(bytes.status == 0);
+    CHECK_THAT(bytes.out, Catch::Contains("\"permissionDecision\":\"deny\""));
+    auto latin = run({bin("cc-classify"), "--", std::string("echo \xff\xfe > f")});
+    CHECK(latin.status == 0);
+    CHECK(json::parse(latin.out)["commands"][0]["argv"][1] == "\xef\xbf\xbd\xef\xbf\xbd");
     // Other tools: no opinion.
     auto other = run({bin("cc-classify"), "--hook", "claude"}, payload("Read", "x"));
     CHECK(other.status == 0);

@@ -10,6 +10,17 @@ namespace cc::classify {
 
 using policy::Decision;
 
+namespace {
+
+// Command lines are bytes, not always UTF-8: never let JSON output throw on
+// them (invalid sequences become U+FFFD).
+template <typename J>
+std::string dump(const J& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
 int exit_status(Decision d) {
     switch (d) {
         case Decision::allow: return exit_allow;
@@ -36,10 +47,12 @@ void resolve(Result& r, std::string_view line, const Resolver& resolver) {
     r.resolved = true;
 }
 
+int hook_once(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err);
+
 int run_line(const std::string& line, const Options& opts, std::ostream& out) {
     Result r = classify(line, opts.mode, opts.policy);
     resolve(r, line, opts.resolver);
-    out << to_json(r).dump() << '\n';
+    out << dump(to_json(r)) << '\n';
     return exit_status(r.decision);
 }
 
@@ -53,7 +66,7 @@ int run_jsonl(std::istream& in, const Options& opts, std::ostream& out, std::ost
         std::string where = "stdin line " + std::to_string(n);
         auto fail = [&](const Error& e) {
             nlohmann::json j = {{"error", e.one_line()}, {"decision", "deny"}, {"line", n}};
-            out << j.dump() << '\n';
+            out << dump(j) << '\n';
             err << "cc-classify: " << where << ": " << e.one_line() << '\n';
             status = 2;
         };
@@ -85,7 +98,7 @@ int run_jsonl(std::istream& in, const Options& opts, std::ostream& out, std::ost
         resolve(r, cmd, opts.resolver);
         nlohmann::json j = to_json(r);
         if (doc->contains("id")) j["id"] = (*doc)["id"];
-        out << j.dump() << '\n';
+        out << dump(j) << '\n';
         if (!out) break;
     }
     out.flush();
@@ -93,6 +106,17 @@ int run_jsonl(std::istream& in, const Options& opts, std::ostream& out, std::ost
 }
 
 int run_hook(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err) {
+    // The agent CLI runs the command when a hook exits with anything but 0 or
+    // 2, so no failure here may end in another status: fail closed.
+    try {
+        return hook_once(in, opts, out, err);
+    } catch (const std::exception& e) {
+        err << "cc-classify: hook: " << e.what() << '\n';
+        return 2;
+    }
+}
+
+int hook_once(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err) {
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     auto bad = [&](const std::string& msg) {
         err << "cc-classify: hook input: " << msg << '\n';
@@ -131,7 +155,7 @@ int run_hook(std::istream& in, const Options& opts, std::ostream& out, std::ostr
     o["hookSpecificOutput"]["permissionDecision"] = r.decision == Decision::allow ? "allow" : "deny";
     o["hookSpecificOutput"]["permissionDecisionReason"] =
         "cc-classify (" + std::string(policy::to_string(mode)) + " mode): " + r.reason;
-    out << o.dump() << '\n';
+    out << dump(o) << '\n';
     out.flush();
     return 0;
 }
