@@ -1160,7 +1160,7 @@ Script parse(std::string_view source, const Limits& limits) {
     }
     State st;
     st.limits = limits;
-    st.budget = 64 * source.size() + 100000;
+    st.budget = 16 * source.size() + 20000;
     Parser p(source, 0, source.size(), st);
     script.root = p.program();
     if (st.have_error) {
