@@ -53,6 +53,19 @@ void BM_ClassifyCorpus(benchmark::State& state) {
 }
 BENCHMARK(BM_ClassifyCorpus);
 
+// The same without building and printing the JSON result.
+void BM_ClassifyOnly(benchmark::State& state) {
+    auto lines = corpus();
+    auto policy = cc::policy::default_policy();
+    std::size_t i = 0;
+    for (auto _ : state) {
+        auto r = cc::classify::classify(lines[i++ % lines.size()], cc::policy::Mode::chat, policy);
+        benchmark::DoNotOptimize(r);
+    }
+    state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+BENCHMARK(BM_ClassifyOnly);
+
 void BM_ParseOnly(benchmark::State& state) {
     auto lines = corpus();
     std::size_t i = 0;

@@ -80,17 +80,17 @@ Result classify(std::string_view line, policy::Mode mode, const policy::Policy& 
     return r;
 }
 
-nlohmann::json to_json(const Result& r) {
-    nlohmann::json j;
+nlohmann::ordered_json to_json(const Result& r) {
+    nlohmann::ordered_json j;
     j["decision"] = std::string(policy::to_string(r.decision));
     j["mode"] = std::string(policy::to_string(r.mode));
     j["classes"] = r.classes;
     j["reason"] = r.reason;
     if (!r.source.empty()) j["source"] = r.source;
     if (r.resolved) j["approver"] = true;
-    nlohmann::json cmds = nlohmann::json::array();
+    nlohmann::ordered_json cmds = nlohmann::ordered_json::array();
     for (const auto& s : r.commands) {
-        nlohmann::json c;
+        nlohmann::ordered_json c;
         c["argv"] = s.finding.argv;
         c["classes"] = s.finding.classes;
         c["decision"] = std::string(policy::to_string(s.decision));

@@ -65,7 +65,8 @@ struct Result {
 // judged on what could be read, plus the `unparsable` class.
 Result classify(std::string_view line, policy::Mode mode, const policy::Policy& policy);
 
-// {"decision","mode","classes","reason","source","commands":[...],"parseError"?}
-nlohmann::json to_json(const Result& r);
+// {"decision","mode","classes","reason","source","commands":[...],"parseError"?},
+// keys in that order (ordered_json: also cheaper to build for small objects).
+nlohmann::ordered_json to_json(const Result& r);
 
 }  // namespace cc::classify

@@ -31,7 +31,7 @@ int exit_status(Decision d) {
 }
 
 nlohmann::json question(const Result& r, std::string_view line) {
-    nlohmann::json q = to_json(r);
+    nlohmann::json q = nlohmann::json::parse(dump(to_json(r)));
     q["tool"] = "cc-classify";
     q["command"] = std::string(line);
     q["action"] = r.action;
@@ -96,7 +96,7 @@ int run_jsonl(std::istream& in, const Options& opts, std::ostream& out, std::ost
         }
         Result r = classify(cmd, mode, opts.policy);
         resolve(r, cmd, opts.resolver);
-        nlohmann::json j = to_json(r);
+        nlohmann::ordered_json j = to_json(r);
         if (doc->contains("id")) j["id"] = (*doc)["id"];
         out << dump(j) << '\n';
         if (!out) break;
