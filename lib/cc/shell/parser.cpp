@@ -435,10 +435,7 @@ private:
             i_ += kw.size();
             skip_blanks();
             Word name;
-            if (!word(name)) {
-                fail(i_, "expected a function name after 'function'");
-                return n;
-            }
+            if (!require_word(name, "expected a function name after 'function'")) return n;
             skip_blanks();
             if (peek() == '(') {
                 ++i_;
@@ -533,10 +530,7 @@ private:
             n.words.push_back(std::move(w));
         } else {
             Word var;
-            if (!word(var)) {
-                fail(i_, "expected a variable name after '" + kw + "'");
-                return;
-            }
+            if (!require_word(var, "expected a variable name after '" + kw + "'")) return;
             n.words.push_back(std::move(var));
             linebreak();
             if (take_reserved("in")) {
@@ -573,10 +567,7 @@ private:
         i_ += 4;
         skip_blanks();
         Word subject;
-        if (!word(subject)) {
-            fail(i_, "expected a word after 'case'");
-            return;
-        }
+        if (!require_word(subject, "expected a word after 'case'")) return;
         n.words.push_back(std::move(subject));
         linebreak();
         if (!take_reserved("in")) {
@@ -594,10 +585,7 @@ private:
             while (!st_.aborting) {  // pattern (| pattern)* )
                 skip_blanks();
                 Word pat;
-                if (!word(pat)) {
-                    fail(i_, "expected a pattern in 'case'");
-                    return;
-                }
+                if (!require_word(pat, "expected a pattern in 'case'")) return;
                 n.words.push_back(std::move(pat));
                 skip_blanks();
                 if (peek() == '|') {
@@ -743,6 +731,12 @@ private:
         word(r.target);
         if (r.op == "<<" || r.op == "<<-") r.body_quoted = r.target.quoted;
         return r;
+    }
+
+    bool require_word(Word& w, const std::string& message) {
+        if (word(w)) return true;
+        fail(i_, message);
+        return false;
     }
 
     // Reads one word at i_; false when no word starts here.
