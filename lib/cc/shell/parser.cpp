@@ -110,13 +110,8 @@ public:
             if (c == '\\' && i_ + 1 < end_) {
                 w.text.push_back(s_[i_ + 1]);
                 i_ += 2;
-            } else if (c == '$') {
-                dollar(w, true);
-            } else if (c == '`') {
-                backquote(w);
             } else {
-                w.text.push_back(c);
-                ++i_;
+                quoted_char(w);
             }
         }
         return w;
@@ -733,6 +728,20 @@ private:
         return r;
     }
 
+    // Inside double quotes and unquoted here-document bodies: an expansion or
+    // a literal character.
+    void quoted_char(Word& w) {
+        char c = s_[i_];
+        if (c == '$') {
+            dollar(w, true);
+        } else if (c == '`') {
+            backquote(w);
+        } else {
+            w.text.push_back(c);
+            ++i_;
+        }
+    }
+
     bool require_word(Word& w, const std::string& message) {
         if (word(w)) return true;
         fail(i_, message);
@@ -879,13 +888,8 @@ private:
                     w.text.push_back('\\');
                     ++i_;
                 }
-            } else if (c == '$') {
-                dollar(w, true);
-            } else if (c == '`') {
-                backquote(w);
             } else {
-                w.text.push_back(c);
-                ++i_;
+                quoted_char(w);
             }
         }
         if (!st_.aborting) fail(at, "unterminated double quote");
