@@ -154,6 +154,12 @@ TEST_CASE("too long, too deep: handled as unparsable, never a crash") {
         }
         nest = "bash -c '" + q + "'";
     }
+    std::string wrappers;
+    for (int i = 0; i < 200000; ++i) wrappers += "nice ";
+    auto w = cc::classify::classify(wrappers + "git push", Mode::chat, cc::policy::default_policy());
+    CHECK(w.decision == Decision::ask);
+    CHECK(std::find(w.classes.begin(), w.classes.end(), "unparsable") != w.classes.end());
+
     auto n = cc::classify::classify(nest, Mode::chat, cc::policy::default_policy());
     CHECK(std::find(n.classes.begin(), n.classes.end(), "unparsable") != n.classes.end());
     CHECK(n.decision == Decision::ask);

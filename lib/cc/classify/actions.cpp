@@ -385,7 +385,18 @@ private:
         }
     }
 
+    // Wrappers recurse (`nice nice ... git push`): bounded, so a long line of
+    // them cannot exhaust the stack.
+    int wrappers_ = 0;
+    static constexpr int max_wrappers = 64;
+
     void command(const Args& a, std::size_t k, Finding& f, const Ctx& ctx, int depth) {
+        struct Count {
+            int& n;
+            ~Count() { --n; }
+        } count{++wrappers_};
+        if (wrappers_ > max_wrappers)
+            return add(f, kUnparsable, "wrappers nested deeper than " + std::to_string(max_wrappers) + " levels");
         while (k < a.size() && !a[k].dynamic && is_assignment_text(a[k].text)) ++k;  // env-style NAME=v
         if (k >= a.size()) return;
         if (a[k].dynamic) {
