@@ -14,7 +14,7 @@ packages=(
   # real peers used by tests, demo and benchmarks
   git curl lighttpd openssl netcat-openbsd openssh-client
   tinyproxy microsocks xfsprogs util-linux iproute2 man-db groff-base
-  clang python3 python3-jsonschema procps hyperfine strace
+  clang python3 python3-jsonschema procps hyperfine strace time
   # packaging
   dpkg-dev debhelper fakeroot
 )
