@@ -756,6 +756,13 @@ private:
         bool listing = has_flag(c.a, from, c.a.size(), 't', {"--list"}) ||
                        (!first.empty() && first[0] != '-' && first.find('t') != std::string::npos);
         if (!listing) add(c.f, kWrite, "tar creates or extracts files");
+        for (std::size_t k = from; k < c.a.size(); ++k) {
+            sv t = c.a[k].text;
+            if (starts_with(t, "--to-command") || starts_with(t, "--checkpoint-action") ||
+                starts_with(t, "--use-compress-program") || starts_with(t, "--info-script") ||
+                starts_with(t, "--new-volume-script") || t == "-I" || t == "-F")
+                return add(c.f, kRun, "tar " + std::string(t) + " runs a program");
+        }
     }
     void f_unzip(Call& c) {
         if (!has_flag(c.a, c.args_from(), c.a.size(), 'l', {}) && !has_flag(c.a, c.args_from(), c.a.size(), 't', {}) &&
@@ -963,6 +970,7 @@ private:
                 k += 2;
                 continue;
             }
+            if (starts_with(t, "--exec-path=")) add(c.f, kRun, "git --exec-path runs git commands from another place");
             ++k;  // --no-pager, -p, --bare, --git-dir=..., -P, ...
         }
         if (k >= a.size()) return;  // git --version, git --help
@@ -1022,6 +1030,9 @@ private:
             return note(kNetWrite);
         }
         if (readonly.count(sub)) {
+            if (has_flag(a, from, a.size(), 'O', {"--open-files-in-pager", "--ext-diff", "--textconv"}) &&
+                (sub == "grep" || sub == "diff" || sub == "log" || sub == "show"))
+                return add(c.f, kRun, "git " + sub + " runs a configured or named program");
             if (sub == "diff" || sub == "log" || sub == "show") {
                 if (auto o = opt_value(a, from, 0, {"--output"})) write_target(c.f, *o, false, "git " + sub + " --output");
             }
