@@ -15,6 +15,7 @@ packages=(
   git curl lighttpd openssl netcat-openbsd openssh-client
   tinyproxy microsocks xfsprogs util-linux iproute2 man-db groff-base
   clang python3 python3-jsonschema procps hyperfine strace
+  time  # /usr/bin/time: peak RSS in bench/20-classify.sh
   # packaging
   dpkg-dev debhelper fakeroot
 )

@@ -57,6 +57,10 @@ const std::vector<ActionClass>& action_classes() {
         {"install_package", "package manager installs", D::ask, D::deny},
         {"publish_package", "npm publish, cargo publish, twine upload, gem push", D::ask, D::deny},
         {"network_access", "curl, wget and other network clients", D::allow, D::deny},
+        // Requests that send data. Kept apart from network_access so a policy
+        // that lets the read-only modes fetch (network_access: allow, which
+        // cc-egress reads too) still keeps them from posting or uploading.
+        {"network_write", "requests that send data or change remote state (POST, uploads, nc)", D::allow, D::deny},
         {"write_files", "writes, moves or deletes local files", D::allow, D::deny},
         {"run_code", "runs code whose effect cannot be seen (scripts, make, interpreters)", D::allow, D::deny},
         {"privilege_escalation", "sudo, su, doas, pkexec, setuid chmod", D::deny, D::deny},

@@ -1,0 +1,69 @@
+// cc-classify: judge a shell command line before it runs (F27-F32).
+//   cc-classify [--mode M] [--policy FILE] [--approver CMD] [--] LINE...
+//   cc-classify --jsonl < lines.jsonl
+//   cc-classify --hook claude < pretooluse.json
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <iostream>
+
+#include "cc/classify/cli.hpp"
+#include "cc/core/tool.hpp"
+#include "cc/policy/approver.hpp"
+
+int main(int argc, char** argv) {
+    return cc::tool::run("cc-classify", [&]() -> int {
+        CLI::App app{"Classify a shell command line into action classes and decide allow, ask or deny."};
+        std::string mode_name = "chat", policy_path, hook, approver_cmd;
+        int approver_timeout_ms = 30000;
+        bool jsonl = false;
+        std::vector<std::string> words;
+        app.add_option("--mode", mode_name, "chat, plan, review or orchestrate (default chat)");
+        app.add_option("--policy", policy_path, "policy file (JSON, version 1); '-' is stdin");
+        app.add_flag("--jsonl", jsonl, "read {\"cmd\",\"mode\"} lines on stdin, write one result line each");
+        app.add_option("--hook", hook, "speak an agent CLI's pre-execution hook protocol on stdin/stdout (claude)");
+        app.add_option("--approver", approver_cmd, "program that answers allow or deny to an ask (argv split on blanks)");
+        app.add_option("--approver-timeout", approver_timeout_ms, "milliseconds to wait for the approver (default 30000)");
+        app.add_option("line", words, "the command line (several words are joined with spaces)");
+        app.set_version_flag("--version", std::string("cc-classify ") + CC_VERSION);
+        try {
+            app.parse(argc, argv);
+        } catch (const CLI::CallForHelp& e) {
+            return app.exit(e);
+        } catch (const CLI::CallForVersion& e) {
+            return app.exit(e);
+        } catch (const CLI::ParseError& e) {
+            std::cerr << "cc-classify: " << e.what() << '\n';
+            return cc::tool::exit_usage;
+        }
+        auto usage = [](const std::string& msg) {
+            std::cerr << "cc-classify: " << msg << '\n';
+            return cc::tool::exit_usage;
+        };
+        cc::classify::Options opts;
+        auto mode = cc::policy::parse_mode(mode_name);
+        if (!mode) return usage("--mode: unknown mode '" + mode_name + "' (chat, plan, review or orchestrate)");
+        opts.mode = *mode;
+        if (!policy_path.empty()) {
+            auto p = cc::policy::load(policy_path);
+            if (!p) return cc::tool::report("cc-classify", p.error(), cc::tool::exit_usage);
+            opts.policy = std::move(*p);
+        }
+        if (!hook.empty() && hook != "claude") return usage("--hook: unknown protocol '" + hook + "' (claude)");
+        if (approver_timeout_ms <= 0) return usage("--approver-timeout: must be a positive number of milliseconds");
+        int forms = (jsonl ? 1 : 0) + (!hook.empty() ? 1 : 0) + (!words.empty() ? 1 : 0);
+        if (forms != 1) return usage("give exactly one of a command line, '--jsonl' or '--hook claude'");
+        if (!approver_cmd.empty() || !hook.empty()) {
+            auto approver = cc::policy::approver_from_command(approver_cmd, std::chrono::milliseconds(approver_timeout_ms));
+            if (!approver_cmd.empty() && approver.argv.empty()) return usage("--approver: empty command");
+            opts.resolver = [approver](const cc::policy::Verdict& v, const nlohmann::json& q) {
+                return cc::policy::resolve_ask(v, q, approver);
+            };
+        }
+        if (jsonl) return cc::classify::run_jsonl(std::cin, opts, std::cout, std::cerr);
+        if (!hook.empty()) return cc::classify::run_hook(std::cin, opts, std::cout, std::cerr);
+        std::string line;
+        for (const auto& w : words) line += (line.empty() ? "" : " ") + w;
+        return cc::classify::run_line(line, opts, std::cout);
+    });
+}

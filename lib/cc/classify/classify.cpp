@@ -1,0 +1,113 @@
+// Step 2 of classification: classes -> decisions, through cc::policy::decide().
+#include "cc/classify/classify.hpp"
+
+#include <algorithm>
+
+#include "cc/shell/parser.hpp"
+
+namespace cc::classify {
+
+namespace {
+
+using policy::Decision;
+
+// Strictest verdict over a finding's classes (and refs, for push rules).
+SubCommand judge(Finding f, policy::Mode mode, const policy::Policy& pol) {
+    SubCommand s;
+    s.finding = std::move(f);
+    s.decision = Decision::allow;
+    bool first = true;
+    for (const auto& cls : s.finding.classes) {
+        std::vector<std::optional<std::string>> refs;
+        if (cls == "push" && !s.finding.refs.empty())
+            for (const auto& r : s.finding.refs) refs.emplace_back(r);
+        else
+            refs.emplace_back(std::nullopt);
+        for (const auto& ref : refs) {
+            policy::Verdict v = policy::decide(pol, {cls, mode, ref});
+            if (first || v.decision > s.decision) {
+                s.decision = v.decision;
+                s.reason = v.reason;
+                s.source = v.source;
+                s.action = cls;
+                first = false;
+            }
+        }
+    }
+    if (first) s.reason = "known to only read";
+    return s;
+}
+
+}  // namespace
+
+Result classify(std::string_view line, policy::Mode mode, const policy::Policy& pol) {
+    Result r;
+    r.mode = mode;
+    shell::Script script = shell::parse(line);
+    std::vector<Finding> findings = find_actions(script);
+    if (!script.ok) {
+        // Judged on what could be read, and never better than the unparsable class.
+        Finding f;
+        f.offset = script.error.offset;
+        f.classes = {"unparsable"};
+        f.notes = {script.error.message};
+        findings.push_back(std::move(f));
+        r.parse_error = script.error;
+    }
+    bool first = true;
+    for (auto& f : findings) {
+        SubCommand s = judge(std::move(f), mode, pol);
+        if (s.finding.argv.empty() && s.finding.classes == std::vector<std::string>{"unparsable"} && r.parse_error &&
+            s.finding.offset == r.parse_error->offset) {
+            s.reason = "the line does not parse (line " + std::to_string(r.parse_error->line) + ", column " +
+                       std::to_string(r.parse_error->column) + ": " + r.parse_error->message + "): " + s.reason;
+        }
+        for (const auto& c : s.finding.classes) r.classes.push_back(c);
+        // The strictest sub-command explains the line; on a tie, one with a class.
+        if (first || s.decision > r.decision || (s.decision == r.decision && r.source.empty() && !s.source.empty())) {
+            r.decision = s.decision;
+            r.reason = s.reason;
+            r.source = s.source;
+            r.action = s.action;
+            first = false;
+        }
+        r.commands.push_back(std::move(s));
+    }
+    if (first) r.reason = "nothing to run";
+    else if (r.decision == Decision::allow && r.source.empty()) r.reason = "every command is known to only read";
+    std::sort(r.classes.begin(), r.classes.end());
+    r.classes.erase(std::unique(r.classes.begin(), r.classes.end()), r.classes.end());
+    return r;
+}
+
+nlohmann::ordered_json to_json(const Result& r) {
+    nlohmann::ordered_json j;
+    j["decision"] = std::string(policy::to_string(r.decision));
+    j["mode"] = std::string(policy::to_string(r.mode));
+    j["classes"] = r.classes;
+    j["reason"] = r.reason;
+    if (!r.source.empty()) j["source"] = r.source;
+    if (r.resolved) j["approver"] = true;
+    nlohmann::ordered_json cmds = nlohmann::ordered_json::array();
+    for (const auto& s : r.commands) {
+        nlohmann::ordered_json c;
+        c["argv"] = s.finding.argv;
+        c["classes"] = s.finding.classes;
+        c["decision"] = std::string(policy::to_string(s.decision));
+        c["reason"] = s.reason;
+        if (!s.source.empty()) c["source"] = s.source;
+        if (!s.finding.notes.empty()) c["notes"] = s.finding.notes;
+        if (!s.finding.refs.empty()) c["refs"] = s.finding.refs;
+        c["offset"] = s.finding.offset;
+        cmds.push_back(std::move(c));
+    }
+    j["commands"] = std::move(cmds);
+    if (r.parse_error)
+        j["parseError"] = {{"message", r.parse_error->message},
+                           {"line", r.parse_error->line},
+                           {"column", r.parse_error->column},
+                           {"offset", r.parse_error->offset}};
+    return j;
+}
+
+}  // namespace cc::classify

@@ -1,0 +1,72 @@
+// Shell command line -> action classes -> one decision per mode (F27-F31).
+//
+//   auto r = cc::classify::classify("git push origin main", Mode::chat, cc::policy::default_policy());
+//   r.decision == Decision::ask;  r.classes == {"push"};
+//   std::cout << cc::classify::to_json(r).dump() << '\n';
+//
+// Two steps, kept apart so each can be tested alone:
+//  1. find_actions(): every simple command in the parsed line (inside
+//     substitutions, here-document bodies, control structures, `bash -c`
+//     strings and the usual wrappers too) mapped to action classes. A command
+//     known only to read gets no class; an unknown one gets `run_code`.
+//  2. classify(): each class is put to cc::policy::decide() for the mode; the
+//     strictest verdict wins per sub-command and over the whole line. Nothing
+//     here decides allow/ask/deny on its own.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cc/policy/policy.hpp"
+#include "cc/shell/ast.hpp"
+
+namespace cc::classify {
+
+// Nested shell strings (bash -c, eval, su -c, env -S, watch, trap, git
+// aliases) are re-parsed up to this depth; deeper is unparsable.
+inline constexpr int max_reparse_depth = 8;
+
+struct Finding {
+    std::vector<std::string> argv;     // the words as parsed (quotes removed, expansions as written)
+    std::vector<std::string> classes;  // sorted, unique; empty = known to only read
+    std::vector<std::string> notes;    // why each class was given
+    std::vector<std::string> refs;     // push: destination refs the line names
+    std::size_t offset = 0;            // byte offset of the command in the line
+};
+
+// Step 1. Does not look at the mode or the policy.
+std::vector<Finding> find_actions(const shell::Script& script);
+
+struct SubCommand {
+    Finding finding;
+    policy::Decision decision = policy::Decision::allow;
+    std::string reason;
+    std::string source;  // the rule or default that decided ("" when no class)
+    std::string action;  // the class whose verdict that was
+};
+
+struct Result {
+    policy::Mode mode = policy::Mode::chat;
+    policy::Decision decision = policy::Decision::allow;
+    std::string reason;
+    std::string source;
+    std::string action;                // the class that decided
+    bool resolved = false;             // an ask was turned into allow/deny by the approver
+    std::vector<std::string> classes;  // sorted union
+    std::vector<SubCommand> commands;
+    std::optional<shell::ParseError> parse_error;
+};
+
+// Step 2. A line that does not parse (or is too long, or nested too deep) is
+// judged on what could be read, plus the `unparsable` class.
+Result classify(std::string_view line, policy::Mode mode, const policy::Policy& policy);
+
+// {"decision","mode","classes","reason","source","commands":[...],"parseError"?},
+// keys in that order (ordered_json: also cheaper to build for small objects).
+nlohmann::ordered_json to_json(const Result& r);
+
+}  // namespace cc::classify

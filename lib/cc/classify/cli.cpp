@@ -1,0 +1,163 @@
+#include "cc/classify/cli.hpp"
+
+#include <istream>
+#include <iterator>
+#include <ostream>
+
+#include "cc/core/json_reader.hpp"
+
+namespace cc::classify {
+
+using policy::Decision;
+
+namespace {
+
+// Command lines are bytes, not always UTF-8: never let JSON output throw on
+// them (invalid sequences become U+FFFD).
+template <typename J>
+std::string dump(const J& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+int exit_status(Decision d) {
+    switch (d) {
+        case Decision::allow: return exit_allow;
+        case Decision::ask: return exit_ask;
+        case Decision::deny: return exit_deny;
+    }
+    return exit_deny;
+}
+
+nlohmann::json question(const Result& r, std::string_view line) {
+    nlohmann::json q = nlohmann::json::parse(dump(to_json(r)));
+    q["tool"] = "cc-classify";
+    q["command"] = std::string(line);
+    q["action"] = r.action;
+    return q;
+}
+
+void resolve(Result& r, std::string_view line, const Resolver& resolver) {
+    if (r.decision != Decision::ask || !resolver) return;
+    policy::Verdict v = resolver({r.decision, r.reason, r.source}, question(r, line));
+    r.decision = v.decision;
+    r.reason = v.reason;
+    r.source = v.source;
+    r.resolved = true;
+}
+
+int hook_once(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err);
+
+int run_line(const std::string& line, const Options& opts, std::ostream& out) {
+    Result r = classify(line, opts.mode, opts.policy);
+    resolve(r, line, opts.resolver);
+    out << dump(to_json(r)) << '\n';
+    return exit_status(r.decision);
+}
+
+int run_jsonl(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err) {
+    std::string text;
+    std::size_t n = 0;
+    int status = 0;
+    while (std::getline(in, text)) {
+        ++n;
+        if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+        std::string where = "stdin line " + std::to_string(n);
+        auto fail = [&](const Error& e) {
+            nlohmann::json j = {{"error", e.one_line()}, {"decision", "deny"}, {"line", n}};
+            out << dump(j) << '\n';
+            err << "cc-classify: " << where << ": " << e.one_line() << '\n';
+            status = 2;
+        };
+        auto doc = json::parse(text, where);
+        if (!doc) {
+            fail(doc.error());
+            continue;
+        }
+        json::ObjectReader rd(*doc, "");
+        std::string cmd;
+        std::optional<std::string> mode_name;
+        rd.required("cmd", cmd);
+        rd.optional("mode", mode_name);
+        rd.accept("id");
+        if (auto e = rd.finish()) {
+            fail(*e);
+            continue;
+        }
+        policy::Mode mode = opts.mode;
+        if (mode_name) {
+            auto m = policy::parse_mode(*mode_name);
+            if (!m) {
+                fail(input_error("mode", "unknown mode '" + *mode_name + "' (chat, plan, review or orchestrate)"));
+                continue;
+            }
+            mode = *m;
+        }
+        Result r = classify(cmd, mode, opts.policy);
+        resolve(r, cmd, opts.resolver);
+        nlohmann::ordered_json j = to_json(r);
+        if (doc->contains("id")) j["id"] = (*doc)["id"];
+        out << dump(j) << '\n';
+        if (!out) break;
+    }
+    out.flush();
+    return status;
+}
+
+int run_hook(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err) {
+    // The agent CLI runs the command when a hook exits with anything but 0 or
+    // 2, so no failure here may end in another status: fail closed.
+    try {
+        return hook_once(in, opts, out, err);
+    } catch (const std::exception& e) {
+        err << "cc-classify: hook: " << e.what() << '\n';
+        return 2;
+    }
+}
+
+int hook_once(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err) {
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto bad = [&](const std::string& msg) {
+        err << "cc-classify: hook input: " << msg << '\n';
+        return 2;
+    };
+    auto doc = json::parse(text, "stdin");
+    if (!doc) return bad(doc.error().one_line());
+    // The hook payload belongs to the agent CLI and grows new fields; only the
+    // fields read here are checked.
+    const auto& j = *doc;
+    if (!j.is_object()) return bad("must be a JSON object");
+    if (j.contains("hook_event_name") &&
+        (!j["hook_event_name"].is_string() || j["hook_event_name"].get<std::string>() != "PreToolUse"))
+        return bad("hook_event_name: only PreToolUse is supported");
+    if (!j.contains("tool_name") || !j["tool_name"].is_string()) return bad("tool_name: must be a string");
+    if (j["tool_name"].get<std::string>() != "Bash") return 0;  // not a shell command: no opinion
+    if (!j.contains("tool_input") || !j["tool_input"].is_object()) return bad("tool_input: must be an object");
+    const auto& ti = j["tool_input"];
+    if (!ti.contains("command") || !ti["command"].is_string()) return bad("tool_input.command: must be a string");
+    std::string cmd = ti["command"].get<std::string>();
+    policy::Mode mode = opts.mode;
+    // The agent CLI's own plan mode is read-only too: never looser than it.
+    if (j.contains("permission_mode") && j["permission_mode"] == "plan" && mode == policy::Mode::chat)
+        mode = policy::Mode::plan;
+    Result r = classify(cmd, mode, opts.policy);
+    if (r.decision == Decision::ask) {
+        if (opts.resolver) {
+            resolve(r, cmd, opts.resolver);
+        } else {
+            r.decision = Decision::deny;
+            r.reason += "; no approver is connected, so ask is deny";
+        }
+    }
+    nlohmann::ordered_json o;
+    o["hookSpecificOutput"]["hookEventName"] = "PreToolUse";
+    o["hookSpecificOutput"]["permissionDecision"] = r.decision == Decision::allow ? "allow" : "deny";
+    o["hookSpecificOutput"]["permissionDecisionReason"] =
+        "cc-classify (" + std::string(policy::to_string(mode)) + " mode): " + r.reason;
+    out << dump(o) << '\n';
+    out.flush();
+    return 0;
+}
+
+}  // namespace cc::classify

@@ -1,0 +1,53 @@
+// The three ways cc-classify is driven, as library calls on streams so tests
+// run them in-process: one line, a JSON Lines batch, and the agent CLI's
+// PreToolUse hook. Exit statuses are part of the interface (cc-classify(1)).
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cc/classify/classify.hpp"
+#include "cc/policy/policy.hpp"
+
+namespace cc::classify {
+
+inline constexpr int exit_allow = 0;
+inline constexpr int exit_ask = 10;
+inline constexpr int exit_deny = 11;
+int exit_status(policy::Decision d);
+
+// Turns an ask into allow or deny (cc::policy::resolve_ask with the configured
+// approver, which with no approver is always deny). Empty: asks stay asks.
+using Resolver = std::function<policy::Verdict(const policy::Verdict&, const nlohmann::json& question)>;
+
+struct Options {
+    policy::Mode mode = policy::Mode::chat;
+    policy::Policy policy;
+    Resolver resolver;  // used by the one-line and batch forms when set; the hook always resolves
+};
+
+// What the approver is asked: the line, the mode and the classification.
+nlohmann::json question(const Result& r, std::string_view line);
+
+// Applies the resolver to an `ask` result (no-op otherwise).
+void resolve(Result& r, std::string_view line, const Resolver& resolver);
+
+// One line: prints the JSON result, returns 0 / 10 / 11.
+int run_line(const std::string& line, const Options& opts, std::ostream& out);
+
+// {"cmd": "...", "mode": "...", "id": any} per input line -> one result line
+// each, in order. A malformed line is answered with {"error":..., "decision":
+// "deny"} and the run ends with status 2 (named on `err`); otherwise 0.
+int run_jsonl(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err);
+
+// The PreToolUse hook: one JSON object on `in`. Bash calls get
+// {"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":
+// "allow"|"deny","permissionDecisionReason":"..."}}, status 0; asks are
+// resolved (no approver: deny). Other tools get no output (no opinion).
+// Malformed input: one line on `err`, status 2, which the CLI treats as a block.
+int run_hook(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err);
+
+}  // namespace cc::classify

@@ -1,0 +1,166 @@
+#include "harness.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "cc/classify/classify.hpp"
+#include "cc/policy/policy.hpp"
+
+using cc::policy::Decision;
+using cc::policy::Mode;
+
+namespace {
+
+std::string join(const std::vector<std::string>& v) {
+    if (v.empty()) return "-";
+    std::string s;
+    for (const auto& x : v) {
+        if (!s.empty()) s += ',';
+        s += x;
+    }
+    return s;
+}
+
+std::string unescape(const std::string& s) {
+    const std::string nl = "\u21b5";
+    std::string out;
+    std::size_t from = 0;
+    for (std::size_t k; (k = s.find(nl, from)) != std::string::npos; from = k + nl.size()) {
+        out.append(s, from, k - from);
+        out.push_back('\n');
+    }
+    out.append(s, from, std::string::npos);
+    return out;
+}
+
+}  // namespace
+
+// The table in cases.tsv: one row per command line, checked in every mode.
+TEST_CASE("classification table (tests/classify/cases.tsv)") {
+    std::ifstream in(cc::test::source_dir() + "/tests/classify/cases.tsv");
+    REQUIRE(in);
+    auto policy = cc::policy::default_policy();
+    std::string row;
+    int line_no = 0, cases = 0;
+    while (std::getline(in, row)) {
+        ++line_no;
+        if (row.empty() || row[0] == '#') continue;
+        std::istringstream cols(row);
+        std::string chat, ro, classes, line;
+        std::getline(cols, chat, '\t');
+        std::getline(cols, ro, '\t');
+        std::getline(cols, classes, '\t');
+        std::getline(cols, line);
+        line = unescape(line);
+        std::vector<std::string> sorted;
+        {
+            std::istringstream cs(classes);
+            for (std::string c; std::getline(cs, c, ',');)
+                if (c != "-") sorted.push_back(c);
+            std::sort(sorted.begin(), sorted.end());
+        }
+        ++cases;
+        INFO("cases.tsv:" << line_no << ": " << line);
+        auto r = cc::classify::classify(line, Mode::chat, policy);
+        CHECK(join(r.classes) == join(sorted));
+        CHECK(std::string(cc::policy::to_string(r.decision)) == chat);
+        for (Mode m : {Mode::plan, Mode::review, Mode::orchestrate}) {
+            auto rr = cc::classify::classify(line, m, policy);
+            CHECK(std::string(cc::policy::to_string(rr.decision)) == ro);
+        }
+    }
+    CHECK(cases >= 400);
+}
+
+TEST_CASE("a policy file overrides a class's default") {
+    auto p = cc::policy::parse(R"({"version":1,"rules":[
+        {"action":"push","refs":["main"],"decision":"deny","reason":"main is released by CI"},
+        {"action":"push","decision":"allow"},
+        {"action":"install_package","modes":["plan"],"decision":"allow"}]})", "test");
+    REQUIRE(p);
+    auto main = cc::classify::classify("git push origin main", Mode::chat, *p);
+    CHECK(main.decision == Decision::deny);
+    CHECK(main.reason == "main is released by CI");
+    CHECK(main.source == "rules[0]");
+    CHECK(cc::classify::classify("git push origin feature", Mode::chat, *p).decision == Decision::allow);
+    CHECK(cc::classify::classify("git push origin HEAD:main", Mode::chat, *p).decision == Decision::deny);
+    // No ref named: the ref rule cannot match, the next rule decides.
+    CHECK(cc::classify::classify("git push", Mode::chat, *p).decision == Decision::allow);
+    CHECK(cc::classify::classify("npm install", Mode::plan, *p).decision == Decision::allow);
+    CHECK(cc::classify::classify("npm install", Mode::review, *p).decision == Decision::deny);
+}
+
+TEST_CASE("one network_access rule serves cc-egress and cc-classify; network_write stays apart") {
+    auto p = cc::policy::parse(R"({"rules":[{"action":"network_access","modes":["plan"],"decision":"allow"}]})", "t");
+    REQUIRE(p);
+    CHECK(cc::classify::classify("curl -s https://example.com", Mode::plan, *p).decision == Decision::allow);
+    CHECK(cc::classify::classify("wget -qO- https://example.com", Mode::plan, *p).decision == Decision::allow);
+    CHECK(cc::classify::classify("curl -d x=1 https://example.com", Mode::plan, *p).decision == Decision::deny);
+    CHECK(cc::classify::classify("curl -o f https://example.com", Mode::plan, *p).decision == Decision::deny);
+    CHECK(cc::classify::classify("curl -s https://example.com", Mode::review, *p).decision == Decision::deny);
+}
+
+TEST_CASE("every sub-command is reported with its argv, classes and decision") {
+    auto r = cc::classify::classify("git -C r commit -m 'a b' && git push origin main", Mode::chat,
+                                    cc::policy::default_policy());
+    REQUIRE(r.commands.size() == 2);
+    CHECK(r.commands[0].finding.argv == std::vector<std::string>{"git", "-C", "r", "commit", "-m", "a b"});
+    CHECK(r.commands[0].finding.classes == std::vector<std::string>{"create_commit"});
+    CHECK(r.commands[0].decision == Decision::allow);
+    CHECK(r.commands[1].decision == Decision::ask);
+    CHECK(r.commands[1].finding.refs == std::vector<std::string>{"refs/heads/main"});
+    CHECK(r.decision == Decision::ask);
+    CHECK(r.action == "push");
+    auto j = cc::classify::to_json(r);
+    CHECK(j["decision"] == "ask");
+    CHECK(j["classes"] == nlohmann::json::array({"create_commit", "push"}));
+    CHECK(j["commands"][1]["argv"][1] == "push");
+    CHECK_FALSE(j.contains("parseError"));
+}
+
+TEST_CASE("a parse error is reported with its line and column and is never better than ask") {
+    auto r = cc::classify::classify("ls\necho 'oops", Mode::chat, cc::policy::default_policy());
+    REQUIRE(r.parse_error);
+    CHECK(r.parse_error->line == 2);
+    CHECK(r.parse_error->column == 6);
+    CHECK(r.decision == Decision::ask);
+    CHECK_THAT(r.reason, Catch::Contains("line 2, column 6: unterminated single quote"));
+    auto j = cc::classify::to_json(r);
+    CHECK(j["parseError"]["column"] == 6);
+    CHECK(cc::classify::classify("ls\necho 'oops", Mode::plan, cc::policy::default_policy()).decision == Decision::deny);
+}
+
+TEST_CASE("too long, too deep: handled as unparsable, never a crash") {
+    std::string deep;
+    for (int i = 0; i < 500; ++i) deep += "$(";
+    deep += "git push";
+    auto r = cc::classify::classify(deep, Mode::chat, cc::policy::default_policy());
+    CHECK(r.decision == Decision::ask);
+    REQUIRE(r.parse_error);
+    CHECK_THAT(r.parse_error->message, Catch::Contains("nested deeper than"));
+
+    std::string lng(5u << 20, 'a');
+    auto l = cc::classify::classify(lng, Mode::chat, cc::policy::default_policy());
+    CHECK(l.decision == Decision::ask);
+    CHECK_THAT(l.reason, Catch::Contains("longer than"));
+    CHECK(cc::classify::classify(lng, Mode::plan, cc::policy::default_policy()).decision == Decision::deny);
+
+    std::string nest = "bash -c 'git push'";
+    for (int i = 0; i < 12; ++i) {
+        std::string q;
+        for (char ch : nest) {
+            if (ch == '\'') q += "'\\''";
+            else q.push_back(ch);
+        }
+        nest = "bash -c '" + q + "'";
+    }
+    std::string wrappers;
+    for (int i = 0; i < 200000; ++i) wrappers += "nice ";
+    auto w = cc::classify::classify(wrappers + "git push", Mode::chat, cc::policy::default_policy());
+    CHECK(w.decision == Decision::ask);
+    CHECK(std::find(w.classes.begin(), w.classes.end(), "unparsable") != w.classes.end());
+
+    auto n = cc::classify::classify(nest, Mode::chat, cc::policy::default_policy());
+    CHECK(std::find(n.classes.begin(), n.classes.end(), "unparsable") != n.classes.end());
+    CHECK(n.decision == Decision::ask);
+}

@@ -1,0 +1,209 @@
+// cc-classify as a process: exit statuses, JSON out, --jsonl, the claude
+// PreToolUse hook byte for byte, the approver, and bad input.
+#include "harness.hpp"
+
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+using cc::test::bin;
+using cc::test::run;
+using nlohmann::json;
+
+namespace {
+
+std::string script(const std::string& name, const std::string& body) {
+    std::string path = cc::test::scratch_dir() + "/" + name;
+    std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+    ::chmod(path.c_str(), 0755);
+    return path;
+}
+
+}  // namespace
+
+TEST_CASE("exit status: 0 allow, 10 ask, 11 deny, 2 bad input") {
+    auto allow = run({bin("cc-classify"), "--", "ls -la"});
+    CHECK(allow.status == 0);
+    CHECK(json::parse(allow.out)["decision"] == "allow");
+    auto ask = run({bin("cc-classify"), "git push origin main"});
+    CHECK(ask.status == 10);
+    auto j = json::parse(ask.out);
+    CHECK(j["decision"] == "ask");
+    CHECK(j["classes"] == json::array({"push"}));
+    CHECK(j["mode"] == "chat");
+    CHECK(j["commands"][0]["argv"] == json::array({"git", "push", "origin", "main"}));
+    CHECK(j["commands"][0]["refs"] == json::array({"refs/heads/main"}));
+    auto deny = run({bin("cc-classify"), "--mode", "plan", "--", "git", "commit", "-m", "x"});
+    CHECK(deny.status == 11);
+    CHECK(json::parse(deny.out)["decision"] == "deny");
+    CHECK(run({bin("cc-classify"), "sudo rm -rf /"}).status == 11);
+    for (const char* m : {"plan", "review", "orchestrate"})
+        CHECK(run({bin("cc-classify"), "--mode", m, "npm install"}).status == 11);
+
+    auto bad_mode = run({bin("cc-classify"), "--mode", "yolo", "ls"});
+    CHECK(bad_mode.status == 2);
+    CHECK(bad_mode.err == "cc-classify: --mode: unknown mode 'yolo' (chat, plan, review or orchestrate)\n");
+    CHECK(bad_mode.out.empty());
+    auto none = run({bin("cc-classify")});
+    CHECK(none.status == 2);
+    CHECK_THAT(none.err, Catch::Contains("give exactly one of"));
+    CHECK(run({bin("cc-classify"), "--bogus", "ls"}).status == 2);
+    CHECK(run({bin("cc-classify"), "--hook", "cursor"}).status == 2);
+    CHECK(run({bin("cc-classify"), "--jsonl", "ls"}).status == 2);
+}
+
+TEST_CASE("--policy: rules decide; a bad policy file is exit 2 with nothing on stdout") {
+    std::string dir = cc::test::scratch_dir();
+    std::ofstream(dir + "/p.json") << R"({"version":1,"rules":[{"action":"push","refs":["main"],"decision":"deny","reason":"main is released by CI"},{"action":"push","decision":"allow"}]})";
+    auto main = run({bin("cc-classify"), "--policy", dir + "/p.json", "git push origin main"});
+    CHECK(main.status == 11);
+    CHECK(json::parse(main.out)["reason"] == "main is released by CI");
+    CHECK(run({bin("cc-classify"), "--policy", dir + "/p.json", "git push origin topic"}).status == 0);
+    std::ofstream(dir + "/bad.json") << R"({"rules":[{"action":"push","decision":"maybe"}]})";
+    auto bad = run({bin("cc-classify"), "--policy", dir + "/bad.json", "ls"});
+    CHECK(bad.status == 2);
+    CHECK(bad.out.empty());
+    CHECK_THAT(bad.err, Catch::Contains("rules[0].decision: unknown decision 'maybe'"));
+    auto missing = run({bin("cc-classify"), "--policy", dir + "/nope.json", "ls"});
+    CHECK(missing.status == 2);
+    CHECK_THAT(missing.err, Catch::Contains("nope.json"));
+}
+
+TEST_CASE("--approver resolves an ask; its failures are deny") {
+    auto yes = script("yes.sh", "grep -q '\"action\":\"push\"' && echo allow");
+    auto r = run({bin("cc-classify"), "--approver", yes, "git push"});
+    CHECK(r.status == 0);
+    auto j = json::parse(r.out);
+    CHECK(j["decision"] == "allow");
+    CHECK(j["approver"] == true);
+    auto no = script("no.sh", "cat >/dev/null; echo deny");
+    CHECK(run({bin("cc-classify"), "--approver", no, "git push"}).status == 11);
+    auto slow = script("slow.sh", "sleep 5; echo allow");
+    auto t = run({bin("cc-classify"), "--approver", slow, "--approver-timeout", "200", "git push"});
+    CHECK(t.status == 11);
+    CHECK_THAT(json::parse(t.out)["reason"].get<std::string>(), Catch::Contains("no answer within 200 ms"));
+    // Not asked when nothing is an ask.
+    auto never = script("never.sh", "echo allow; touch " + cc::test::scratch_dir() + "/asked");
+    CHECK(run({bin("cc-classify"), "--approver", never, "sudo id"}).status == 11);
+    CHECK(run({bin("cc-classify"), "--approver", never, "ls"}).status == 0);
+    struct stat st;
+    CHECK(::stat((cc::test::scratch_dir() + "/asked").c_str(), &st) != 0);
+}
+
+TEST_CASE("--jsonl: one result line per input line, in order, with ids") {
+    std::string in =
+        "{\"cmd\": \"ls\"}\n"
+        "{\"cmd\": \"git push\", \"id\": 7}\n"
+        "\n"
+        "{\"cmd\": \"git commit -m x\", \"mode\": \"review\", \"id\": \"c\"}\n";
+    auto r = run({bin("cc-classify"), "--jsonl"}, in);
+    CHECK(r.status == 0);
+    std::vector<json> lines;
+    std::istringstream out(r.out);
+    for (std::string l; std::getline(out, l);) lines.push_back(json::parse(l));
+    REQUIRE(lines.size() == 3);
+    CHECK(lines[0]["decision"] == "allow");
+    CHECK(lines[1]["decision"] == "ask");
+    CHECK(lines[1]["id"] == 7);
+    CHECK(lines[2]["decision"] == "deny");
+    CHECK(lines[2]["mode"] == "review");
+    CHECK(lines[2]["id"] == "c");
+
+    auto bad = run({bin("cc-classify"), "--jsonl"}, "{\"cmd\":\"ls\"}\nnot json\n{\"cmd\":\"ls\",\"colour\":1}\n{\"cmd\":\"ls\",\"mode\":\"x\"}\n{\"cmd\":\"id\"}\n");
+    CHECK(bad.status == 2);
+    std::istringstream bo(bad.out);
+    std::vector<json> bl;
+    for (std::string l; std::getline(bo, l);) bl.push_back(json::parse(l));
+    REQUIRE(bl.size() == 5);
+    CHECK(bl[1]["decision"] == "deny");
+    CHECK(bl[1]["line"] == 2);
+    CHECK_THAT(bl[2]["error"].get<std::string>(), Catch::Contains("colour: unknown field"));
+    CHECK_THAT(bl[3]["error"].get<std::string>(), Catch::Contains("unknown mode 'x'"));
+    CHECK(bl[4]["decision"] == "allow");
+    CHECK_THAT(bad.err, Catch::Contains("stdin line 2"));
+
+    std::string many;
+    for (int i = 0; i < 3000; ++i) many += "{\"cmd\":\"git push origin b" + std::to_string(i) + "\",\"id\":" + std::to_string(i) + "}\n";
+    auto m = run({bin("cc-classify"), "--jsonl"}, many);
+    CHECK(m.status == 0);
+    std::istringstream mo(m.out);
+    int n = 0;
+    for (std::string l; std::getline(mo, l); ++n)
+        if (json::parse(l)["id"] != n) break;
+    CHECK(n == 3000);
+}
+
+// The PreToolUse payload as the agent CLI sends it (hooks reference: common
+// fields plus tool_name, tool_input, tool_use_id).
+TEST_CASE("--hook claude: PreToolUse in, hookSpecificOutput out, byte for byte") {
+    auto payload = [](const std::string& tool, const std::string& cmd, const std::string& pmode = "bypassPermissions") {
+        json j = {{"session_id", "abc123"},
+                  {"transcript_path", "/tmp/t.jsonl"},
+                  {"cwd", "/work"},
+                  {"permission_mode", pmode},
+                  {"hook_event_name", "PreToolUse"},
+                  {"tool_name", tool},
+                  {"tool_input", {{"command", cmd}, {"description", "d"}, {"timeout", 120000}}},
+                  {"tool_use_id", "toolu_01ABC"}};
+        return j.dump();
+    };
+    auto ask = run({bin("cc-classify"), "--hook", "claude"}, payload("Bash", "git push origin main"));
+    CHECK(ask.status == 0);
+    CHECK(ask.out ==
+          "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"deny\","
+          "\"permissionDecisionReason\":\"cc-classify (chat mode): push to refs/heads/main needs approval in chat "
+          "mode; no approver is connected, so ask is deny\"}}\n");
+    auto allow = run({bin("cc-classify"), "--hook", "claude"}, payload("Bash", "ls -la"));
+    CHECK(allow.status == 0);
+    CHECK(allow.out ==
+          "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"allow\","
+          "\"permissionDecisionReason\":\"cc-classify (chat mode): every command is known to only read\"}}\n");
+    auto deny = run({bin("cc-classify"), "--hook", "claude", "--mode", "review"}, payload("Bash", "git commit -m x"));
+    CHECK(deny.out ==
+          "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"deny\","
+          "\"permissionDecisionReason\":\"cc-classify (review mode): create_commit is not allowed in review mode "
+          "(read-only)\"}}\n");
+    // The CLI's own plan mode is never looser than --mode.
+    auto plan = run({bin("cc-classify"), "--hook", "claude"}, payload("Bash", "rm x", "plan"));
+    CHECK_THAT(plan.out, Catch::Contains("\"permissionDecision\":\"deny\""));
+    // An approver answers the ask.
+    auto yes = script("hook-yes.sh", "cat >/dev/null; echo allow");
+    auto approved = run({bin("cc-classify"), "--hook", "claude", "--approver", yes}, payload("Bash", "git push"));
+    CHECK_THAT(approved.out, Catch::Contains("\"permissionDecision\":\"allow\""));
+    CHECK_THAT(approved.out, Catch::Contains("approved"));
+    // Bytes that are not UTF-8 still get a well-formed answer (never exit 1,
+    // which the agent CLI would take as "run it").
+    std::string raw = "{\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"git push \\u00ff\"}}";
+    auto bytes = run({bin("cc-classify"), "--hook", "claude"}, raw);
+    CHECK(bytes.status == 0);
+    CHECK_THAT(bytes.out, Catch::Contains("\"permissionDecision\":\"deny\""));
+    auto latin = run({bin("cc-classify"), "--", std::string("echo \xff\xfe > f")});
+    CHECK(latin.status == 0);
+    CHECK(json::parse(latin.out)["commands"][0]["argv"][1] == "\xef\xbf\xbd\xef\xbf\xbd");
+    // Other tools: no opinion.
+    auto other = run({bin("cc-classify"), "--hook", "claude"}, payload("Read", "x"));
+    CHECK(other.status == 0);
+    CHECK(other.out.empty());
+    // Malformed input blocks: exit 2 with the reason on stderr.
+    for (const std::string& bad : {std::string("nope"), std::string("[]"), std::string("{\"tool_name\":\"Bash\"}"),
+                                   std::string("{\"tool_name\":\"Bash\",\"tool_input\":{\"command\":3}}"),
+                                   std::string("{\"hook_event_name\":\"PostToolUse\",\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"ls\"}}")}) {
+        INFO(bad);
+        auto r = run({bin("cc-classify"), "--hook", "claude"}, bad);
+        CHECK(r.status == 2);
+        CHECK(r.out.empty());
+        CHECK_THAT(r.err, Catch::StartsWith("cc-classify: hook input: "));
+    }
+}
+
+TEST_CASE("--help names every option; --version") {
+    auto h = run({bin("cc-classify"), "--help"});
+    CHECK(h.status == 0);
+    for (const char* o : {"--mode", "--policy", "--jsonl", "--hook", "--approver", "--approver-timeout", "--version"})
+        CHECK_THAT(h.out, Catch::Contains(o));
+    auto v = run({bin("cc-classify"), "--version"});
+    CHECK(v.status == 0);
+    CHECK_THAT(v.out, Catch::StartsWith("cc-classify "));
+}

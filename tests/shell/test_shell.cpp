@@ -1,0 +1,193 @@
+#include "harness.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cc/shell/parser.hpp"
+
+using namespace cc::shell;
+
+namespace {
+
+// Every simple command as "argv joined by |", in tree order.
+std::vector<std::string> commands(const Script& s) {
+    std::vector<std::string> out;
+    walk(s.root, [&](const Node& n) {
+        if (n.kind != Kind::simple) return;
+        std::string line;
+        for (const auto& w : n.words) line += (line.empty() ? "" : "|") + w.text;
+        out.push_back(line);
+    });
+    return out;
+}
+
+using V = std::vector<std::string>;
+
+}  // namespace
+
+TEST_CASE("quoting and escapes are removed; expansions stay as written") {
+    auto s = parse(R"(echo 'a b' "c $HOME d" e\ f $'g\th' "x\"y" ${z:-w})");
+    REQUIRE(s.ok);
+    CHECK(commands(s) == V{"echo|a b|c $HOME d|e f|g\th|x\"y|${z:-w}"});
+    const Node* simple = nullptr;
+    walk(s.root, [&](const Node& n) { if (n.kind == Kind::simple) simple = &n; });
+    REQUIRE(simple);
+    CHECK_FALSE(simple->words[1].expanded);
+    CHECK(simple->words[1].quoted);
+    CHECK(simple->words[2].expanded);
+}
+
+TEST_CASE("comments start only at the start of a word") {
+    CHECK(commands(parse("echo a#b # c; git push")) == V{"echo|a#b"});
+    CHECK(commands(parse("echo hi #\ngit status")) == V{"echo|hi", "git|status"});
+}
+
+TEST_CASE("line continuations join words and lines") {
+    CHECK(commands(parse("git \\\n  push \\\n origin")) == V{"git|push|origin"});
+    CHECK(commands(parse("gi\\\nt push")) == V{"git|push"});
+}
+
+TEST_CASE("assignments before the command are kept apart") {
+    auto s = parse("A=1 B=\"x y\" C=$(id) env");
+    REQUIRE(s.ok);
+    const Node& n = s.root.children[0].children[0];
+    CHECK(n.assigns.size() == 3);
+    CHECK(n.words.size() == 1);
+    CHECK(commands(s) == V{"env", "id"});
+}
+
+TEST_CASE("every redirection form") {
+    auto s = parse("cmd <in >out 2>>err &>all &>>all2 >|clob 3<>rw 2>&1 >&- <&3 {fd}>f <<<str");
+    REQUIRE(s.ok);
+    const Node& n = s.root.children[0].children[0];
+    std::vector<std::string> ops;
+    for (const auto& r : n.redirects) ops.push_back(std::to_string(r.fd) + r.op + r.target.text);
+    CHECK(ops == V{"-1<in", "-1>out", "2>>err", "-1&>all", "-1&>>all2", "-1>|clob", "3<>rw", "2>&1", "-1>&-",
+                   "-1<&3", "-1>f", "-1<<<str"});
+}
+
+TEST_CASE("here-documents: bodies follow the line, quoted delimiters make data") {
+    auto s = parse("cat <<EOF; cat <<'Q' ; cat <<-T\n$(id)\nEOF\n$(data)\nQ\n\t`whoami`\n\tT\necho after");
+    REQUIRE(s.ok);
+    CHECK(commands(s) == V{"cat", "id", "cat", "cat", "whoami", "echo|after"});
+    std::vector<const Redirect*> docs;
+    walk(s.root, [&](const Node& n) { for (const auto& r : n.redirects) docs.push_back(&r); });
+    REQUIRE(docs.size() == 3);
+    CHECK(docs[0]->body == "$(id)\n");
+    CHECK_FALSE(docs[0]->body_quoted);
+    CHECK(docs[1]->body == "$(data)\n");
+    CHECK(docs[1]->body_quoted);
+    CHECK(docs[1]->body_subs.empty());
+    CHECK(docs[2]->body == "\t`whoami`\n");
+}
+
+TEST_CASE("a here-document cut off by the end of input is what bash runs") {
+    auto s = parse("cat <<EOF\n$(id)\n");
+    CHECK(s.ok);
+    CHECK(commands(s) == V{"cat", "id"});
+}
+
+TEST_CASE("pipelines, lists and negation") {
+    auto s = parse("! a | b |& c && d || e; f & g\nh");
+    REQUIRE(s.ok);
+    CHECK(commands(s) == V{"a", "b", "c", "d", "e", "f", "g", "h"});
+    const Node& root = s.root;
+    REQUIRE(root.children.size() == 6);
+    CHECK(root.children[0].negated);
+    CHECK(root.children[0].children[2].op == "|&");
+    CHECK(root.children[1].op == "&&");
+    CHECK(root.children[2].op == "||");
+    CHECK(root.children[4].op == "&");
+    CHECK(root.children[5].op == "\n");
+}
+
+TEST_CASE("compound commands: bodies are parsed, never evaluated") {
+    CHECK(commands(parse("if a; then b; elif c; then d; else e; fi")) == V{"a", "b", "c", "d", "e"});
+    CHECK(commands(parse("for x in 1 2; do b $x; done")) == V{"b|$x"});
+    CHECK(commands(parse("for ((i=0; i<2; i++)); do b; done")) == V{"b"});
+    CHECK(commands(parse("while a; do b; done; until c; do d; done")) == V{"a", "b", "c", "d"});
+    CHECK(commands(parse("case $1 in (a|b) x;; c) y;& *) z;;& esac")) == V{"x", "y", "z"});
+    CHECK(commands(parse("f() { a; }; function g { b; }; function h() ( c )")) == V{"a", "b", "c"});
+    CHECK(commands(parse("( a; (b) ); { c; }")) == V{"a", "b", "c"});
+    CHECK(commands(parse("[[ -n $(a) && x < y ]]")) == V{"a"});
+    CHECK(commands(parse("(( x = $(a) + 1 ))")) == V{"a"});
+    CHECK(commands(parse("select x in a b; do c; done")) == V{"c"});
+}
+
+TEST_CASE("substitutions nest; arithmetic is not a command") {
+    CHECK(commands(parse("echo $(a $(b) `c \\`d\\``)")) == V{"echo|$(a $(b) `c \\`d\\``)", "a|$(b)|`c \\`d\\``", "b", "c|`d`", "d"});
+    CHECK(commands(parse("echo $((1 + 2)) $(( $(a) * 2 ))")) == V{"echo|$((1 + 2))|$(( $(a) * 2 ))", "a"});
+    CHECK(commands(parse("echo $( (a) )")).back() == "a");
+    CHECK(commands(parse("diff <(a) >(b)")) == V{"diff|<(a)|>(b)", "a", "b"});
+    CHECK(commands(parse("x=(one $(two) three)")) == V{"", "two"});  // an assignment-only command
+    CHECK(commands(parse("echo \"${x:-$(a)}\"")) == V{"echo|${x:-$(a)}", "a"});
+}
+
+TEST_CASE("errors carry line and column, and what was read is kept") {
+    struct C {
+        const char* line;
+        const char* message;
+        std::size_t line_no, column;
+    };
+    for (const C& c : {C{"echo 'x", "unterminated single quote", 1, 6}, C{"echo \"x", "unterminated double quote", 1, 6},
+                       C{"ls\n(echo", "unbalanced parenthesis: '(' is not closed", 2, 1},
+                       C{"echo $(ls", "unterminated command substitution '$('", 1, 6},
+                       C{"echo `ls", "unterminated backquote", 1, 6},
+                       C{"if a; then b", "expected 'fi' to close 'if'", 1, 13}, C{"a &&", "expected a command after '&&'", 1, 5},
+                       C{"a )", "unexpected ')'", 1, 3}, C{"; a", "unexpected ';'", 1, 1},
+                       C{"cat <", "expected a word after '<'", 1, 5}, C{"echo ${x", "unterminated parameter expansion '${'", 1, 6},
+                       C{"fi", "unexpected 'fi'", 1, 1}}) {
+        INFO(c.line);
+        auto s = parse(c.line);
+        CHECK_FALSE(s.ok);
+        CHECK(s.error.message == c.message);
+        CHECK(s.error.line == c.line_no);
+        CHECK(s.error.column == c.column);
+    }
+    // Reading goes on after a stray token at the top level.
+    CHECK(commands(parse("a ) ; b")) == V{"a", "b"});
+    CHECK(commands(parse("if a; then b")) == V{"a", "b"});
+}
+
+TEST_CASE("limits: length and depth are errors, not crashes") {
+    std::string deep;
+    for (int i = 0; i < 5000; ++i) deep += "( ";
+    auto d = parse(deep);
+    CHECK_FALSE(d.ok);
+    CHECK_THAT(d.error.message, Catch::Contains("nested deeper than 100 levels"));
+    std::string subs;
+    for (int i = 0; i < 5000; ++i) subs += "$(";
+    CHECK_FALSE(parse(subs).ok);
+    std::string quotes;
+    for (int i = 0; i < 5000; ++i) quotes += "\"$(";
+    CHECK_FALSE(parse(quotes).ok);
+    std::string parens(10000, '(');  // "((" is tried as arithmetic first: bounded by the work budget
+    auto p = parse(parens);
+    CHECK_FALSE(p.ok);
+    CHECK_FALSE(p.error.message.empty());
+    auto big = parse(std::string(100, 'a'), Limits{50, 100});
+    CHECK_FALSE(big.ok);
+    CHECK_THAT(big.error.message, Catch::Contains("longer than the 50-byte limit"));
+}
+
+// Inputs the fuzzer found (fuzz/fuzz_shell.cpp); each must parse quickly.
+TEST_CASE("fuzz regressions (tests/shell/fuzz-regressions)") {
+    namespace fs = std::filesystem;
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(cc::test::source_dir() + "/tests/shell/fuzz-regressions")) {
+        std::ifstream in(e.path(), std::ios::binary);
+        std::stringstream buf;
+        buf << in.rdbuf();
+        INFO(e.path().filename().string());
+        auto s = parse(buf.str());
+        CHECK((s.ok || !s.error.message.empty()));
+        ++n;
+    }
+    CHECK(n >= 1);
+    // The exponential retry of "$((" found as a timeout: many nested openers.
+    std::string arith;
+    for (int i = 0; i < 40; ++i) arith += "$((";
+    auto s = parse(arith + "x");
+    CHECK_FALSE(s.ok);
+}
