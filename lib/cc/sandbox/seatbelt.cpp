@@ -34,8 +34,8 @@ std::vector<std::string> both(const std::vector<std::string>& rules, const std::
 
 void filters(std::ostringstream& o, const std::vector<std::string>& paths, const char* kind) {
     for (const auto& p : paths) {
-        if (is_glob(p))
-            o << "\n  (regex #" << quote(glob_to_regex(p)) << ")";
+        if (is_glob(p) || p.find('/') == std::string::npos)
+            o << "\n  (regex #\"" << glob_to_regex(p) << "\")";  // #"..." is raw: no escaping
         else
             o << "\n  (" << kind << " " << quote(p) << ")";
     }
@@ -52,7 +52,7 @@ std::string glob_to_regex(const std::string& glob) {
             case '*': re += "[^/]*"; break;
             case '?': re += "[^/]"; break;
             case '.': case '(': case ')': case '[': case ']': case '{': case '}': case '+': case '^': case '$':
-            case '|': case '\\':
+            case '|': case '\\': case '"':
                 re += '\\';
                 re += c;
                 break;

@@ -51,7 +51,8 @@ std::string action_of(std::string_view l, std::string_view message) {
                                "cannot overwrite", "cannot rename", "cannot link", "cannot change", "create",
                                "write", "Write", "mkdir", "unlink", "rename", "rmdir", "chmod", "O_WRONLY", "O_RDWR", ">"})
         if (contains(l, k)) return "write";
-    for (std::string_view k : {"cannot open", "cannot access", "cannot read", "cannot stat", "open", "read",
+    for (std::string_view k : {"cat: ", "head: ", "tail: ", "less: ", "grep: ", "ls: ", "cp: ", "diff: ", "find: ",
+                               "cannot open", "cannot access", "cannot read", "cannot stat", "open", "read",
                                "Read", "stat", "directory"})
         if (contains(l, k)) return "read";
     return "unknown";
