@@ -113,7 +113,7 @@ PlanInput standard_input() {
                   {"NODE_OPTIONS", "--require /evil.js"}, {"GIT_CONFIG_COUNT", "1"}, {"http_proxy", "http://x"},
                   {"LANG", "C.UTF-8"}};
     in.dropFilenameDenies = true;
-    in.selfExe = "/usr/bin/cc-wrap";
+    in.initExe = "/usr/bin/cc-wrap-init";
     in.runtimeDir = "/run/user/0/cc-wrap.T";
     in.egress.source = EgressWiring::Source::own;
     in.egress.inbox = "/run/user/0/cc-wrap.T/egress/inbox.sock";
@@ -344,7 +344,7 @@ TEST_CASE("plan: environment is sanitised and the proxies are set", "[plan][env]
     p = make(in, standard_host());
     CHECK(p.env.at("LD_PRELOAD") == "/evil.so");
     CHECK(p.inheritEnv);
-    CHECK(p.argv[0] == "/usr/bin/cc-wrap");
+    CHECK(p.argv[0] == "/usr/bin/cc-wrap-init");
 
     for (const char* k : {"LD_AUDIT", "DYLD_INSERT_LIBRARIES", "BASH_ENV", "ENV", "PERL5OPT", "RUBYOPT",
                           "PYTHONSTARTUP", "GIT_SSH_COMMAND", "BASH_FUNC_x%%", "no_proxy"})

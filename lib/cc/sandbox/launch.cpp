@@ -122,6 +122,13 @@ struct Egress {
     }
 };
 
+// cc-wrap-init next to this binary; else cc-wrap itself runs the init step.
+std::string init_exe() {
+    std::string self = self_exe();
+    std::string init = (fs::path(self).parent_path() / "cc-wrap-init").string();
+    return ::access(init.c_str(), X_OK) == 0 ? init : self;
+}
+
 std::optional<std::string> find_egress() {
     fs::path dir = fs::path(self_exe()).parent_path();
     for (const auto& c : {dir / "cc-egress", dir.parent_path() / "cc-egress" / "cc-egress"})
@@ -540,7 +547,7 @@ int wrap(const WrapRequest& rq) {
     in.inheritEnv = rq.inheritEnv;
     in.denyWrite = rq.denyWrite;
     in.dropFilenameDenies = rq.dropFilenameDenies;
-    in.selfExe = self_exe();
+    in.initExe = init_exe();
     in.mechanism = pr.mechanism.empty() ? "bubblewrap" : pr.mechanism;
     if (pr.bwrap) in.bwrap = *pr.bwrap;
     if (pr.socat) in.socat = *pr.socat;

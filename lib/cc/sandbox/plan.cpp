@@ -430,7 +430,7 @@ struct Builder {
             plan.env["GIT_SSH_COMMAND"] = "ssh -o ProxyCommand='nc -X 5 -x " + socks + " %h %p'";
         }
         plan.argv = {"/usr/bin/sandbox-exec", "-p", plan.seatbelt};
-        auto init = init_argv(in.selfExe);
+        auto init = init_argv(in.initExe);
         plan.argv.insert(plan.argv.end(), init.begin(), init.end());
         plan.chdir = in.spec.guestWorkdir.value_or("");
         return plan;
@@ -455,7 +455,7 @@ struct Builder {
             environment();
             if (auto st = filename_rules(); !st) return st.error();
             plan.notes.push_back("backend none: no sandbox; binds, deny rules and modes are not enforced");
-            plan.argv = init_argv(in.selfExe);
+            plan.argv = init_argv(in.initExe);
             plan.chdir = in.spec.guestWorkdir.value_or("");
             return plan;
         }
@@ -467,7 +467,7 @@ struct Builder {
         spec_mounts();
         if (auto st = deny_rules(); !st) return st.error();
         proxy_wiring();
-        add("ro-bind", in.selfExe, guest_init, "cc-wrap itself, run as the init step");
+        add("ro-bind", in.initExe, guest_init, "the init step (cc-wrap-init)");
         // Later mounts over a path win, so parents first; same depth keeps order.
         std::stable_sort(plan.mounts.begin(), plan.mounts.end(),
                          [](const Mount& x, const Mount& y) { return depth(x.dest) < depth(y.dest); });

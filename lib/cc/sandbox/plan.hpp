@@ -54,7 +54,7 @@ struct PlanInput {
     bool inheritEnv = false;              // only with backend none
     std::vector<std::string> denyWrite;   // --deny-write PATTERN
     bool dropFilenameDenies = false;      // --drop-filename-denies
-    std::string selfExe;                  // this binary, run inside as the init step
+    std::string initExe;                  // cc-wrap-init (or cc-wrap), run inside as the init step
     std::string mechanism = "bubblewrap";  // or "seatbelt" (macOS)
     std::string bwrap = "/usr/bin/bwrap";
     std::string socat = "/usr/bin/socat";
