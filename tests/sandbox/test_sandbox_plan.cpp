@@ -424,4 +424,13 @@ TEST_CASE("events: sequence, text and base64 chunks", "[events]") {
     CHECK(carry.take("\xA9") == "\xC3\xA9");
     bool tail = false;
     CHECK(utf8_valid_prefix("\xED\xA0\x80", tail) == 0);  // a surrogate is not UTF-8
+    // The hand-built chunk line reads back as the same text and the same
+    // JSON nlohmann would write.
+    std::string tricky;
+    for (int c = 0; c < 0x80; ++c) tricky.push_back(static_cast<char>(c));
+    tricky += "\"\\ \xE2\x82\xAC \xF0\x9F\x98\x80";
+    std::string line = w.chunk("stdout", tricky);
+    auto j = nlohmann::json::parse(line);
+    CHECK(j["text"] == tricky);
+    CHECK(j.dump() == line);
 }

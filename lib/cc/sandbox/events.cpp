@@ -1,13 +1,35 @@
 #include "cc/sandbox/events.hpp"
 
+#include <cstring>
 #include <utility>
 
 namespace cc::sandbox {
+
+namespace {
+
+// Eight bytes at a time (the --events hot path): the classic "has a byte
+// less than n" / "has a zero byte" word tricks.
+constexpr std::uint64_t k_ones = 0x0101010101010101ULL, k_highs = 0x8080808080808080ULL;
+inline std::uint64_t load8(const char* p) {
+    std::uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+}
+inline bool has_zero(std::uint64_t v) { return ((v - k_ones) & ~v & k_highs) != 0; }
+inline bool needs_escape(std::uint64_t v) {
+    return (((v - k_ones * 0x20) & ~v & k_highs) != 0) || has_zero(v ^ (k_ones * '"')) || has_zero(v ^ (k_ones * '\\'));
+}
+
+}  // namespace
 
 std::size_t utf8_valid_prefix(std::string_view s, bool& only_incomplete_tail) {
     only_incomplete_tail = false;
     std::size_t i = 0, n = s.size();
     while (i < n) {
+        if (i + 8 <= n && (load8(s.data() + i) & k_highs) == 0) {
+            i += 8;
+            continue;
+        }
         auto c = static_cast<unsigned char>(s[i]);
         if (c < 0x80) {
             ++i;
@@ -62,17 +84,84 @@ std::string base64(std::string_view in) {
     return out;
 }
 
+void append_json_string(std::string& out, std::string_view s) {
+    static constexpr char hex[] = "0123456789abcdef";
+    out.reserve(out.size() + s.size() + 2);
+    out.push_back('"');
+    std::size_t run = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if ((i & 7) == 0) {
+            while (i + 8 <= s.size() && !needs_escape(load8(s.data() + i))) i += 8;
+            if (i >= s.size()) break;
+        }
+        auto c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        out.append(s.data() + run, i - run);
+        run = i + 1;
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\t': out += "\\t"; break;
+            case '\r': out += "\\r"; break;
+            case '\b': out += "\\b"; break;
+            case '\f': out += "\\f"; break;
+            default: {
+                char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+                out.append(u, 6);
+            }
+        }
+    }
+    out.append(s.data() + run, s.size() - run);
+    out.push_back('"');
+}
+
 std::string EventWriter::line(std::string_view kind, nlohmann::json fields) {
     nlohmann::json j = {{"event", kind}, {"sessionId", session_}, {"seq", ++seq_}};
     for (auto& [k, v] : fields.items()) j[k] = std::move(v);
     return j.dump();
 }
 
+// Built by hand, keys in the same (sorted) order nlohmann writes: this runs
+// once per 64 KiB of child output.
 std::string EventWriter::chunk(std::string_view kind, std::string_view data) {
+    std::string out;
+    chunk_into(out, kind, data);
+    return out;
+}
+
+void EventWriter::chunk_into(std::string& out, std::string_view kind, std::string_view data) {
     bool tail = false;
-    if (utf8_valid_prefix(data, tail) == data.size())
-        return line(kind, {{"text", std::string(data)}});
-    return line(kind, {{"bytes", base64(data)}});
+    bool text = utf8_valid_prefix(data, tail) == data.size();
+    out.clear();
+    out.reserve(data.size() + data.size() / 8 + 96);
+    out += text ? "{" : "{\"bytes\":\"" + base64(data) + "\",";
+    out += "\"event\":";
+    append_json_string(out, kind);
+    out += ",\"seq\":" + std::to_string(++seq_) + ",\"sessionId\":";
+    append_json_string(out, session_);
+    if (text) {
+        out += ",\"text\":";
+        append_json_string(out, data);
+    }
+    out += "}";
+}
+
+std::string_view Utf8Carry::take(std::string_view data, std::string& scratch) {
+    std::string_view all = data;
+    if (!carry_.empty()) {
+        scratch.assign(carry_);
+        scratch.append(data);
+        carry_.clear();
+        all = scratch;
+    }
+    bool tail = false;
+    std::size_t ok = utf8_valid_prefix(all, tail);
+    if (tail && all.size() - ok <= 3) {
+        carry_.assign(all.substr(ok));
+        all = all.substr(0, ok);
+    }
+    return all;
 }
 
 std::string Utf8Carry::take(std::string_view data) {

@@ -19,6 +19,9 @@ namespace cc::sandbox {
 // tells whether the rest is only an unfinished sequence at the very end.
 std::size_t utf8_valid_prefix(std::string_view s, bool& only_incomplete_tail);
 std::string base64(std::string_view bytes);
+// Appends s as a JSON string literal (quotes included). s must be valid UTF-8.
+// The hot path of --events: bytes that need no escape are copied in runs.
+void append_json_string(std::string& out, std::string_view s);
 
 class EventWriter {
 public:
@@ -26,6 +29,8 @@ public:
     std::string line(std::string_view kind, nlohmann::json fields = nlohmann::json::object());
     // A stdout/stderr chunk: {"event":kind,...,"text":...} or {...,"bytes":base64}.
     std::string chunk(std::string_view kind, std::string_view data);
+    // The same into a buffer the caller reuses (no allocation per chunk).
+    void chunk_into(std::string& out, std::string_view kind, std::string_view data);
     std::uint64_t seq() const { return seq_; }
 
 private:
@@ -40,6 +45,9 @@ public:
     // Returns the bytes to emit now (data prefixed with the carried bytes);
     // keeps up to 3 trailing bytes of an unfinished sequence.
     std::string take(std::string_view data);
+    // Allocation-free form: the bytes to emit now, as a view into data or
+    // into scratch (when carried bytes had to be joined).
+    std::string_view take(std::string_view data, std::string& scratch);
     std::string flush() { return std::exchange(carry_, {}); }
 
 private:

@@ -370,14 +370,32 @@ private:
 
     struct Stream {
         std::unique_ptr<asio::posix::stream_descriptor> sd;
-        std::array<char, 65536> buf;
+        std::vector<char> buf = std::vector<char>(k_chunk);
+        std::string scratch, line;
         Utf8Carry carry;
         LineSplitter lines;
         std::string kind;
         bool violations = false;
     };
 
+    // Bigger pipes, bigger reads: fewer wake-ups and event lines per MB.
+    static constexpr std::size_t k_chunk = 256 * 1024;
+
+    // Writes the event line in the stream's reused buffer plus a newline.
+    void emit_chunk(Stream& s, std::string_view data) {
+        ev_.chunk_into(s.line, s.kind, data);
+        s.line.push_back('\n');
+        std::size_t off = 0;
+        while (off < s.line.size()) {
+            ssize_t n = ::write(1, s.line.data() + off, s.line.size() - off);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) { stdout_gone_ = true; return; }
+            off += static_cast<std::size_t>(n);
+        }
+    }
+
     void read_stream(int fd, const char* kind, bool violations) {
+        ::fcntl(fd, F_SETPIPE_SZ, static_cast<int>(k_chunk));
         auto s = std::make_shared<Stream>();
         s->sd = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
         s->kind = kind;
@@ -399,7 +417,7 @@ private:
             if (ec || n == 0) {
                 std::string rest = s->carry.flush();
                 if (rq_.events) {
-                    if (!rest.empty()) emit(ev_.chunk(s->kind, rest));
+                    if (!rest.empty()) emit_chunk(*s, rest);
                     if (s->violations) s->lines.finish([this](const std::string& l) { on_line(l); });
                 }
                 --open_streams_;
@@ -407,8 +425,8 @@ private:
                 return;
             }
             if (rq_.events) {
-                std::string data = s->carry.take(std::string_view(s->buf.data(), n));
-                if (!data.empty()) emit(ev_.chunk(s->kind, data));
+                std::string_view data = s->carry.take(std::string_view(s->buf.data(), n), s->scratch);
+                if (!data.empty()) emit_chunk(*s, data);
                 if (s->violations) s->lines.feed(s->buf.data(), n, [this](const std::string& l) { on_line(l); });
             } else {  // --pty without --events: the terminal's bytes as they are
                 std::size_t off = 0;
