@@ -1,0 +1,30 @@
+// cc-probe: which sandbox backend does this host offer? See cc-probe(1).
+#include <CLI/CLI.hpp>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "cc/core/tool.hpp"
+#include "cc/probe/command.hpp"
+
+int main(int argc, char** argv) {
+    return cc::tool::run("cc-probe", [&] {
+        CLI::App app{"Report which sandbox backend this host offers (F1-F5).", "cc-probe"};
+        cc::probe::CommandOptions o;
+        app.add_flag("--json", o.json, "print one JSON object instead of the start-up line");
+        app.add_option("--sandbox", o.sandbox, "on (default) or off; beats CC_SERVER_SANDBOX");
+        app.add_option("--backend", o.backend, "parse a stored backend name and show what this host gives for it");
+        app.add_flag("--diagnose", o.diagnose, "exercise every mechanism for real and report each check");
+        app.add_option("--data-dir", o.data_dir, "directory whose filesystem is checked for reflink (with --diagnose)");
+        app.set_version_flag("--version", CC_VERSION);
+        try {
+            app.parse(argc, argv);
+        } catch (const CLI::ParseError& e) {
+            if (e.get_exit_code() == 0) return app.exit(e);
+            std::cerr << "cc-probe: " << e.what() << '\n';
+            return cc::tool::exit_usage;
+        }
+        if (const char* env = std::getenv("CC_SERVER_SANDBOX")) o.sandbox_env = env;
+        return cc::probe::run_command(o, *cc::probe::real_host(), std::cout, std::cerr);
+    });
+}

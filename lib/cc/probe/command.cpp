@@ -1,0 +1,74 @@
+#include "cc/probe/command.hpp"
+
+#include <ostream>
+
+#include "cc/probe/diagnose.hpp"
+
+namespace cc::probe {
+
+int run_command(const CommandOptions& opts, const HostFacts& host, std::ostream& out, std::ostream& err) {
+    auto sw = resolve_switch(opts.sandbox, opts.sandbox_env);
+    if (!sw) {
+        err << "cc-probe: " << sw.error().one_line() << '\n';
+        return 2;
+    }
+    ProbeResult p = probe(host, *sw);
+    nlohmann::json doc = to_json(p);
+    int status = 0;
+
+    // --backend: how a stored name parses (F3) and what this host gives for it (F4).
+    std::optional<spec::Backend> requested;
+    std::string choice_line;
+    if (opts.backend) {
+        requested = spec::parse_stored_backend(*opts.backend);
+        auto choice = choose_backend(p, requested);
+        nlohmann::json b{{"stored", *opts.backend}, {"parsed", std::string(spec::to_string(*requested))}};
+        if (choice) {
+            b["backend"] = std::string(spec::to_string(choice->backend));
+            b["log"] = choice->log;
+            choice_line = "backend '" + *opts.backend + "' parses as " + std::string(spec::to_string(*requested)) +
+                          ": " + choice->log;
+        } else {
+            b["backend"] = nullptr;
+            b["error"] = choice.error().one_line();
+            choice_line = "backend '" + *opts.backend + "' parses as " + std::string(spec::to_string(*requested)) +
+                          ": " + choice.error().one_line();
+            err << "cc-probe: " << choice.error().one_line() << '\n';
+            status = 1;
+        }
+        doc["backendChoice"] = b;
+    } else {
+        auto choice = choose_backend(p, std::nullopt);
+        if (choice) doc["backendChoice"] = {{"stored", nullptr}, {"parsed", nullptr},
+                                            {"backend", std::string(spec::to_string(choice->backend))}, {"log", choice->log}};
+    }
+
+    std::optional<Diagnosis> diag;
+    if (opts.diagnose) {
+        DiagnoseOptions d;
+        d.data_dir = opts.data_dir;
+        if (requested) d.backend = requested;
+        auto r = diagnose(p, d);
+        if (!r) {
+            err << "cc-probe: " << r.error().one_line() << '\n';
+            return 2;
+        }
+        diag = *r;
+        doc["diagnostics"] = to_json(*diag);
+        if (!diag->ok && status == 0) status = 1;
+    } else if (opts.data_dir) {
+        err << "cc-probe: --data-dir: only used with --diagnose\n";
+        return 2;
+    }
+
+    if (opts.json) {
+        out << doc.dump() << '\n';
+    } else {
+        out << p.line << '\n';
+        if (!choice_line.empty()) out << choice_line << '\n';
+        if (diag) out << to_text(*diag);
+    }
+    return status;
+}
+
+}  // namespace cc::probe

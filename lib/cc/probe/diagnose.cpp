@@ -1,0 +1,373 @@
+#include "cc/probe/diagnose.hpp"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/process.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
+
+namespace cc::probe {
+
+namespace bp = boost::process;
+
+namespace {
+
+struct Ran {
+    bool started = false;
+    bool timed_out = false;
+    int status = -1;
+    std::string out, err;
+};
+
+// Runs argv with no shell, capturing both streams, killed after timeout_ms.
+Ran run(const std::string& exe, const std::vector<std::string>& args, int timeout_ms) {
+    Ran r;
+    try {
+        boost::asio::io_context ios;
+        std::future<std::string> out, err;
+        bp::child c(exe, bp::args(args), bp::std_in < bp::null, bp::std_out > out, bp::std_err > err, ios);
+        r.started = true;
+        ios.run_for(std::chrono::milliseconds(timeout_ms));
+        if (!ios.stopped()) {
+            r.timed_out = true;
+            c.terminate();
+            ios.run();
+        }
+        c.wait();
+        r.status = c.exit_code();
+        r.out = out.get();
+        r.err = err.get();
+    } catch (const std::exception& e) {
+        r.err = e.what();
+    }
+    return r;
+}
+
+std::string first_line(const std::string& s) {
+    std::string line = s.substr(0, s.find('\n'));
+    return line.size() > 200 ? line.substr(0, 200) + "..." : line;
+}
+
+std::optional<std::string> read_trimmed(const std::string& path) {
+    std::ifstream f(path);
+    if (!f) return std::nullopt;
+    std::string v;
+    std::getline(f, v);
+    return v;
+}
+
+Check check_userns() {
+    Check c{"userns", "fail", "", "", false};
+    // Fork so the calling process keeps its namespaces; the child reports errno.
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        int rc = ::unshare(CLONE_NEWUSER);
+        ::_exit(rc == 0 ? 0 : (errno & 0x7f));
+    }
+    int st = 0;
+    if (pid < 0 || ::waitpid(pid, &st, 0) < 0) {
+        c.detail = std::string("fork failed: ") + std::strerror(errno);
+        return c;
+    }
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    if (code == 0) {
+        c.status = "ok";
+        c.detail = "unshare(CLONE_NEWUSER) succeeded as uid " + std::to_string(::getuid());
+        // On Ubuntu 23.10+ creating the namespace succeeds but AppArmor strips
+        // its capabilities; bwrap then fails to set up mounts.
+        if (read_trimmed("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").value_or("0") == "1")
+            c.detail += "; kernel.apparmor_restrict_unprivileged_userns=1 may still deny capabilities inside it";
+        return c;
+    }
+    c.detail = std::string("unshare(CLONE_NEWUSER) failed: ") + (code > 0 ? std::strerror(code) : "child died");
+    if (read_trimmed("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").value_or("0") == "1")
+        c.hint = "AppArmor restricts unprivileged user namespaces (Ubuntu): add an AppArmor profile for bwrap "
+                 "with 'userns,' or set sysctl kernel.apparmor_restrict_unprivileged_userns=0";
+    else if (read_trimmed("/proc/sys/kernel/unprivileged_userns_clone").value_or("1") == "0")
+        c.hint = "unprivileged user namespaces are disabled: sysctl kernel.unprivileged_userns_clone=1";
+    else if (read_trimmed("/proc/sys/user/max_user_namespaces").value_or("1") == "0")
+        c.hint = "user namespaces are disabled: sysctl user.max_user_namespaces=15000";
+    else
+        c.hint = "user namespaces are unavailable (container seccomp profile or kernel config?)";
+    return c;
+}
+
+Check check_bwrap(const ProbeResult& p, int timeout_ms) {
+    Check c{"bwrap", "fail", "", "", false};
+    if (!p.bwrap) {
+        c.detail = "bwrap not found on PATH";
+        c.hint = "install bubblewrap";
+        return c;
+    }
+    // The namespaces cc-wrap uses: user (when unprivileged), pid, ipc, uts, net, cgroup.
+    auto r = run(*p.bwrap,
+                 {"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/", "/",
+                  "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--", "/bin/sh", "-c", "echo cc-probe-ok"},
+                 timeout_ms);
+    if (r.timed_out) {
+        c.detail = "bwrap did not finish within " + std::to_string(timeout_ms) + " ms";
+        return c;
+    }
+    if (r.status == 0 && r.out.find("cc-probe-ok") != std::string::npos) {
+        c.status = "ok";
+        c.detail = *p.bwrap + " ran a command with --unshare-all (user, pid, ipc, uts, net, cgroup)";
+        return c;
+    }
+    c.detail = "bwrap exited " + std::to_string(r.status) + ": " + first_line(r.err);
+    if (r.err.find("setting up uid map") != std::string::npos || r.err.find("No permissions to creat") != std::string::npos ||
+        r.err.find("Operation not permitted") != std::string::npos)
+        c.hint = "bwrap cannot create namespaces here; see the userns check";
+    else
+        c.hint = "run the bwrap command by hand to see why";
+    return c;
+}
+
+Check check_socat(const ProbeResult& p, int timeout_ms) {
+    Check c{"socat", "fail", "", "", false};
+    if (!p.socat) {
+        c.detail = "socat not found on PATH";
+        c.hint = "install socat";
+        return c;
+    }
+    // Bridge for real: socat connects to a Unix socket we listen on, and must
+    // copy what we send to its stdout (what cc-wrap's fallback bridge does).
+    char dir_tmpl[] = "/tmp/cc-probe-XXXXXX";
+    if (!::mkdtemp(dir_tmpl)) {
+        c.detail = std::string("cannot make a temporary directory: ") + std::strerror(errno);
+        return c;
+    }
+    std::string dir = dir_tmpl, path = dir + "/s";
+    int ls = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    bool listening = ls >= 0 && ::bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 && ::listen(ls, 1) == 0;
+    std::thread server;
+    if (listening) {
+        server = std::thread([ls] {
+            int fd = ::accept4(ls, nullptr, nullptr, SOCK_CLOEXEC);
+            if (fd >= 0) {
+                const char msg[] = "cc-probe-bridge\n";
+                (void)!::write(fd, msg, sizeof msg - 1);
+                ::shutdown(fd, SHUT_WR);
+                char buf[64];
+                while (::read(fd, buf, sizeof buf) > 0) {
+                }
+                ::close(fd);
+            }
+        });
+    }
+    Ran r;
+    if (listening) r = run(*p.socat, {"-u", "UNIX-CONNECT:" + path, "STDOUT"}, timeout_ms);
+    if (ls >= 0) {
+        ::shutdown(ls, SHUT_RDWR);
+        if (!r.started) {  // unblock accept()
+            int k = ::socket(AF_UNIX, SOCK_STREAM, 0);
+            (void)!::connect(k, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+            ::close(k);
+        }
+    }
+    if (server.joinable()) server.join();
+    if (ls >= 0) ::close(ls);
+    ::unlink(path.c_str());
+    ::rmdir(dir.c_str());
+    if (!listening) {
+        c.detail = std::string("cannot listen on a Unix socket: ") + std::strerror(errno);
+        return c;
+    }
+    if (r.status == 0 && r.out == "cc-probe-bridge\n") {
+        c.status = "ok";
+        c.detail = *p.socat + " relayed bytes from a Unix socket";
+        return c;
+    }
+    c.detail = "socat exited " + std::to_string(r.status) + ": " + first_line(r.err);
+    c.hint = "socat is present but could not bridge a Unix socket";
+    return c;
+}
+
+Check check_landlock() {
+    Check c{"landlock", "fail", "", "", false};
+#ifdef SYS_landlock_create_ruleset
+    constexpr unsigned kVersion = 1U << 0;  // LANDLOCK_CREATE_RULESET_VERSION
+    long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, kVersion);
+    if (abi >= 1) {
+        c.status = "ok";
+        c.detail = "Landlock ABI version " + std::to_string(abi);
+        return c;
+    }
+    int e = errno;
+    c.detail = std::string("landlock_create_ruleset: ") + std::strerror(e);
+    c.hint = e == EOPNOTSUPP ? "Landlock is built in but disabled: add 'landlock' to the lsm= boot parameter"
+                             : "the kernel has no Landlock (5.13+ with CONFIG_SECURITY_LANDLOCK)";
+#else
+    c.detail = "this build has no Landlock syscall number";
+#endif
+    return c;
+}
+
+Check check_seccomp_notify() {
+    Check c{"seccomp-notify", "fail", "", "", false};
+    unsigned action = SECCOMP_RET_USER_NOTIF;
+    if (::syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0) {
+        struct seccomp_notif_sizes sizes {};
+        if (::syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0) {
+            c.status = "ok";
+            c.detail = "SECCOMP_RET_USER_NOTIF available (notif " + std::to_string(sizes.seccomp_notif) +
+                       " bytes, resp " + std::to_string(sizes.seccomp_notif_resp) + " bytes)";
+            return c;
+        }
+    }
+    c.detail = std::string("seccomp user notification unavailable: ") + std::strerror(errno);
+    c.hint = "needs Linux 5.0+ with CONFIG_SECCOMP_FILTER";
+    return c;
+}
+
+Check check_reflink(const std::string& dir) {
+    Check c{"reflink", "fail", "", "", false};
+    std::string src = dir + "/.cc-probe-reflink-src." + std::to_string(::getpid());
+    std::string dst = dir + "/.cc-probe-reflink-dst." + std::to_string(::getpid());
+    int s = ::open(src.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (s < 0) {
+        c.detail = "cannot create a file in '" + dir + "': " + std::strerror(errno);
+        c.hint = "the data directory must be writable";
+        return c;
+    }
+    std::string block(4096, 'c');
+    bool wrote = ::write(s, block.data(), block.size()) == static_cast<ssize_t>(block.size());
+    int d = ::open(dst.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int rc = -1, e = 0;
+    if (wrote && d >= 0) {
+        rc = ::ioctl(d, FICLONE, s);
+        e = errno;
+    }
+    if (d >= 0) ::close(d);
+    ::close(s);
+    ::unlink(src.c_str());
+    ::unlink(dst.c_str());
+    if (rc == 0) {
+        c.status = "ok";
+        c.detail = "FICLONE succeeded in '" + dir + "'";
+        return c;
+    }
+    c.detail = "FICLONE failed in '" + dir + "': " + std::strerror(e);
+    c.hint = "copy-on-write worktrees need a reflink filesystem for the data directory (XFS with reflink=1, btrfs)";
+    return c;
+}
+
+Check check_vm_runtime(const ProbeResult& p, int timeout_ms) {
+    Check c{"vm-runtime", "fail", "", "", false};
+    for (const auto& rt : p.microvm.runtimes) {
+        if (rt.rfind("qemu-system-", 0) == 0) {
+            auto path = bp::search_path(rt);
+            auto r = run(path.string(), {"-machine", "help"}, timeout_ms);
+            if (r.status == 0 && r.out.find("microvm") != std::string::npos) {
+                c.status = "ok";
+                c.detail = rt + " offers the microvm machine type";
+                return c;
+            }
+            c.detail = rt + " has no microvm machine type";
+        } else {
+            c.status = "ok";
+            c.detail = rt + " found";
+            return c;
+        }
+    }
+    if (c.detail.empty()) c.detail = "no VM runtime on PATH";
+    c.hint = "install qemu-system-x86 (microvm machine type) or firecracker";
+    return c;
+}
+
+}  // namespace
+
+Result<Diagnosis> diagnose(const ProbeResult& p, const DiagnoseOptions& opts) {
+    if (opts.data_dir) {
+        struct stat st {};
+        if (::stat(opts.data_dir->c_str(), &st) != 0)
+            return input_error("--data-dir '" + *opts.data_dir + "'", std::string("cannot be read: ") + std::strerror(errno));
+        if (!S_ISDIR(st.st_mode)) return input_error("--data-dir '" + *opts.data_dir + "'", "is not a directory");
+        if (::access(opts.data_dir->c_str(), R_OK | X_OK) != 0)
+            return input_error("--data-dir '" + *opts.data_dir + "'", std::string("cannot be read: ") + std::strerror(errno));
+    }
+    Diagnosis d;
+    d.backend = opts.backend.value_or(p.backend);
+    bool linux_native = d.backend == spec::Backend::native && p.mechanism == "bubblewrap";
+    bool linux = p.platform == "linux" || p.platform == "wsl2";
+
+    if (linux) {
+        Check u = check_userns();
+        // As root bwrap does not need an unprivileged user namespace; a normal user does.
+        u.required = linux_native && ::geteuid() != 0;
+        d.checks.push_back(u);
+        Check b = check_bwrap(p, opts.timeout_ms);
+        b.required = linux_native;
+        d.checks.push_back(b);
+        Check s = check_socat(p, opts.timeout_ms);
+        s.required = linux_native;
+        d.checks.push_back(s);
+        d.checks.push_back(check_landlock());
+        d.checks.push_back(check_seccomp_notify());
+    } else if (p.platform == "macos") {
+        Check s{"sandbox-exec", p.sandboxExec ? "ok" : "fail", p.sandboxExec.value_or("sandbox-exec not found"),
+                p.sandboxExec ? "" : "sandbox-exec ships with macOS in /usr/bin", d.backend == spec::Backend::native};
+        d.checks.push_back(s);
+    }
+    if (opts.data_dir)
+        d.checks.push_back(check_reflink(*opts.data_dir));
+    else
+        d.checks.push_back({"reflink", "skip", "no --data-dir given", "pass --data-dir to check copy-on-write", false});
+
+    Check k{"kvm", p.microvm.kvmUsable ? "ok" : "fail", p.microvm.kvmDetail,
+            p.microvm.kvmUsable ? "" : "microvm needs /dev/kvm (hardware virtualisation, kvm group membership)",
+            d.backend == spec::Backend::microvm};
+    d.checks.push_back(k);
+    Check v = check_vm_runtime(p, opts.timeout_ms);
+    v.required = d.backend == spec::Backend::microvm;
+    d.checks.push_back(v);
+
+    for (auto& c : d.checks)
+        if (c.status == "ok") c.hint.clear();
+    d.ok = d.backend != spec::Backend::none || !p.sandbox.on;
+    for (const auto& c : d.checks)
+        if (c.required && c.status != "ok") d.ok = false;
+    return d;
+}
+
+nlohmann::json to_json(const Diagnosis& d) {
+    nlohmann::json checks = nlohmann::json::array();
+    for (const auto& c : d.checks)
+        checks.push_back({{"name", c.name}, {"status", c.status}, {"detail", c.detail}, {"hint", c.hint}, {"required", c.required}});
+    return {{"backend", std::string(spec::to_string(d.backend))}, {"ok", d.ok}, {"checks", checks}};
+}
+
+std::string to_text(const Diagnosis& d) {
+    std::ostringstream out;
+    for (const auto& c : d.checks) {
+        out << (c.status == "ok" ? "  ok    " : c.status == "skip" ? "  skip  " : "  FAIL  ") << c.name;
+        out << std::string(c.name.size() < 15 ? 15 - c.name.size() : 1, ' ') << c.detail;
+        if (c.required) out << " [required]";
+        out << '\n';
+        if (!c.hint.empty()) out << "                       hint: " << c.hint << '\n';
+    }
+    out << (d.ok ? "backend " + std::string(spec::to_string(d.backend)) + ": every required check passed\n"
+                 : "backend " + std::string(spec::to_string(d.backend)) + ": not usable on this host\n");
+    return out.str();
+}
+
+}  // namespace cc::probe

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""The install layout the .deb is made from: `meson install --destdir` puts
+every built tool in bin/, its man page in man1/, cc-json.5 in man5/ and
+share/cc/ (default policy, schemas) in place; and the debian/ build dependencies are all
+installed by `make deps` (dpkg-checkbuilddeps)."""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+root = os.environ["CC_SOURCE_DIR"]
+build = os.environ["CC_BIN_DIR"]
+failed = 0
+
+
+def fail(msg):
+    global failed
+    print("FAIL " + msg)
+    failed += 1
+
+
+dest = tempfile.mkdtemp(prefix="cc-install-")
+try:
+    r = subprocess.run(["meson", "install", "-C", build, "--no-rebuild", "--destdir", dest, "--quiet"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        fail("meson install: " + r.stderr.strip()[-300:])
+    prefix = subprocess.run(["meson", "introspect", build, "--buildoptions"], capture_output=True, text=True).stdout
+    import json
+    opts = {o["name"]: o["value"] for o in json.loads(prefix)}
+    base = dest + opts["prefix"]
+    tools = [os.path.basename(t) for t in glob.glob(os.path.join(build, "cmd", "cc-*", "cc-*"))
+             if os.path.isfile(t) and os.access(t, os.X_OK)]
+    for t in tools:
+        if not os.access(os.path.join(base, opts["bindir"], t), os.X_OK):
+            fail(f"{t} not installed in bin/")
+        if not os.path.exists(os.path.join(base, opts["mandir"], "man1", t + ".1")):
+            fail(f"{t}.1 not installed")
+    for rel in ("man5/cc-json.5",):
+        if not os.path.exists(os.path.join(base, opts["mandir"], rel)):
+            fail(rel + " not installed")
+    share = os.path.join(base, opts["datadir"], "cc")
+    for rel in ("policy/default.json", "schema/sandbox-spec.schema.json"):
+        if not os.path.exists(os.path.join(share, rel)):
+            fail("share/cc/" + rel + " not installed")
+    print(f"ok   {len(tools)} tools, man pages and share/cc installed under {opts['prefix']}")
+finally:
+    shutil.rmtree(dest, ignore_errors=True)
+
+if shutil.which("dpkg-checkbuilddeps"):
+    r = subprocess.run(["dpkg-checkbuilddeps"], cwd=root, capture_output=True, text=True)
+    if r.returncode != 0:
+        fail("debian/control build dependencies missing (add them to scripts/deps.sh): " + r.stderr.strip())
+    else:
+        print("ok   debian/control build dependencies are installed by make deps")
+sys.exit(1 if failed else 0)
