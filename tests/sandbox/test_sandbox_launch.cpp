@@ -233,6 +233,10 @@ TEST_CASE("launch: allowed paths work, statuses pass through", "[launch]") {
     CHECK(t.wrap({"/no/such/program"}).status == 127);
     CHECK(t.wrap({"/etc/passwd"}).status == 126);
     CHECK(t.sh("cat " + t.config + "/../config >/dev/null 2>&1; ls " + t.config).status == 0);
+    // --pty: the child has a terminal of its own (and keeps its status).
+    auto tty = t.sh("test -t 0 && test -t 1 && echo on-a-tty; exit 5", {"--pty"});
+    CHECK(tty.status == 5);
+    CHECK(tty.out.find("on-a-tty") != std::string::npos);
     // A git commit in the work dir still works with hooks and config read-only.
     auto g = t.sh("git -c user.name=a -c user.email=a@b commit -q --allow-empty -m x && git log --oneline | wc -l");
     CHECK(g.status == 0);

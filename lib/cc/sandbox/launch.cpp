@@ -146,8 +146,10 @@ struct ChildSetup {
     template <class Exec>
     void operator()(Exec&) const {
         if (new_session) {
+            // --pty: the terminal becomes the controlling one of a session
+            // inside the sandbox (the init step), where the PIDs a shell
+            // hands to tcsetpgrp() make sense.
             ::setsid();
-            ::ioctl(0, TIOCSCTTY, 0);
         } else {
             ::setpgid(0, 0);
         }
@@ -446,7 +448,13 @@ private:
         auto loop = std::make_shared<std::function<void()>>();
         *loop = [this, buf, master, loop] {
             stdin_sd_->async_read_some(asio::buffer(*buf), [this, buf, master, loop](auto ec, std::size_t n) {
-                if (ec || n == 0) return;
+                if (ec == asio::error::operation_aborted) return;
+                if (ec || n == 0) {
+                    // End of input: the terminal's EOF character, as script(1) does.
+                    ssize_t w = ::write(master, "\x04", 1);
+                    (void)w;
+                    return;
+                }
                 ssize_t w = ::write(master, buf->data(), n);
                 (void)w;
                 (*loop)();

@@ -367,6 +367,7 @@ struct Builder {
 
     std::vector<std::string> init_argv(const std::string& exe) const {
         std::vector<std::string> a = {exe, "--internal-sandbox-init", "--transport", plan.proxy.transport};
+        if (in.pty) a.insert(a.end(), {"--pty", "1"});
         if (plan.proxy.transport == "fd-handover" || plan.proxy.transport == "socat-bridge") {
             a.insert(a.end(), {"--http-port", std::to_string(plan.proxy.httpPort), "--socks-port",
                                std::to_string(plan.proxy.socksPort), "--egress-dir", guest_egress_dir});

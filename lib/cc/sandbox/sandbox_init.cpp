@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <linux/close_range.h>
@@ -129,9 +130,13 @@ bool start_bridge(const std::string& socat, int port, const std::string& unix_pa
     }
     int st = 0;
     ::waitpid(mid, &st, 0);
-    for (int i = 0; i < 600; ++i) {  // up to 3 s
+    return true;
+}
+
+bool wait_listening(int port, std::string& err) {
+    for (int i = 0; i < 3000; ++i) {  // up to 3 s
         if (listening(port)) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     err = "socat did not listen on 127.0.0.1:" + std::to_string(port);
     return false;
@@ -142,6 +147,7 @@ bool start_bridge(const std::string& socat, int port, const std::string& unix_pa
 int sandbox_init_main(const std::vector<std::string>& args) {
     std::string transport = "none", egress_dir, socat = "socat";
     int http_port = 0, socks_port = 0;
+    bool pty = false;
     std::size_t i = 0;
     for (; i < args.size(); ++i) {
         const auto& a = args[i];
@@ -153,6 +159,7 @@ int sandbox_init_main(const std::vector<std::string>& args) {
         else if (a == "--socks-port") socks_port = std::atoi(v.c_str());
         else if (a == "--egress-dir") egress_dir = v;
         else if (a == "--socat") socat = v;
+        else if (a == "--pty") pty = v == "1";
         else return fail("unknown option '" + a + "'");
     }
     if (i >= args.size()) return fail("no command");
@@ -169,10 +176,15 @@ int sandbox_init_main(const std::vector<std::string>& args) {
     } else if (transport == "socat-bridge") {
         std::string err;
         if (!start_bridge(socat, http_port, egress_dir + "/http.sock", err) ||
-            !start_bridge(socat, socks_port, egress_dir + "/socks.sock", err))
+            !start_bridge(socat, socks_port, egress_dir + "/socks.sock", err) || !wait_listening(http_port, err) ||
+            !wait_listening(socks_port, err))
             return fail("socat bridge: " + err);
     }
 
+    if (pty && ::isatty(0)) {
+        ::setsid();
+        ::ioctl(0, TIOCSCTTY, 0);
+    }
     // The command gets stdin, stdout and stderr and nothing else (bwrap's
     // status pipe to cc-wrap stays outside).
     ::syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
