@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -403,6 +404,74 @@ TEST_CASE("launch: SIGTERM is forwarded; SIGKILL of cc-wrap leaves no orphans", 
             return true;
         }));
     }
+}
+
+// Plays cc-egress's side of the fd inbox contract: one message with
+// SCM_RIGHTS and {"http":[0],"socks":[1]}, answer {"ok":true}, then serve one
+// HTTP request on the handed-over listener. Proves the sockets were made
+// inside the sandbox's namespace and reach the host with no bridge.
+TEST_CASE("launch: fd handover: listeners made inside are accepted outside", "[launch][network]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!cc::test::have_program("curl")) CC_SKIP("curl not installed");
+    Tree t("handover");
+    std::string inbox = t.root + "/eg/inbox.sock";
+    int l = unix_listener(inbox, true);
+    int fl = ::fcntl(l, F_GETFL);
+    ::fcntl(l, F_SETFL, fl & ~O_NONBLOCK);
+    spit(t.ready, json{{"event", "ready"}, {"fdInbox", inbox}}.dump());
+    std::string payload;
+    int received = 0;
+    std::thread egress([&] {
+        int c = ::accept(l, nullptr, nullptr);
+        if (c < 0) return;
+        char data[256] = {};
+        alignas(cmsghdr) char ctl[CMSG_SPACE(4 * sizeof(int))] = {};
+        iovec iov{data, sizeof data - 1};
+        msghdr m{};
+        m.msg_iov = &iov;
+        m.msg_iovlen = 1;
+        m.msg_control = ctl;
+        m.msg_controllen = sizeof ctl;
+        ssize_t n = ::recvmsg(c, &m, 0);
+        int fds[4] = {-1, -1, -1, -1};
+        for (cmsghdr* h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
+            if (h->cmsg_type == SCM_RIGHTS) {
+                received = static_cast<int>((h->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+                std::memcpy(fds, CMSG_DATA(h), std::min(received, 4) * sizeof(int));
+            }
+        if (n > 0) payload.assign(data, static_cast<std::size_t>(n));
+        std::string ok = "{\"ok\":true}\n";
+        ssize_t w = ::write(c, ok.data(), ok.size());
+        (void)w;
+        ::close(c);
+        if (fds[0] < 0) return;
+        int fl2 = ::fcntl(fds[0], F_GETFL);
+        ::fcntl(fds[0], F_SETFL, fl2 & ~O_NONBLOCK);
+        int conn = ::accept(fds[0], nullptr, nullptr);  // the HTTP proxy listener
+        if (conn >= 0) {
+            char buf[4096];
+            ssize_t r = ::read(conn, buf, sizeof buf);
+            (void)r;
+            std::string resp = "HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nproxied\n";
+            w = ::write(conn, resp.data(), resp.size());
+            ::close(conn);
+        }
+        for (int fd : fds)
+            if (fd >= 0) ::close(fd);
+    });
+    auto r = t.wrap({"curl", "-sS", "--max-time", "10", "http://example.invalid/"}, {"--events"});
+    egress.join();
+    ::close(l);
+    CHECK(received == 2);
+    CHECK(json::parse(payload) == json{{"http", {0}}, {"socks", {1}}});
+    CHECK(r.status == 0);
+    auto ev = events_of(r.out);
+    REQUIRE_FALSE(ev.empty());
+    CHECK(ev.front()["plan"]["proxyTransport"] == "fd-handover");
+    bool saw = false;
+    for (const auto& e : ev)
+        if (e["event"] == "stdout" && e.value("text", "") == "proxied\n") saw = true;
+    CHECK(saw);
 }
 
 TEST_CASE("launch: network through the session's own cc-egress", "[launch][network]") {
