@@ -518,3 +518,72 @@ TEST_CASE("launch: network through the session's own cc-egress", "[launch][netwo
     ::close(l);
     server.join();
 }
+
+TEST_CASE("cli: bad input exits 2, unavailable backends 125, backend none says so", "[cli]") {
+    Tree t("cli");
+    auto wrap = [&](std::vector<std::string> args, RunOptions o = {}) {
+        std::vector<std::string> argv = {bin("cc-wrap")};
+        argv.insert(argv.end(), args.begin(), args.end());
+        o.env["HOME"] = t.home;
+        return run(argv, o);
+    };
+    spit(t.root + "/bad.json", R"({"sessionId":"x","workspaceId":"w","bogus":1})");
+    auto bad = wrap({"--spec", t.root + "/bad.json", "--", "true"});
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find("bogus") != std::string::npos);
+    CHECK(wrap({"--spec", t.spec, "--backend", "docker2", "--", "true"}).status == 2);
+    CHECK(wrap({"--spec", t.spec, "--"}).status == 2);
+    CHECK(wrap({"--spec", t.spec, "--sandbox", "maybe", "--", "true"}).status == 2);
+    CHECK(wrap({"--spec", t.spec, "--inherit-env", "--backend", "native", "--drop-filename-denies", "--egress", t.ready,
+                "--", "true"}).status == (bwrap_works() ? 2 : 125));
+    auto vm = wrap({"--spec", t.spec, "--backend", "microvm", "--", "true"});
+    CHECK(vm.status == 125);
+    CHECK(vm.err.find("microvm") != std::string::npos);
+    // Dispatch with a writable bind and the standard filename rules: refused.
+    auto f11 = wrap({"--spec", t.spec, "--backend", "native", "--egress", t.ready, "--", "true"});
+    if (bwrap_works()) {
+        CHECK(f11.status == 125);
+        CHECK(f11.err.find("'.env'") != std::string::npos);
+    }
+    // --sandbox off: backend none, said on stderr; the environment is still sanitised
+    // unless --inherit-env.
+    RunOptions o;
+    o.env["NODE_OPTIONS"] = "--require /x.js";
+    auto none = wrap({"--spec", t.spec, "--sandbox", "off", "--", "sh", "-c", "echo \"[${NODE_OPTIONS-unset}]\"; exit 4"}, o);
+    CHECK(none.status == 4);
+    CHECK(none.out == "[unset]\n");
+    CHECK(none.err.find("backend none") != std::string::npos);
+    auto inherit = wrap({"--spec", t.spec, "--sandbox", "off", "--inherit-env", "--", "sh", "-c",
+                         "echo \"[${NODE_OPTIONS-unset}]\""}, o);
+    CHECK(inherit.out == "[--require /x.js]\n");
+    CHECK(wrap({"--spec", t.spec, "--sandbox", "off", "--", "/no/such"}).status == 127);
+    // The terminal profile never runs as a host shell with a native badge.
+    CHECK(wrap({"--spec", t.spec, "--sandbox", "off", "--profile", "terminal", "--", "true"}).status == 125);
+    // --print launches nothing and validates against the plan schema.
+    auto p = wrap({"--spec", t.spec, "--backend", "none", "--print", "--", "true"});
+    CHECK(p.status == 0);
+    CHECK(json::parse(p.out)["backend"] == "none");
+}
+
+TEST_CASE("schemas: live --print and --events output validate", "[cli][schema]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (run({"python3", "-c", "import jsonschema"}).status != 0) CC_SKIP("python3-jsonschema not installed");
+    Tree t("schema");
+    auto plan = run({bin("cc-wrap"), "--spec", t.spec, "--egress", t.ready, "--drop-filename-denies", "--print", "--", "true"});
+    REQUIRE(plan.status == 0);
+    auto ev = t.sh("echo hi; touch /usr/x; printf '\\377'; exit 1", {"--events"});
+    spit(t.root + "/plan.json", plan.out);
+    spit(t.root + "/events.jsonl", ev.out);
+    std::string share = std::getenv("CC_DATA_DIR") ? std::getenv("CC_DATA_DIR") : cc::test::source_dir() + "/share/cc";
+    std::string script =
+        "import json,sys,jsonschema\n"
+        "d=sys.argv[1]; r=sys.argv[2]\n"
+        "V=lambda n: jsonschema.Draft202012Validator(json.load(open(d+'/schema/'+n)))\n"
+        "V('wrap-plan.schema.json').validate(json.load(open(r+'/plan.json')))\n"
+        "v=V('wrap-event.schema.json')\n"
+        "[v.validate(json.loads(l)) for l in open(r+'/events.jsonl') if l.strip()]\n"
+        "print('valid')\n";
+    auto r = run({"python3", "-c", script, share, t.root});
+    CHECK(r.out == "valid\n");
+    CHECK(r.err == "");
+}
