@@ -93,6 +93,14 @@ FakeHost standard_host() {
     return h;
 }
 
+// macOS spells /tmp as /private/tmp (F9).
+FakeHost macos_host() {
+    auto h = standard_host();
+    h.dir("/private/tmp");
+    h.links["/tmp"] = "/private/tmp";
+    return h;
+}
+
 PlanInput standard_input() {
     PlanInput in;
     in.spec.sessionId = "s1";
@@ -177,9 +185,7 @@ TEST_CASE("plan: golden snapshot of the chat dispatch plan", "[plan]") {
 }
 
 TEST_CASE("plan: golden snapshot of the Seatbelt profile", "[seatbelt]") {
-    auto h = standard_host();
-    h.dir("/private/tmp");
-    h.links["/tmp"] = "/private/tmp";
+    auto h = macos_host();
     auto in = standard_input();
     in.dropFilenameDenies = false;
     in.spec.execGrantRoots = {"/srv/cc/conv1/agents/a1/work/bin"};
@@ -364,9 +370,7 @@ TEST_CASE("spellings: literal then resolved; globs and missing paths as written"
 }
 
 TEST_CASE("seatbelt: question table", "[seatbelt]") {
-    auto h = standard_host();
-    h.dir("/private/tmp");
-    h.links["/tmp"] = "/private/tmp";
+    auto h = macos_host();
     auto in = standard_input();
     in.dropFilenameDenies = false;
     std::string sb = seatbelt_profile(in, h, 41001, 41002);

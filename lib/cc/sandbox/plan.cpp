@@ -111,27 +111,35 @@ struct Builder {
     }
 
     // --- rules -------------------------------------------------------------
-    void read_deny(const std::string& rule, const std::string& source) {
-        DenyRule d{"read", rule, source, is_glob(rule), spellings(rule, in.home, host), {}};
+    // Calls fn(spelling, kind on the host, sighting) for every place a rule's
+    // spellings are visible; records the spellings no bind shows. fn returns
+    // a Status so a rule that cannot be enforced stops the plan.
+    template <typename Fn>
+    Status each_sighting(DenyRule& d, Fn&& fn) {
         for (const auto& sp : d.spellings) {
             auto seen = sightings(sp);
-            if (seen.empty()) {
-                d.enforcement.push_back(sp + ": not visible (outside every bind)");
-                continue;
-            }
-            Kind k = host.kind(sp);
-            for (const auto& s : seen) {
-                if (k == Kind::missing) {
-                    d.enforcement.push_back(s.guest + ": absent on the host");
-                } else if (k == Kind::dir) {
-                    add("ro-bind", mask_dir, s.guest, "read-deny " + rule);
-                    d.enforcement.push_back(s.guest + ": masked (empty mode-000 directory)");
-                } else {
-                    add("ro-bind", mask_file, s.guest, "read-deny " + rule);
-                    d.enforcement.push_back(s.guest + ": masked (empty mode-000 file)");
-                }
-            }
+            if (seen.empty()) d.enforcement.push_back(sp + ": not visible (outside every bind)");
+            Kind k = seen.empty() ? Kind::missing : host.kind(sp);
+            for (const auto& s : seen)
+                if (auto st = fn(sp, k, s); !st) return st;
         }
+        return ok();
+    }
+
+    void read_deny(const std::string& rule, const std::string& source) {
+        DenyRule d{"read", rule, source, is_glob(rule), spellings(rule, in.home, host), {}};
+        (void)each_sighting(d, [&](const std::string&, Kind k, const Sighting& s) -> Status {
+            if (k == Kind::missing) {
+                d.enforcement.push_back(s.guest + ": absent on the host");
+            } else if (k == Kind::dir) {
+                add("ro-bind", mask_dir, s.guest, "read-deny " + rule);
+                d.enforcement.push_back(s.guest + ": masked (empty mode-000 directory)");
+            } else {
+                add("ro-bind", mask_file, s.guest, "read-deny " + rule);
+                d.enforcement.push_back(s.guest + ": masked (empty mode-000 file)");
+            }
+            return ok();
+        });
         plan.denies.push_back(std::move(d));
     }
 
@@ -140,35 +148,29 @@ struct Builder {
     // be created, and covering it would need a mount point on the host.
     Status write_deny(const std::string& rule, const std::string& source, bool missing_ok) {
         DenyRule d{"write", rule, source, false, spellings(rule, in.home, host), {}};
-        for (const auto& sp : d.spellings) {
-            auto seen = sightings(sp);
-            if (seen.empty()) {
-                d.enforcement.push_back(sp + ": not visible (outside every bind)");
-                continue;
+        auto st = each_sighting(d, [&](const std::string& sp, Kind k, const Sighting& s) -> Status {
+            const Mount via = s.mount(plan);
+            if (!writable_op(via)) {
+                d.enforcement.push_back(s.guest + ": read-only bind");
+                return ok();
             }
-            Kind k = host.kind(sp);
-            for (const auto& s : seen) {
-                const Mount via = s.mount(plan);
-                if (!writable_op(via)) {
-                    d.enforcement.push_back(s.guest + ": read-only bind");
-                    continue;
+            if (k == Kind::missing) {
+                if (missing_ok) {
+                    d.enforcement.push_back(s.guest + ": absent on the host");
+                    return ok();
                 }
-                if (k == Kind::missing) {
-                    if (missing_ok) {
-                        d.enforcement.push_back(s.guest + ": absent on the host");
-                        continue;
-                    }
-                    return unavailable_error(
-                        "write-deny '" + rule + "'",
-                        "'" + sp + "' does not exist inside writable bind '" + via.dest +
-                            "'; bubblewrap can only cover an existing path and cc-wrap never creates files on "
-                            "the host (create it, or bind '" + via.dest + "' read-only)");
-                }
-                pin_ancestors(s);
-                add("ro-bind", s.host, s.guest, "write-deny " + rule);
-                d.enforcement.push_back(s.guest + ": read-only bind over the writable bind, parents pinned");
+                return unavailable_error(
+                    "write-deny '" + rule + "'",
+                    "'" + sp + "' does not exist inside writable bind '" + via.dest +
+                        "'; bubblewrap can only cover an existing path and cc-wrap never creates files on "
+                        "the host (create it, or bind '" + via.dest + "' read-only)");
             }
-        }
+            pin_ancestors(s);
+            add("ro-bind", s.host, s.guest, "write-deny " + rule);
+            d.enforcement.push_back(s.guest + ": read-only bind over the writable bind, parents pinned");
+            return ok();
+        });
+        if (!st) return st;
         plan.denies.push_back(std::move(d));
         return ok();
     }
