@@ -33,7 +33,7 @@ const std::vector<std::string> k_filename = {".env", ".env.*", "*.key", "*.pem"}
 const std::vector<std::string> k_etc_secrets = {
     "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
     "/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key",
-    "/etc/ssh/ssh_host_dsa_key",
+    "/etc/ssh/ssh_host_dsa_key", "/etc/ssl/private",
 };
 
 const std::vector<std::string> k_system_dirs = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"};
@@ -248,8 +248,11 @@ struct Builder {
 
     Status deny_rules() {
         // /etc secrets: a uid-0 child without capabilities still owns them.
-        for (const auto& f : k_etc_secrets)
-            if (host.kind(f) == Kind::file) add("ro-bind", mask_file, f, "system secret");
+        for (const auto& f : k_etc_secrets) {
+            Kind k = host.kind(f);
+            if (k == Kind::file) add("ro-bind", mask_file, f, "system secret");
+            if (k == Kind::dir) add("ro-bind", mask_dir, f, "system secrets");
+        }
         for (const auto& s : k_secrets) read_deny(s, "secrets");
         for (const auto& p : in.spec.protectedPaths)
             if (auto st = write_deny(p, "protectedPaths", true); !st) return st;
