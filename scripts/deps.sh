@@ -6,8 +6,8 @@ set -euo pipefail
 packages=(
   # build
   g++ meson ninja-build pkg-config
-  libcli11-dev nlohmann-json3-dev libcurl4-openssl-dev libc-ares-dev
-  libboost-dev libboost-filesystem-dev libssl-dev
+  libcli11-dev nlohmann-json3-dev libcurl4-openssl-dev libc-ares-dev libidn2-dev
+  libboost-dev libboost-filesystem-dev libssl-dev zlib1g-dev
   catch2 libbenchmark-dev
   # sandbox backend
   bubblewrap socat

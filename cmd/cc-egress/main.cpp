@@ -1,0 +1,63 @@
+// cc-egress: one session's HTTP + SOCKS5 proxy pair enforcing its allowlist.
+// Options -> cc::net::run_egress -> JSON Lines on stdout. See cc-egress(1).
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "cc/core/tool.hpp"
+#include "cc/net/egress.hpp"
+
+int main(int argc, char** argv) {
+    return cc::tool::run("cc-egress", [&] {
+        cc::net::EgressOptions o;
+        std::string spec, policy, network, unix_dir, fd_inbox;
+        CLI::App app{"cc-egress: a session's HTTP and SOCKS5 egress proxies with an allowlist"};
+        app.set_version_flag("--version", CC_VERSION);
+        app.add_option("--spec", spec, "SandboxSpec JSON file ('-' is stdin)");
+        app.add_option("--policy", policy, "policy file deciding the network_access rule");
+        app.add_option("--allow", o.allow, "allow a host pattern or an exact IP address (repeatable)")->allow_extra_args(false);
+        app.add_option("--allow-file", o.allow_files, "allow every entry of a list file (repeatable)")->allow_extra_args(false);
+        app.add_option("--deny", o.deny, "deny a host pattern, address or CIDR block (repeatable)")->allow_extra_args(false);
+        app.add_flag("--no-baseline", o.no_baseline, "leave out the curated baseline and GitHub lists");
+        app.add_option("--network", network, "on or off; overrides the spec's networkEnabled");
+        app.add_option("--check", o.check, "decide HOST[:PORT] targets without listening")->expected(1, -1);
+        app.add_flag("--resolve", o.resolve, "with --check: resolve allowed names and vet their addresses");
+        app.add_flag("--dry-run", o.dry_run, "print the plan (rules, network decision) and exit");
+        app.add_option("--dns-server", o.dns_server, "resolve with this server (IP[:PORT]) instead of resolv.conf");
+        app.add_option("--listen", o.listen, "TCP listen address (default 127.0.0.1)");
+        app.add_option("--http-port", o.http_port, "HTTP proxy port (default: ephemeral)");
+        app.add_option("--socks-port", o.socks_port, "SOCKS5 proxy port (default: ephemeral)");
+        app.add_option("--unix-dir", unix_dir, "also listen on DIR/http.sock and DIR/socks.sock");
+        app.add_option("--fd-inbox", fd_inbox, "Unix socket accepting listening sockets over SCM_RIGHTS");
+        app.add_flag("--exit-with-stdin", o.exit_with_stdin, "exit when stdin (a pipe) reaches end of file");
+        bool no_sni = false;
+        app.add_flag("--no-sni-check", no_sni, "do not compare a tunnel's TLS server name with its target");
+        try {
+            app.parse(argc, argv);
+        } catch (const CLI::CallForHelp& e) {
+            return app.exit(e);
+        } catch (const CLI::CallForVersion& e) {
+            return app.exit(e);
+        } catch (const CLI::ParseError& e) {
+            std::string msg = e.what();
+            if (!msg.empty()) msg[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(msg[0])));
+            std::cerr << "cc-egress: " << msg << '\n';
+            return cc::tool::exit_usage;
+        }
+        if (!spec.empty()) o.spec_path = spec;
+        if (!policy.empty()) o.policy_path = policy;
+        if (!network.empty()) o.network = network;
+        if (!unix_dir.empty()) o.unix_dir = unix_dir;
+        if (!fd_inbox.empty()) o.fd_inbox = fd_inbox;
+        o.sni_check = !no_sni;
+        if (o.resolve && o.check.empty()) {
+            std::cerr << "cc-egress: --resolve: only with --check\n";
+            return cc::tool::exit_usage;
+        }
+        auto rc = cc::net::run_egress(
+            o, [](const nlohmann::json& j) { cc::tool::emit_line(j.dump()); },
+            [](const std::string& line) { std::cerr << "cc-egress: " << line << '\n'; });
+        if (!rc) return cc::tool::report("cc-egress", rc.error());
+        return *rc;
+    });
+}

@@ -1,0 +1,51 @@
+// cc-pushgate: the loopback push gateway (F22-F26). Options -> configure() ->
+// serve(), JSON Lines on stdout. See cc-pushgate(1).
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "cc/core/tool.hpp"
+#include "cc/git/gateway.hpp"
+#include "cc/git/receive_pack.hpp"
+
+int main(int argc, char** argv) {
+    return cc::tool::run("cc-pushgate", [&] {
+        CLI::App app{"Push gateway: every git push goes through the policy, with a write token the agent never sees"};
+        app.set_version_flag("--version", CC_VERSION);
+        cc::git::GatewayOptions o;
+        app.add_option("--upstream", o.upstream, "Base URL; repo OWNER/NAME is BASE_URL/OWNER/NAME.git");
+        app.add_option("--repo", o.repos, "A linked repository OWNER/NAME (repeat; the worktree's own repo too)");
+        app.add_option("--worktree", o.worktree, "The agent's worktree: its origin repository is linked too");
+        app.add_option("--policy", o.policy_file, "Policy file (JSON, '-' for stdin)");
+        app.add_option("--mode", o.mode, "Session mode: chat, plan, review or orchestrate (read-only modes deny every push)");
+        app.add_option("--approver", o.approver, "Command that answers 'ask' rules (allow or deny); none: ask is deny");
+        app.add_option("--listen", o.listen, "Loopback address to listen on (port 0 picks one)");
+        app.add_option("--token-command", o.token_command, "Command run per push that prints a write token");
+        app.add_option("--token-file", o.token_file, "File holding a write token, read per push");
+        app.add_option("--app-id", o.app_id, "GitHub App id (App mode)");
+        app.add_option("--app-key", o.app_key_file, "GitHub App private key, PEM file (App mode)");
+        app.add_option("--installation-id", o.installation_id, "GitHub App installation id (App mode)");
+        app.add_option("--api-url", o.api_url, "GitHub API base URL (App mode)");
+        app.add_option("--drain-limit", o.drain_limit, "Bytes of a rejected push read and discarded before answering");
+        app.add_option("--drain-timeout", o.drain_timeout_s, "Seconds spent draining a rejected push at most");
+        std::string url;
+        auto* gc = app.add_subcommand("git-config", "Print the agent-side git configuration for a gateway URL");
+        gc->add_option("--url", url, "The gateway URL from the ready event")->required();
+        try {
+            app.parse(argc, argv);
+        } catch (const CLI::ParseError& e) {
+            return app.exit(e) == 0 ? cc::tool::exit_ok : cc::tool::exit_usage;
+        }
+        if (*gc) {
+            if (url.rfind("http://", 0) != 0)
+                return cc::tool::report("cc-pushgate", cc::input_error("--url", "'" + url + "' is not an http URL"));
+            std::cout << cc::git::git_config_text(url);
+            return cc::tool::exit_ok;
+        }
+        auto cfg = cc::git::configure(o);
+        if (!cfg) return cc::tool::report("cc-pushgate", cfg.error());
+        auto s = cc::git::serve(*cfg, [](const nlohmann::json& ev) { cc::tool::emit_line(ev.dump()); });
+        if (!s) return cc::tool::report("cc-pushgate", s.error());
+        return cc::tool::exit_ok;
+    });
+}

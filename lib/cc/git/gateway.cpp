@@ -1,0 +1,1027 @@
+#include "cc/git/gateway.hpp"
+
+#include <curl/curl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/process.hpp>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "cc/git/http.hpp"
+#include "cc/git/receive_pack.hpp"
+
+namespace cc::git {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::size_t io_chunk = 64 * 1024;
+const char* result_type = "application/x-git-receive-pack-result";
+const char* advert_type = "application/x-git-receive-pack-advertisement";
+
+void log_line(const std::string& s) {
+    static std::mutex mu;
+    std::lock_guard<std::mutex> lock(mu);
+    std::cerr << "cc-pushgate: " << s << '\n';
+}
+
+// ---------------------------------------------------------------- client side
+
+// One accepted connection: buffered reads and whole writes, each bounded by
+// poll(2) timeouts so a silent peer cannot pin a thread.
+class Conn {
+public:
+    Conn(int fd, std::chrono::milliseconds timeout) : fd_(fd), timeout_(timeout) {}
+    std::string in;  // received, not yet consumed
+
+    // Appends what is readable to `in`. false: the peer closed.
+    Result<bool> fill(std::chrono::milliseconds timeout) {
+        pollfd p{fd_, POLLIN, 0};
+        int r;
+        do r = ::poll(&p, 1, static_cast<int>(timeout.count()));
+        while (r < 0 && errno == EINTR);
+        if (r == 0) return io_error("client", "timed out", ETIMEDOUT);
+        if (r < 0) return io_error("client", "poll failed");
+        char buf[io_chunk];
+        ssize_t n;
+        do n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+        while (n < 0 && errno == EINTR);
+        if (n < 0) {
+            if (errno == EAGAIN) return true;
+            return io_error("client", "read failed");
+        }
+        if (n == 0) return false;
+        in.append(buf, static_cast<std::size_t>(n));
+        return true;
+    }
+    Result<bool> fill() { return fill(timeout_); }
+
+    Status write_all(std::string_view data) {
+        std::size_t off = 0;
+        while (off < data.size()) {
+            ssize_t n = ::send(fd_, data.data() + off, data.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (n > 0) {
+                off += static_cast<std::size_t>(n);
+                continue;
+            }
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && errno != EAGAIN) return io_error("client", "write failed");
+            pollfd p{fd_, POLLOUT, 0};
+            int r = ::poll(&p, 1, static_cast<int>(timeout_.count()));
+            if (r == 0) return io_error("client", "write timed out", ETIMEDOUT);
+            if (r < 0 && errno != EINTR) return io_error("client", "poll failed");
+        }
+        return ok();
+    }
+
+private:
+    int fd_;
+    std::chrono::milliseconds timeout_;
+};
+
+// A request body as it arrives: Content-Length or chunked framing, then gzip
+// when the client says Content-Encoding: gzip (git never does for pushes, but
+// http-backend accepts it, so the gateway does too).
+class Body {
+public:
+    Body(Conn& c, const http::RequestHead& h) : c_(c) {
+        if (h.chunked()) {
+            mode_ = Mode::chunked;
+        } else if (auto cl = h.header("content-length")) {
+            auto n = http::parse_content_length(*cl);
+            if (!n) {
+                init_error_ = n.error();
+            } else {
+                mode_ = Mode::length;
+                remaining_ = declared_ = *n;
+            }
+        }
+        if (auto ce = h.header("content-encoding")) {
+            std::string v = *ce;
+            for (char& ch : v) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+            if (v == "gzip" || v == "x-gzip") {
+                gzip_ = true;
+                std::memset(&z_, 0, sizeof z_);
+                if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) init_error_ = io_error("gzip", "inflateInit2 failed", 0);
+            } else if (v != "identity") {
+                init_error_ = input_error("Content-Encoding", "'" + v + "' is not supported (gzip or identity)");
+            }
+        }
+    }
+    ~Body() {
+        if (gzip_) inflateEnd(&z_);
+    }
+    Body(const Body&) = delete;
+    Body& operator=(const Body&) = delete;
+
+    std::optional<Error> init_error() const { return init_error_; }
+    // The decoded length when the client declared it (Content-Length, no gzip).
+    std::optional<std::uint64_t> declared_length() const {
+        if (mode_ != Mode::length || gzip_) return std::nullopt;
+        return declared_;
+    }
+    bool complete() const { return raw_done_ && (!gzip_ || z_done_); }
+    std::uint64_t wire_bytes() const { return wire_; }
+
+    // Appends up to `cap` decoded bytes to `out`; 0 means the body ended.
+    Result<std::size_t> read(std::string& out, std::size_t cap) {
+        if (!gzip_) return read_raw(out, cap);
+        while (!z_done_) {
+            if (zin_.size() == zoff_ && !raw_done_) {
+                zin_.clear();
+                zoff_ = 0;
+                auto n = read_raw(zin_, io_chunk);
+                if (!n) return n.error();
+            }
+            if (zin_.size() == zoff_ && raw_done_) return input_error("gzip body", "ends early");
+            std::size_t before = out.size();
+            out.resize(before + cap);
+            z_.next_in = reinterpret_cast<Bytef*>(zin_.data() + zoff_);
+            z_.avail_in = static_cast<uInt>(zin_.size() - zoff_);
+            z_.next_out = reinterpret_cast<Bytef*>(out.data() + before);
+            z_.avail_out = static_cast<uInt>(cap);
+            int r = inflate(&z_, Z_NO_FLUSH);
+            zoff_ = zin_.size() - z_.avail_in;
+            std::size_t produced = cap - z_.avail_out;
+            out.resize(before + produced);
+            if (r == Z_STREAM_END) {
+                // Another gzip member may follow (RFC 1952 section 2.2).
+                if (zoff_ < zin_.size() || !raw_done_) {
+                    std::string peek;
+                    if (zoff_ == zin_.size()) {
+                        zin_.clear();
+                        zoff_ = 0;
+                        auto n = read_raw(zin_, io_chunk);
+                        if (!n) return n.error();
+                    }
+                    if (zoff_ < zin_.size()) {
+                        inflateReset(&z_);
+                    } else {
+                        z_done_ = true;
+                    }
+                } else {
+                    z_done_ = true;
+                }
+            } else if (r != Z_OK && r != Z_BUF_ERROR) {
+                return input_error("gzip body", z_.msg ? z_.msg : "corrupt data");
+            }
+            if (produced) return produced;
+        }
+        return std::size_t{0};
+    }
+
+    // Reads and discards the rest, within a byte and a time cap. false: a cap
+    // was hit (the caller answers and closes the connection).
+    bool drain(std::uint64_t limit, std::chrono::seconds time_cap) {
+        auto deadline = Clock::now() + time_cap;
+        std::string sink;
+        std::uint64_t start = wire_;
+        while (!raw_done_) {
+            if (wire_ - start > limit || Clock::now() > deadline) return false;
+            sink.clear();
+            auto n = read_raw(sink, io_chunk);
+            if (!n) return false;
+        }
+        return true;
+    }
+
+private:
+    Result<std::size_t> read_raw(std::string& out, std::size_t cap) {
+        if (init_error_) return *init_error_;
+        if (raw_done_) return std::size_t{0};
+        if (mode_ == Mode::none) {
+            raw_done_ = true;
+            return std::size_t{0};
+        }
+        for (;;) {
+            // Check for the end before waiting for bytes that will never come.
+            if ((mode_ == Mode::length && remaining_ == 0) || (mode_ == Mode::chunked && dec_.done())) {
+                raw_done_ = true;
+                return std::size_t{0};
+            }
+            if (c_.in.empty()) {
+                auto f = c_.fill();
+                if (!f) return f.error();
+                if (!*f) return input_error("request body", "ends early (the client closed the connection)");
+            }
+            if (mode_ == Mode::length) {
+                std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>({remaining_, c_.in.size(), cap}));
+                out.append(c_.in, 0, n);
+                c_.in.erase(0, n);
+                remaining_ -= n;
+                wire_ += n;
+                return n;
+            }
+            std::size_t before = out.size();
+            auto used = dec_.decode(c_.in, out, cap);
+            if (!used) return used.error();
+            c_.in.erase(0, *used);
+            wire_ += *used;
+            if (out.size() > before) return out.size() - before;
+            if (dec_.done()) {
+                raw_done_ = true;
+                return std::size_t{0};
+            }
+        }
+    }
+
+    enum class Mode { none, length, chunked };
+    Conn& c_;
+    Mode mode_ = Mode::none;
+    std::uint64_t remaining_ = 0, wire_ = 0, declared_ = 0;
+    http::ChunkedDecoder dec_;
+    bool raw_done_ = false;
+    std::optional<Error> init_error_;
+    bool gzip_ = false, z_done_ = false;
+    z_stream z_{};
+    std::string zin_;
+    std::size_t zoff_ = 0;
+};
+
+std::string response_head(int status, const std::string& type, std::optional<std::size_t> length, bool close) {
+    std::string h = "HTTP/1.1 " + std::to_string(status) + " " + http::status_text(status) + "\r\n";
+    h += "Content-Type: " + type + "\r\n";
+    h += "Cache-Control: no-cache, max-age=0, must-revalidate\r\n";
+    h += "Server: cc-pushgate/" CC_VERSION "\r\n";
+    if (length)
+        h += "Content-Length: " + std::to_string(*length) + "\r\n";
+    else
+        h += "Transfer-Encoding: chunked\r\n";
+    if (close) h += "Connection: close\r\n";
+    return h + "\r\n";
+}
+
+// true when the whole response was written.
+bool send_whole(Conn& c, int status, const std::string& type, const std::string& body, bool close) {
+    return c.write_all(response_head(status, type, body.size(), close) + body).ok();
+}
+
+// A response relayed as it arrives, in chunked coding.
+class ChunkedWriter {
+public:
+    explicit ChunkedWriter(Conn& c) : c_(c) {}
+    bool started() const { return started_; }
+    Status begin(int status, const std::string& type, bool close) {
+        started_ = true;
+        return c_.write_all(response_head(status, type, std::nullopt, close));
+    }
+    Status chunk(std::string_view data) {
+        if (data.empty()) return ok();
+        char size[24];
+        int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+        std::string frame(size, static_cast<std::size_t>(n));
+        frame.append(data);
+        frame += "\r\n";
+        return c_.write_all(frame);
+    }
+    Status end() { return c_.write_all("0\r\n\r\n"); }
+
+private:
+    Conn& c_;
+    bool started_ = false;
+};
+
+// ---------------------------------------------------------------- upstream
+
+struct CurlHandle {
+    CURL* h = curl_easy_init();
+    curl_slist* headers = nullptr;
+    ~CurlHandle() {
+        curl_slist_free_all(headers);
+        if (h) curl_easy_cleanup(h);
+    }
+    void header(const std::string& line) { headers = curl_slist_append(headers, line.c_str()); }
+};
+
+void common_curl(CurlHandle& c, const std::string& url, const std::string& token, const std::string& agent,
+                 std::chrono::seconds io_timeout) {
+    curl_easy_setopt(c.h, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(c.h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c.h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c.h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c.h, CURLOPT_CONNECTTIMEOUT, 10L);
+    // A big pack may keep upstream silent while it indexes; only a stall this long is an error.
+    curl_easy_setopt(c.h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(c.h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(io_timeout.count()));
+    curl_easy_setopt(c.h, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(c.h, CURLOPT_BUFFERSIZE, static_cast<long>(io_chunk));
+    // Basic with the token as password, sent up front (git itself waits for a
+    // 401). "x-access-token" is GitHub's username for installation tokens.
+    curl_easy_setopt(c.h, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+    curl_easy_setopt(c.h, CURLOPT_USERNAME, "x-access-token");
+    curl_easy_setopt(c.h, CURLOPT_PASSWORD, token.c_str());
+    curl_easy_setopt(c.h, CURLOPT_USERAGENT, agent.c_str());
+}
+
+std::string curl_error_text(CURLcode rc, const char* errbuf) {
+    std::string s = errbuf && *errbuf ? errbuf : curl_easy_strerror(rc);
+    return one_line(s, 200);
+}
+
+size_t collect_capped(char* p, size_t size, size_t n, void* ud) {
+    auto* s = static_cast<std::string*>(ud);
+    if (s->size() + size * n > (32u << 20)) return 0;
+    s->append(p, size * n);
+    return size * n;
+}
+
+// ---------------------------------------------------------------- the gateway
+
+struct Linked {
+    std::string owner, name;  // as the operator spelled them
+};
+
+class Gateway {
+public:
+    Gateway(const GatewayConfig& cfg, const EmitFn& emit)
+        : cfg_(cfg), emit_([this, &emit](const json& ev) {
+              // One line at a time: connection threads emit concurrently.
+              std::lock_guard<std::mutex> lock(emit_mu_);
+              emit(ev);
+          }) {
+        upstream_ = cfg.upstream;
+        while (!upstream_.empty() && upstream_.back() == '/') upstream_.pop_back();
+        for (const auto& r : cfg.repos) {
+            auto key = normalise_repo(r);
+            // OWNER/NAME spelled as given, minus any URL prefix and .git.
+            std::string k = *key;
+            std::string tail = k.substr(std::string("github.com/").size());
+            std::string owner = tail.substr(0, tail.find('/')), name = tail.substr(tail.find('/') + 1);
+            // Recover the operator's case from the original spelling.
+            std::string lower_r = r;
+            for (char& ch : lower_r) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+            auto pos = lower_r.rfind(owner + "/" + name);
+            if (pos != std::string::npos) {
+                owner = r.substr(pos, owner.size());
+                name = r.substr(pos + owner.size() + 1, name.size());
+            }
+            linked_[k] = {owner, name};
+        }
+    }
+
+    void serve_connection(int fd);
+    // Requests being answered (idle keep-alive connections do not count).
+    int busy() const { return busy_.load(); }
+
+private:
+    void handle_info_refs(Conn& c, const http::RequestHead& h, const Route& route, bool close);
+    bool handle_push(Conn& c, const http::RequestHead& h, const Route& route, bool close);
+    std::string upstream_url(const Linked& l) const { return upstream_ + "/" + l.owner + "/" + l.name + ".git"; }
+
+    const GatewayConfig& cfg_;
+    std::mutex emit_mu_;
+    EmitFn emit_;
+    std::string upstream_;
+    std::map<std::string, Linked> linked_;
+    std::atomic<int> busy_{0};
+};
+
+void Gateway::serve_connection(int fd) {
+    Conn c(fd, cfg_.io_timeout);
+    for (;;) {
+        std::optional<http::RequestHead> head;
+        while (!head) {
+            auto h = http::take_head(c.in);
+            if (!h) {
+                send_whole(c, 400, "text/plain", "Control Center: " + h.error().message + "\n", true);
+                return;
+            }
+            if (*h) {
+                head = std::move(**h);
+                break;
+            }
+            auto f = c.fill();
+            if (!f || !*f) return;  // idle timeout or the client went away
+        }
+        bool close = !head->keep_alive();
+        ++busy_;
+        struct Done {
+            std::atomic<int>& n;
+            ~Done() { --n; }
+        } done{busy_};
+        Route route = parse_route(head->target);
+        if (route.kind == Route::Kind::info_refs && (head->method == "GET" || head->method == "HEAD")) {
+            handle_info_refs(c, *head, route, close);
+        } else if (route.kind == Route::Kind::receive_pack && head->method == "POST") {
+            if (!handle_push(c, *head, route, close)) return;
+        } else {
+            // Anything else (fetch included: fetch keeps the original URL and
+            // goes upstream with the read token) is not this gateway's job.
+            std::string why = route.kind == Route::Kind::upload_pack
+                                  ? "Control Center: this gateway only takes pushes; fetch from the original URL\n"
+                                  : "Control Center: not a git push URL\n";
+            Body b(c, *head);
+            bool drained = !b.init_error() && b.drain(1u << 20, std::chrono::seconds(5));
+            send_whole(c, route.kind == Route::Kind::upload_pack ? 403 : 404, "text/plain", why, true);
+            (void)drained;
+            return;
+        }
+        if (close) return;
+    }
+}
+
+void Gateway::handle_info_refs(Conn& c, const http::RequestHead& h, const Route& route, bool close) {
+    if (route.service != "git-receive-pack") {
+        send_whole(c, 403, "text/plain",
+                   "Control Center: this gateway only takes pushes; fetch from the original URL\n", close);
+        return;
+    }
+    auto it = linked_.find(route.repo_key);
+    if (it == linked_.end()) {
+        // Never 401: git would prompt for credentials. An ERR packet makes git
+        // print "fatal: remote error: <text>".
+        log_line("refused '" + route.repo_key + "': not linked");
+        emit_({{"event", "refused"}, {"repo", route.repo_key}, {"reason", "repository is not linked"}});
+        send_whole(c, 200, advert_type,
+                   error_advertisement("Control Center: repository '" + route.repo_key +
+                                       "' is not linked to this workspace, so the gateway will not push to it"),
+                   close);
+        return;
+    }
+    std::string agent = h.header("user-agent").value_or("git/cc-pushgate");
+    std::string failure;
+    std::string body;
+    auto token = cfg_.tokens->token(it->second.owner, it->second.name);
+    if (!token) {
+        failure = "could not get a write token: " + token.error().one_line();
+    } else {
+        CurlHandle ch;
+        char errbuf[CURL_ERROR_SIZE] = {0};
+        common_curl(ch, upstream_url(it->second) + "/info/refs?service=git-receive-pack", *token, agent,
+                    cfg_.io_timeout);
+        // No Git-Protocol header upstream: push is protocol v0 either way.
+        ch.header("Accept: */*");
+        ch.header("Pragma: no-cache");
+        curl_easy_setopt(ch.h, CURLOPT_HTTPHEADER, ch.headers);
+        curl_easy_setopt(ch.h, CURLOPT_WRITEFUNCTION, collect_capped);
+        curl_easy_setopt(ch.h, CURLOPT_WRITEDATA, &body);
+        curl_easy_setopt(ch.h, CURLOPT_ERRORBUFFER, errbuf);
+        curl_easy_setopt(ch.h, CURLOPT_TIMEOUT, static_cast<long>(cfg_.io_timeout.count()));
+        CURLcode rc = curl_easy_perform(ch.h);
+        long status = 0;
+        curl_easy_getinfo(ch.h, CURLINFO_RESPONSE_CODE, &status);
+        if (rc != CURLE_OK) {
+            failure = "upstream unreachable: " + curl_error_text(rc, errbuf);
+        } else if (status != 200) {
+            failure = "upstream answered HTTP " + std::to_string(status) + " to the ref advertisement";
+        } else {
+            auto filtered = filter_advertisement(body);
+            if (!filtered)
+                failure = "upstream ref advertisement is unreadable: " + filtered.error().message;
+            else
+                body = std::move(*filtered);
+        }
+    }
+    if (!failure.empty()) {
+        // Let git go on to POST, where the push gets rejected refs carrying
+        // this reason, instead of a bare fatal error here.
+        log_line(route.repo_key + ": " + failure + " (answering an empty advertisement)");
+        body = synthetic_advertisement();
+    }
+    send_whole(c, 200, advert_type, h.method == "HEAD" ? std::string() : body, close);
+}
+
+// Streams prefix, pack start and the rest of the client's body into curl, and
+// the upstream answer back to the client (as is, or merged with rejections).
+struct Forward {
+    Conn* conn = nullptr;
+    Body* body = nullptr;
+    std::string out;          // bytes for curl, not yet handed over
+    std::size_t out_off = 0;
+    bool with_pack = true;
+    bool body_failed = false;
+    std::optional<Error> client_error;
+    std::uint64_t sent = 0;
+    // response
+    CURL* curl = nullptr;
+    bool merge = false;       // false: relay as is
+    std::size_t sideband = 0;
+    ChunkedWriter* writer = nullptr;
+    SidebandDemux demux;
+    std::string raw;          // report without side-band, or a non-200 body
+    bool bad_upstream = false;
+    bool close_after = false;
+
+    static size_t on_read(char* buf, size_t size, size_t n, void* ud) {
+        auto* f = static_cast<Forward*>(ud);
+        size_t cap = size * n;
+        if (f->out_off == f->out.size()) {
+            f->out.clear();
+            f->out_off = 0;
+            if (!f->with_pack) return 0;
+            auto r = f->body->read(f->out, std::min(cap, io_chunk));
+            if (!r) {
+                f->body_failed = true;
+                f->client_error = r.error();
+                return CURL_READFUNC_ABORT;
+            }
+            if (*r == 0) return 0;
+        }
+        size_t k = std::min(cap, f->out.size() - f->out_off);
+        std::memcpy(buf, f->out.data() + f->out_off, k);
+        f->out_off += k;
+        f->sent += k;
+        return k;
+    }
+
+    static size_t on_write(char* p, size_t size, size_t n, void* ud) {
+        auto* f = static_cast<Forward*>(ud);
+        size_t len = size * n;
+        long status = 0;
+        curl_easy_getinfo(f->curl, CURLINFO_RESPONSE_CODE, &status);
+        if (status != 200) {
+            if (f->raw.size() < 65536) f->raw.append(p, std::min(len, 65536 - f->raw.size()));
+            return len;
+        }
+        std::string_view data(p, len);
+        if (!f->merge) {
+            if (!f->writer->started()) {
+                char* ct = nullptr;
+                curl_easy_getinfo(f->curl, CURLINFO_CONTENT_TYPE, &ct);
+                if (!f->writer->begin(200, ct ? ct : result_type, f->close_after)) return 0;
+            }
+            return f->writer->chunk(data) ? len : 0;
+        }
+        if (!f->sideband) {
+            if (f->raw.size() + len > (16u << 20)) return 0;
+            f->raw.append(data);
+            return len;
+        }
+        auto relay = f->demux.feed(data);
+        if (!relay) {
+            f->bad_upstream = true;
+            return 0;
+        }
+        if (!relay->empty()) {
+            if (!f->writer->started() && !f->writer->begin(200, result_type, f->close_after)) return 0;
+            if (!f->writer->chunk(*relay)) return 0;
+        }
+        return len;
+    }
+};
+
+bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& route, bool close) {
+    auto t0 = Clock::now();
+    Body body(c, h);
+    if (auto e = body.init_error()) {
+        send_whole(c, e->code == Errc::input ? 415 : 400, "text/plain", "Control Center: " + e->one_line() + "\n", true);
+        return false;
+    }
+    if (auto e = h.header("expect"); e && e->find("100") != std::string::npos)
+        if (!c.write_all("HTTP/1.1 100 Continue\r\n\r\n")) return false;
+
+    auto protocol_error = [&](const Error& e) {
+        log_line(route.repo_key + ": bad push request: " + e.one_line());
+        emit_({{"event", "error"}, {"repo", route.repo_key}, {"error", e.one_line()}});
+        send_whole(c, 400, "text/plain", "Control Center: bad push request: " + e.message + "\n", true);
+        return false;
+    };
+
+    // 1. The prefix: shallow lines, commands, push options.
+    RequestParser parser;
+    std::string chunk;
+    bool eof = false;
+    while (!parser.done()) {
+        chunk.clear();
+        auto n = body.read(chunk, io_chunk);
+        if (!n) return protocol_error(n.error());
+        if (*n == 0) {
+            eof = true;
+            break;
+        }
+        auto r = parser.feed(chunk);
+        if (!r) return protocol_error(r.error());
+    }
+    if (eof)
+        if (auto s = parser.finish(); !s) return protocol_error(s.error());
+    const PushRequest& req = parser.request();
+    std::string pack_start = parser.take_rest();
+    if (req.is_probe()) {
+        // The probe before a large push: answer as http-backend does.
+        if (!pack_start.empty()) return protocol_error(input_error("request", "data after an empty command list"));
+        chunk.clear();
+        auto n = body.read(chunk, io_chunk);
+        if (!n) return protocol_error(n.error());
+        if (*n) return protocol_error(input_error("request", "data after an empty command list"));
+        return send_whole(c, 200, result_type, "", close);
+    }
+
+    // 2. One verdict per ref.
+    auto it = linked_.find(route.repo_key);
+    struct RefVerdict {
+        const Command* cmd;
+        policy::Verdict v;
+    };
+    std::vector<RefVerdict> verdicts;
+    for (const auto& cmd : req.commands) {
+        policy::Verdict v;
+        if (it == linked_.end()) {
+            v.decision = policy::Decision::deny;
+            v.reason = "repository '" + route.repo_key + "' is not linked to this workspace";
+            v.source = "repos";
+        } else if (policy::is_read_only(cfg_.mode)) {
+            // F30: a read-only session changes nothing, whatever the rules say.
+            v.decision = policy::Decision::deny;
+            v.reason = "push is not allowed in " + std::string(policy::to_string(cfg_.mode)) + " mode (read-only)";
+            v.source = "mode:" + std::string(policy::to_string(cfg_.mode));
+        } else {
+            v = policy::decide(cfg_.policy, {"push", cfg_.mode, cmd.ref});
+            if (v.decision == policy::Decision::ask) {
+                json q = {{"action", "push"},       {"mode", policy::to_string(cfg_.mode)},
+                          {"repo", route.repo_key}, {"ref", cmd.ref},
+                          {"old", cmd.old_oid},     {"new", cmd.new_oid},
+                          {"kind", cmd.kind()},     {"reason", v.reason}};
+                v = policy::resolve_ask(v, q, cfg_.approver);
+            }
+        }
+        verdicts.push_back({&cmd, v});
+    }
+    std::vector<Command> allowed;
+    std::vector<RefStatus> rejected;
+    std::vector<std::string> messages;
+    for (const auto& rv : verdicts) {
+        if (rv.v.decision == policy::Decision::allow) {
+            allowed.push_back(*rv.cmd);
+        } else {
+            rejected.push_back({rv.cmd->ref, false, "Control Center policy: " + rv.v.reason});
+            messages.push_back("Control Center policy denied " + rv.cmd->ref + ": " + rv.v.reason);
+        }
+    }
+
+    json event = {{"event", "push"}, {"repo", route.repo_key}, {"atomic", req.atomic()}, {"options", req.options}};
+    json refs = json::array();
+    for (const auto& rv : verdicts)
+        refs.push_back({{"ref", rv.cmd->ref},
+                        {"old", rv.cmd->old_oid},
+                        {"new", rv.cmd->new_oid},
+                        {"kind", rv.cmd->kind()},
+                        {"decision", policy::to_string(rv.v.decision)},
+                        {"reason", rv.v.reason},
+                        {"source", rv.v.source}});
+    event["refs"] = refs;
+    auto finish_event = [&](const std::string& result, std::optional<long> upstream_status, const std::string& err) {
+        event["result"] = result;
+        event["forwarded"] = json::array();
+        if (result == "forwarded" || result == "partial")
+            for (const auto& a : allowed) event["forwarded"].push_back(a.ref);
+        event["bytes"] = body.wire_bytes();
+        event["upstreamStatus"] = upstream_status ? json(*upstream_status) : json(nullptr);
+        if (!err.empty()) event["error"] = err;
+        event["durationMs"] =
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+        emit_(event);
+    };
+
+    // Answers with rejections only, after reading the whole body: replying
+    // early makes git fail with "Broken pipe" and lose the reason.
+    auto reject_all = [&](std::vector<RefStatus> lines, std::vector<std::string> msgs, const std::string& result,
+                          std::optional<long> upstream_status, const std::string& err) {
+        bool drained = body.drain(cfg_.drain_limit, cfg_.drain_timeout);
+        if (!drained) log_line(route.repo_key + ": stopped draining the push body at a cap; closing");
+        bool ok = send_whole(c, 200, result_type, response_body(req, msgs, report_status(lines)), close || !drained);
+        finish_event(result, upstream_status, err);
+        return ok && drained;
+    };
+
+    if (allowed.empty() || (req.atomic() && !rejected.empty())) {
+        std::vector<RefStatus> lines = rejected;
+        for (const auto& a : allowed) lines.push_back({a.ref, false, "atomic push failure"});
+        return reject_all(lines, messages, "rejected", std::nullopt, "");
+    }
+
+    // 3. Forward the allowed commands with the pack.
+    const Linked& target = it->second;
+    bool partial = !rejected.empty();
+    auto gateway_failure = [&](const std::string& why, std::optional<long> status) {
+        std::vector<RefStatus> lines = rejected;
+        std::vector<std::string> msgs = messages;
+        for (const auto& a : allowed) lines.push_back({a.ref, false, "Control Center: " + why});
+        msgs.push_back("Control Center: " + why);
+        log_line(route.repo_key + ": " + why);
+        return reject_all(lines, msgs, "error", status, why);
+    };
+    bool with_pack = std::any_of(allowed.begin(), allowed.end(), [](const Command& a) { return !a.is_delete(); });
+    if (!with_pack && !body.drain(cfg_.drain_limit, cfg_.drain_timeout)) {
+        // Only deletes go upstream: the pack stays behind, read before upstream answers.
+        send_whole(c, 413, "text/plain", "Control Center: push body over the drain cap\n", true);
+        finish_event("error", std::nullopt, "push body over the drain cap");
+        return false;
+    }
+    auto token = cfg_.tokens->token(target.owner, target.name);
+    if (!token) return gateway_failure("could not get a write token: " + token.error().one_line(), std::nullopt);
+
+    Forward f;
+    f.conn = &c;
+    f.body = &body;
+    f.out = encode_prefix(req, allowed);
+    // Deletes carry no pack; when only deletes remain, the pack stays behind.
+    f.with_pack = with_pack;
+    if (f.with_pack) f.out += pack_start;
+    f.merge = partial;
+    f.sideband = req.sideband_max();
+    f.close_after = close;
+    ChunkedWriter writer(c);
+    f.writer = &writer;
+
+    CurlHandle ch;
+    char errbuf[CURL_ERROR_SIZE] = {0};
+    f.curl = ch.h;
+    common_curl(ch, upstream_url(target) + "/git-receive-pack", *token, h.header("user-agent").value_or("git/cc-pushgate"),
+                cfg_.io_timeout);
+    ch.header("Content-Type: application/x-git-receive-pack-request");
+    ch.header(std::string("Accept: ") + result_type);
+    // Mirror the client's framing: a declared length stays a declared length
+    // (some servers refuse chunked request bodies, e.g. lighttpd streaming
+    // to CGI answers 411); otherwise chunked, as git itself sends large pushes.
+    std::optional<curl_off_t> upload_len;
+    std::uint64_t prefix_len = f.out.size() - (f.with_pack ? pack_start.size() : 0);
+    if (auto len = body.declared_length(); len && *len >= parser.prefix_bytes())
+        upload_len = static_cast<curl_off_t>(prefix_len + (f.with_pack ? *len - parser.prefix_bytes() : 0));
+    else
+        ch.header("Transfer-Encoding: chunked");
+    ch.header("Expect:");
+    curl_easy_setopt(ch.h, CURLOPT_HTTPHEADER, ch.headers);
+    curl_easy_setopt(ch.h, CURLOPT_POST, 1L);
+    if (upload_len) curl_easy_setopt(ch.h, CURLOPT_POSTFIELDSIZE_LARGE, *upload_len);
+    curl_easy_setopt(ch.h, CURLOPT_READFUNCTION, Forward::on_read);
+    curl_easy_setopt(ch.h, CURLOPT_READDATA, &f);
+    curl_easy_setopt(ch.h, CURLOPT_WRITEFUNCTION, Forward::on_write);
+    curl_easy_setopt(ch.h, CURLOPT_WRITEDATA, &f);
+    curl_easy_setopt(ch.h, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(ch.h, CURLOPT_UPLOAD_BUFFERSIZE, static_cast<long>(io_chunk));
+    CURLcode rc = curl_easy_perform(ch.h);
+    long status = 0;
+    curl_easy_getinfo(ch.h, CURLINFO_RESPONSE_CODE, &status);
+
+    if (f.body_failed) {
+        // The client's body broke (closed, bad framing): nobody to answer.
+        log_line(route.repo_key + ": push body failed: " + f.client_error->one_line());
+        finish_event("error", status ? std::optional<long>(status) : std::nullopt, f.client_error->one_line());
+        return false;
+    }
+    if (writer.started()) {
+        if (rc != CURLE_OK) {
+            // Mid-relay failure: the only honest signal left is to cut the stream.
+            finish_event("error", status, "upstream failed mid-response: " + curl_error_text(rc, errbuf));
+            return false;
+        }
+        if (!f.merge) {
+            bool okw = writer.end().ok();
+            finish_event("forwarded", status, "");
+            return okw && body.complete();
+        }
+    }
+    if (rc != CURLE_OK || status != 200) {
+        std::string why;
+        if (rc != CURLE_OK && status == 0)
+            why = "upstream unreachable: " + curl_error_text(rc, errbuf);
+        else if (status == 401 || status == 403)
+            why = "upstream refused the write token (HTTP " + std::to_string(status) + ")";
+        else if (status != 200)
+            why = "upstream answered HTTP " + std::to_string(status);
+        else
+            why = "upstream failed: " + curl_error_text(rc, errbuf);
+        return gateway_failure(why, status ? std::optional<long>(status) : std::nullopt);
+    }
+    if (!f.merge) {
+        // 200 with an empty body (no report asked for).
+        bool okw = send_whole(c, 200, result_type, "", close);
+        finish_event("forwarded", status, "");
+        return okw && body.complete();
+    }
+    // Partial push: upstream's report plus the gateway's rejections, so git
+    // prints both the pushed and the rejected refs.
+    std::string upstream_report = f.sideband ? f.demux.band1() : f.raw;
+    auto merged = merge_report(upstream_report, rejected);
+    std::string report;
+    if (merged) {
+        report = *merged;
+    } else {
+        std::vector<RefStatus> lines = rejected;
+        for (const auto& a : allowed) lines.push_back({a.ref, false, "Control Center: upstream report is unreadable"});
+        report = report_status(lines);
+    }
+    std::string tail;
+    if (f.sideband) {
+        for (const auto& m : messages) tail += sideband(2, one_line(m) + "\n", f.sideband);
+        tail += sideband(1, report, f.sideband);
+        tail += flush_pkt;
+    } else {
+        tail = report;
+    }
+    bool okw;
+    if (writer.started())
+        okw = writer.chunk(tail).ok() && writer.end().ok();
+    else
+        okw = send_whole(c, 200, result_type, tail, close);
+    finish_event("partial", status, "");
+    return okw && body.complete();
+}
+
+Result<asio::ip::tcp::endpoint> parse_listen(const std::string& listen) {
+    auto colon = listen.rfind(':');
+    if (colon == std::string::npos) return input_error("--listen", "'" + listen + "' is not HOST:PORT");
+    std::string host = listen.substr(0, colon), port = listen.substr(colon + 1);
+    if (!host.empty() && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    boost::system::error_code ec;
+    auto addr = asio::ip::make_address(host, ec);
+    if (ec) return input_error("--listen", "'" + host + "' is not an IP address");
+    if (!addr.is_loopback()) return input_error("--listen", "'" + host + "' is not a loopback address");
+    if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit) || std::stoi(port) > 65535)
+        return input_error("--listen", "'" + port + "' is not a port");
+    return asio::ip::tcp::endpoint(addr, static_cast<unsigned short>(std::stoi(port)));
+}
+
+// The worktree's own repository: its origin remote (git config, no shell).
+Result<std::string> worktree_origin(const std::string& dir) {
+    namespace bp = boost::process;
+    std::string url;
+    int code = -1;
+    try {
+        asio::io_context ios;
+        std::future<std::string> out;
+        bp::child c(bp::search_path("git"), bp::args({"-C", dir, "config", "--get", "remote.origin.url"}),
+                    bp::std_in < bp::null, bp::std_out > out, bp::std_err > bp::null, ios);
+        ios.run_for(std::chrono::seconds(10));
+        if (!ios.stopped()) c.terminate();
+        c.wait();
+        code = c.exit_code();
+        url = out.get();
+    } catch (const std::exception& e) {
+        return input_error("--worktree", std::string("could not run git: ") + e.what());
+    }
+    while (!url.empty() && (url.back() == '\n' || url.back() == '\r')) url.pop_back();
+    if (code != 0 || url.empty()) return input_error("--worktree", "'" + dir + "' has no origin remote");
+    if (auto k = normalise_repo(url); !k)
+        return input_error("--worktree", "origin of '" + dir + "' ('" + url + "') is not a GitHub repository");
+    return url;
+}
+
+}  // namespace
+
+Status validate(const GatewayConfig& cfg) {
+    if (auto e = parse_listen(cfg.listen); !e) return e.error();
+    if (cfg.upstream.rfind("http://", 0) != 0 && cfg.upstream.rfind("https://", 0) != 0)
+        return input_error("--upstream", "'" + cfg.upstream + "' is not an http(s) URL");
+    if (cfg.repos.empty()) return input_error("--repo", "at least one repository must be linked");
+    for (const auto& r : cfg.repos)
+        if (auto k = normalise_repo(r); !k) return input_error("--repo", k.error().subject + " " + k.error().message);
+    if (!cfg.tokens) return input_error("token source", "one of --token-command, --token-file or --app-id is required");
+    return ok();
+}
+
+Result<GatewayConfig> configure(const GatewayOptions& o) {
+    GatewayConfig cfg;
+    cfg.listen = o.listen;
+    cfg.upstream = o.upstream;
+    cfg.repos = o.repos;
+    cfg.drain_limit = o.drain_limit;
+    cfg.drain_timeout = std::chrono::seconds(o.drain_timeout_s);
+    if (!o.worktree.empty()) {
+        auto origin = worktree_origin(o.worktree);
+        if (!origin) return origin.error();
+        cfg.repos.push_back(*origin);
+    }
+    if (o.upstream.empty()) return input_error("--upstream", "is required");
+    if (o.policy_file.empty()) return input_error("--policy", "is required");
+    auto mode = policy::parse_mode(o.mode);
+    if (!mode) return input_error("--mode", "unknown mode '" + o.mode + "' (chat, plan, review or orchestrate)");
+    cfg.mode = *mode;
+    auto pol = policy::load(o.policy_file);
+    if (!pol) {
+        Error e = pol.error();
+        e.code = Errc::input;  // an unreadable policy is bad input: exit 2, nothing started
+        return e;
+    }
+    cfg.policy = std::move(*pol);
+    if (!o.approver.empty()) {
+        cfg.approver = policy::approver_from_command(o.approver, std::chrono::seconds(30));
+        if (cfg.approver.argv.empty()) return input_error("--approver", "is empty");
+    }
+    bool app = !o.app_id.empty() || !o.app_key_file.empty() || !o.installation_id.empty();
+    int sources = (o.token_command.empty() ? 0 : 1) + (o.token_file.empty() ? 0 : 1) + (app ? 1 : 0);
+    if (sources != 1)
+        return input_error("token source", "give exactly one of --token-command, --token-file or "
+                                           "--app-id/--app-key/--installation-id");
+    if (!o.token_command.empty()) {
+        auto a = policy::approver_from_command(o.token_command, std::chrono::seconds(30));
+        if (a.argv.empty()) return input_error("--token-command", "is empty");
+        cfg.tokens = command_token_source(a.argv, a.timeout);
+    } else if (!o.token_file.empty()) {
+        if (::access(o.token_file.c_str(), R_OK) != 0)
+            return input_error("--token-file", "'" + o.token_file + "' is not readable");
+        cfg.tokens = file_token_source(o.token_file);
+    } else {
+        if (o.app_id.empty() || o.app_key_file.empty() || o.installation_id.empty())
+            return input_error("GitHub App mode", "needs --app-id, --app-key and --installation-id");
+        if (o.api_url.rfind("http://", 0) != 0 && o.api_url.rfind("https://", 0) != 0)
+            return input_error("--api-url", "'" + o.api_url + "' is not an http(s) URL");
+        std::ifstream in(o.app_key_file);
+        if (!in) return input_error("--app-key", "'" + o.app_key_file + "' is not readable");
+        std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        auto src = app_token_source({o.app_id, pem, o.installation_id, o.api_url});
+        if (!src) return src.error();
+        cfg.tokens = std::move(*src);
+    }
+    if (auto s = validate(cfg); !s) return s.error();
+    return cfg;
+}
+
+json ready_event(const std::string& url, const GatewayConfig& cfg) {
+    json repos = json::array();
+    for (const auto& r : cfg.repos) repos.push_back(*normalise_repo(r));
+    std::string base = url;
+    if (base.back() != '/') base.push_back('/');
+    return {{"event", "ready"},
+            {"url", base},
+            {"pid", ::getpid()},
+            {"mode", policy::to_string(cfg.mode)},
+            {"repos", repos},
+            {"tokenSource", cfg.tokens ? cfg.tokens->kind() : ""},
+            {"gitConfig",
+             {{"url." + base + "github.com/.pushInsteadOf", github_push_prefixes()}, {"http." + base + ".proxy", ""}}},
+            {"gitConfigText", git_config_text(base)},
+            {"env", {{"no_proxy", "127.0.0.1,localhost,::1"}, {"NO_PROXY", "127.0.0.1,localhost,::1"}}}};
+}
+
+Status serve(const GatewayConfig& cfg, const EmitFn& emit) {
+    if (auto s = validate(cfg); !s) return s;
+    auto ep = parse_listen(cfg.listen);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    asio::io_context io;
+    asio::ip::tcp::acceptor acceptor(io);
+    boost::system::error_code ec;
+    acceptor.open(ep->protocol(), ec);
+    if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor.bind(*ep, ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return io_error("--listen '" + cfg.listen + "'", ec.message(), ec.value());
+    auto local = acceptor.local_endpoint();
+    std::string host = local.address().is_v6() ? "[" + local.address().to_string() + "]" : local.address().to_string();
+    std::string url = "http://" + host + ":" + std::to_string(local.port()) + "/";
+
+    auto gateway = std::make_shared<Gateway>(cfg, emit);
+    auto active = std::make_shared<std::atomic<std::size_t>>(0);
+    asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](const boost::system::error_code&, int) {
+        acceptor.close();
+        io.stop();
+    });
+    std::function<void()> accept_next = [&] {
+        acceptor.async_accept([&](const boost::system::error_code& aec, asio::ip::tcp::socket sock) {
+            if (aec) {
+                if (acceptor.is_open()) accept_next();
+                return;
+            }
+            int fd = ::dup(sock.native_handle());
+            sock.close();
+            if (fd >= 0) {
+                if (active->load() >= cfg.max_connections) {
+                    static const char busy[] =
+                        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 32\r\n"
+                        "Connection: close\r\n\r\nControl Center: gateway is busy\n";
+                    (void)!::send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                    ::close(fd);
+                } else {
+                    ++*active;
+                    std::thread([gateway, active, fd] {
+                        gateway->serve_connection(fd);
+                        ::shutdown(fd, SHUT_RDWR);
+                        ::close(fd);
+                        --*active;
+                    }).detach();
+                }
+            }
+            accept_next();
+        });
+    };
+    accept_next();
+    emit(ready_event(url, cfg));
+    io.run();
+    // Let pushes in flight finish before their tokens are revoked.
+    auto grace = Clock::now() + std::chrono::seconds(30);
+    while (gateway->busy() > 0 && Clock::now() < grace) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    json revoked = cfg.tokens->revoke_all();
+    json ev = {{"event", "shutdown"}, {"activeConnections", active->load()}, {"busy", gateway->busy()}};
+    if (!revoked.empty()) ev["tokens"] = revoked;
+    emit(ev);
+    return ok();
+}
+
+}  // namespace cc::git

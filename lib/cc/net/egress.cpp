@@ -1,0 +1,230 @@
+#include "cc/net/egress.hpp"
+
+#include <unistd.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "cc/net/proxy.hpp"
+#include "cc/net/resolver.hpp"
+#include "cc/policy/policy.hpp"
+#include "cc/spec/spec.hpp"
+
+namespace cc::net {
+
+using json = nlohmann::json;
+
+json Plan::to_json() const {
+    return {{"sessionId", session_id}, {"network", network ? "on" : "off"}, {"networkRule", network_rule},
+            {"rules", rules.to_json()}};
+}
+
+Result<Plan> make_plan(const EgressOptions& o) {
+    Plan plan;
+    RuleOptions ro;
+    policy::Mode mode = policy::Mode::chat;
+    bool network = true;
+    std::string set_by = "default";
+    if (o.spec_path) {
+        auto spec = spec::load_sandbox_spec(*o.spec_path);
+        if (!spec) return spec.error();
+        plan.session_id = spec->sessionId;
+        ro.spec_allow = spec->egressAllowlist;
+        mode = spec->mode;
+        network = spec->networkEnabled;
+        set_by = "spec.networkEnabled";
+    }
+    if (o.network) {
+        if (*o.network != "on" && *o.network != "off")
+            return input_error("--network '" + *o.network + "'", "must be on or off");
+        network = *o.network == "on";
+        set_by = "--network";
+    }
+    policy::Policy pol = policy::default_policy();
+    if (o.policy_path) {
+        auto p = policy::load(*o.policy_path);
+        if (!p) return p.error();
+        pol = *p;
+    }
+    // F21: the network rule is read once, here. deny -> off; allow and ask -> on
+    // (an ask is not put to an approver per connection; the allowlist is the control).
+    policy::Verdict v = policy::decide(pol, {"network_access", mode, std::nullopt});
+    plan.network_rule = {{"decision", policy::to_string(v.decision)}, {"source", v.source}, {"reason", v.reason},
+                         {"mode", policy::to_string(mode)}};
+    if (v.decision == policy::Decision::deny && network) {
+        network = false;
+        set_by = "policy " + v.source;
+    }
+    plan.network_rule["networkSetBy"] = set_by;
+    plan.network = network;
+    ro.network = network;
+    ro.baseline = !o.no_baseline;
+    ro.allow = o.allow;
+    ro.allow_files = o.allow_files;
+    ro.deny = o.deny;
+    auto rules = build_rules(ro);
+    if (!rules) return rules.error();
+    plan.rules = std::move(*rules);
+    return plan;
+}
+
+bool check_targets(const EgressOptions& o, const Plan& plan, const std::function<void(const json&)>& out) {
+    std::unique_ptr<Resolver> resolver;
+    bool all = true;
+    for (const auto& text : o.check) {
+        json line = {{"host", text}};
+        // HOST or HOST:PORT ([v6]:PORT); a bare IPv6 address has no port.
+        Result<Target> t = input_error("", "");
+        bool has_port = (text.front() == '[' && text.find("]:") != std::string::npos) ||
+                        (text.front() != '[' && std::count(text.begin(), text.end(), ':') == 1);
+        t = has_port ? parse_authority(text) : canonical_target(text);
+        if (!t) {
+            line["decision"] = "deny";
+            line["rule"] = "malformed";
+            line["reason"] = t.error().one_line();
+            all = false;
+            out(line);
+            continue;
+        }
+        line["canonical"] = t->host;
+        if (t->port) line["port"] = t->port;
+        Verdict v = plan.rules.check_target(*t);
+        if (v.allow && o.resolve) {
+            std::vector<Address> addrs;
+            if (t->address) {
+                addrs.push_back(*t->address);
+            } else {
+                if (!resolver) {
+                    auto r = Resolver::create({o.dns_server, 5000, 2});
+                    if (r) resolver = std::move(*r);
+                }
+                Resolution res = resolver ? resolver->resolve_blocking(t->host) : Resolution{false, "no resolver", {}};
+                if (!res.ok) v = Verdict{false, "dns", "cannot resolve " + t->host + ": " + res.error, "dns_error"};
+                addrs = res.addresses;
+            }
+            json list = json::array();
+            for (const auto& a : addrs) list.push_back(a.to_string());
+            line["addresses"] = list;
+            for (const auto& a : addrs) {
+                Verdict av = plan.rules.check_address(*t, a);
+                if (!av.allow) {
+                    v = av;
+                    break;
+                }
+            }
+        }
+        line["decision"] = v.allow ? "allow" : "deny";
+        line["rule"] = v.rule;
+        line["reason"] = v.reason;
+        all = all && v.allow;
+        out(line);
+    }
+    return all;
+}
+
+namespace {
+
+// Connection lines leave through a writer thread and a bounded queue, so a
+// parent that reads stdout slowly never stalls the proxy's event loop. When
+// the queue is full lines are dropped and counted (and the count is logged).
+class LineWriter {
+public:
+    explicit LineWriter(std::function<void(const json&)> out) : out_(std::move(out)) {
+        thread_ = std::thread([this] { loop(); });
+    }
+    ~LineWriter() {
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            done_ = true;
+        }
+        cv_.notify_one();
+        thread_.join();
+    }
+    void push(const json& j) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (queue_.size() >= max_queued) {
+            ++dropped_;
+            return;
+        }
+        queue_.push_back(j);
+        cv_.notify_one();
+    }
+    std::uint64_t dropped() const {
+        std::lock_guard<std::mutex> lock(mu_);
+        return dropped_;
+    }
+
+private:
+    static constexpr std::size_t max_queued = 100000;
+    void loop() {
+        std::unique_lock<std::mutex> lock(mu_);
+        while (true) {
+            cv_.wait(lock, [this] { return done_ || !queue_.empty(); });
+            if (queue_.empty() && done_) return;
+            json j = std::move(queue_.front());
+            queue_.pop_front();
+            lock.unlock();
+            out_(j);
+            lock.lock();
+        }
+    }
+    std::function<void(const json&)> out_;
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<json> queue_;
+    bool done_ = false;
+    std::uint64_t dropped_ = 0;
+    std::thread thread_;
+};
+
+}  // namespace
+
+Result<int> run_egress(const EgressOptions& o, const std::function<void(const json&)>& out,
+                       const std::function<void(const std::string&)>& log) {
+    auto plan = make_plan(o);
+    if (!plan) return plan.error();
+    if (o.dry_run) {
+        json j = plan->to_json();
+        j["event"] = "plan";
+        out(j);
+        return 0;
+    }
+    if (!o.check.empty()) return check_targets(o, *plan, out) ? 0 : 1;
+
+    auto rules = std::make_shared<RuleSet>(std::move(plan->rules));
+    ProxyConfig cfg;
+    cfg.rules = rules;
+    cfg.dns.server = o.dns_server;
+    cfg.listen_host = o.listen;
+    cfg.http_port = o.http_port;
+    cfg.socks_port = o.socks_port;
+    cfg.unix_dir = o.unix_dir;
+    cfg.fd_inbox = o.fd_inbox;
+    cfg.exit_with_stdin = o.exit_with_stdin;
+    cfg.sni_check = o.sni_check;
+    cfg.ready = {{"sessionId", plan->session_id},
+                 {"network", plan->network ? "on" : "off"},
+                 {"networkRule", plan->network_rule},
+                 {"allowNames", rules->allow_names.size()},
+                 {"allowAddresses", rules->allow_addresses.size()},
+                 {"pid", static_cast<long>(::getpid())}};
+    std::uint64_t dropped = 0;
+    Result<ProxyStats> stats = ProxyStats{};
+    {
+        LineWriter writer(out);
+        cfg.on_ready = out;  // the first line, written before anything else
+        cfg.on_connection = [&writer](const json& j) { writer.push(j); };
+        cfg.on_log = log;
+        stats = run_proxy(cfg);
+        dropped = writer.dropped();
+    }  // the writer flushes every queued line here
+    if (dropped) log("stdout too slow: " + std::to_string(dropped) + " connection lines dropped");
+    if (!stats) return stats.error();
+    log("stopped: " + std::to_string(stats->connections) + " connections, " + std::to_string(stats->denied) +
+        " denied");
+    return 0;
+}
+
+}  // namespace cc::net

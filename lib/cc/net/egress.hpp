@@ -1,0 +1,61 @@
+// cc-egress as a library call: options (as the command line gives them) ->
+// a plan (the session's rule set and the network decision) -> either a
+// --check report or the running proxy pair.
+//
+//   cc::net::EgressOptions o;  o.spec_path = "spec.json";
+//   auto plan = cc::net::make_plan(o);                 // input errors name the field or pattern
+//   int rc = cc::net::run_egress(o, [](const nlohmann::json& line) { ... });  // JSON Lines out
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cc/core/result.hpp"
+#include "cc/net/rules.hpp"
+
+namespace cc::net {
+
+struct EgressOptions {
+    std::optional<std::string> spec_path;  // SandboxSpec: networkEnabled, egressAllowlist, sessionId, mode
+    std::optional<std::string> policy_path;
+    std::vector<std::string> allow, allow_files, deny;
+    bool no_baseline = false;
+    std::optional<std::string> network;  // "on" | "off": overrides the spec (a policy deny still wins)
+    std::vector<std::string> check;      // --check targets: no listening
+    bool resolve = false;                // --check --resolve
+    bool dry_run = false;                // print the plan and exit
+    std::string dns_server;
+    std::string listen = "127.0.0.1";
+    std::uint16_t http_port = 0, socks_port = 0;
+    std::optional<std::string> unix_dir, fd_inbox;
+    bool exit_with_stdin = false;
+    bool sni_check = true;
+};
+
+struct Plan {
+    RuleSet rules;
+    std::string session_id;
+    bool network = true;
+    nlohmann::json network_rule;  // {"decision","source","reason"} from lib/cc/policy, plus what set it
+    nlohmann::json to_json() const;
+};
+
+// Reads the spec and policy, asks decide({"network_access", mode}) once
+// (F21: deny -> off; allow and ask -> on), builds the rule set.
+Result<Plan> make_plan(const EgressOptions& o);
+
+// --check: one line per target; true when every target is allowed.
+bool check_targets(const EgressOptions& o, const Plan& plan,
+                   const std::function<void(const nlohmann::json&)>& out);
+
+// Everything: plan, then --dry-run / --check / serve. Returns the exit status
+// (0 ok; 1 a --check target denied or the proxy failed; input errors come back
+// as errors for the caller to report with status 2).
+Result<int> run_egress(const EgressOptions& o, const std::function<void(const nlohmann::json&)>& out,
+                       const std::function<void(const std::string&)>& log);
+
+}  // namespace cc::net

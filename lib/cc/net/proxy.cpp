@@ -1,0 +1,1096 @@
+#include "cc/net/proxy.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <boost/asio.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <unordered_map>
+
+#include "cc/net/wire.hpp"
+
+namespace cc::net {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using asio::use_awaitable;
+using Proto = asio::generic::stream_protocol;
+using Sock = Proto::socket;
+using Acceptor = asio::basic_socket_acceptor<Proto>;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using ErrorCode = boost::system::error_code;
+
+namespace {
+
+constexpr std::uint64_t unlimited = ~std::uint64_t{0};
+constexpr std::size_t read_chunk = 64 * 1024;
+constexpr int pipe_size = 256 * 1024;
+
+enum class Kind { http, socks };
+
+// Both legs of one client connection. Deadlines and shutdown close it by
+// weak reference, so a late timer never touches a finished connection.
+struct Conn {
+    explicit Conn(Sock s) : client(std::move(s)) {}
+    Sock client;
+    std::optional<Sock> upstream;
+    std::string upstream_key;  // "host:port" of a kept-alive upstream (absolute-form)
+    std::uint64_t up = 0, down = 0;
+    void close() {
+        ErrorCode ec;
+        client.close(ec);
+        if (upstream) upstream->close(ec);
+    }
+    void close_upstream() {
+        ErrorCode ec;
+        if (upstream) upstream->close(ec);
+        upstream.reset();
+        upstream_key.clear();
+    }
+};
+
+void set_nodelay(Sock& s) {
+    int one = 1;
+    ::setsockopt(s.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on AF_UNIX
+}
+
+struct Pipe {
+    int r = -1, w = -1;
+};
+
+struct Server {
+    const ProxyConfig& cfg;
+    asio::io_context io{1};
+    std::unique_ptr<Resolver> resolver;
+    std::vector<std::unique_ptr<Acceptor>> acceptors;
+    std::unordered_map<std::uint64_t, std::weak_ptr<Conn>> live;
+    std::uint64_t next_id = 0;
+    std::vector<Pipe> pipes;  // idle, empty pipes for splice
+    std::vector<std::string> unlink_at_exit;
+    std::optional<asio::signal_set> signals;
+    std::optional<asio::posix::stream_descriptor> stdin_watch;
+    bool stopping = false;
+    ProxyStats stats;
+
+    explicit Server(const ProxyConfig& c) : cfg(c) {}
+    ~Server() {
+        for (auto& p : pipes) ::close(p.r), ::close(p.w);
+    }
+
+    void log(const std::string& line) {
+        if (cfg.on_log) cfg.on_log(line);
+    }
+
+    std::optional<Pipe> acquire_pipe() {
+        if (!pipes.empty()) {
+            Pipe p = pipes.back();
+            pipes.pop_back();
+            return p;
+        }
+        int fds[2];
+        if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) return std::nullopt;
+        ::fcntl(fds[1], F_SETPIPE_SZ, pipe_size);  // best effort; the default 64 KiB works too
+        return Pipe{fds[0], fds[1]};
+    }
+    void release_pipe(Pipe p) {
+        if (pipes.size() < 64) pipes.push_back(p);
+        else ::close(p.r), ::close(p.w);
+    }
+
+    void stop() {
+        if (stopping) return;
+        stopping = true;
+        ErrorCode ec;
+        for (auto& a : acceptors) a->close(ec);
+        for (auto& [id, w] : live)
+            if (auto c = w.lock()) c->close();
+        if (signals) signals->cancel(ec);
+        if (stdin_watch) stdin_watch->close(ec);
+        // Joining the resolver thread completes pending lookups with an error.
+        resolver.reset();
+    }
+};
+
+// One log record: emitted once, when the request or tunnel ends.
+struct Record {
+    Server& srv;
+    json j;
+    Clock::time_point start = Clock::now();
+    std::shared_ptr<Conn> conn;
+    std::uint64_t up0 = 0, down0 = 0;
+    bool armed = true;
+
+    Record(Server& s, std::shared_ptr<Conn> c, const char* proto, const std::string& client)
+        : srv(s), conn(std::move(c)) {
+        j = {{"event", "connection"}, {"proto", proto}, {"client", client}};
+        up0 = conn->up;
+        down0 = conn->down;
+    }
+    void decide(const Verdict& v) {
+        j["decision"] = v.allow ? "allow" : "deny";
+        j["rule"] = v.rule;
+        j["reason"] = v.reason;
+    }
+    ~Record() {
+        if (!armed) return;
+        if (!j.contains("decision")) j["decision"] = "deny";
+        if (!j.contains("rule")) j["rule"] = "malformed";
+        if (j["decision"] == "deny") ++srv.stats.denied;
+        j["bytesUp"] = conn->up - up0;
+        j["bytesDown"] = conn->down - down0;
+        j["durationMs"] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        if (j["decision"] == "deny") {
+            std::string what = j.value("host", std::string("?"));
+            if (j.contains("port")) what += ":" + std::to_string(j["port"].get<int>());
+            srv.log("deny " + j["proto"].get<std::string>() + " " + what + ": " + j.value("reason", std::string()));
+        }
+        if (srv.cfg.on_connection) srv.cfg.on_connection(j);
+    }
+};
+
+// Closes the connection if the deadline passes before it is destroyed.
+class Deadline {
+public:
+    Deadline(asio::io_context& io, const std::shared_ptr<Conn>& c, int ms) : timer_(io) {
+        timer_.expires_after(std::chrono::milliseconds(ms));
+        timer_.async_wait([w = std::weak_ptr<Conn>(c)](ErrorCode ec) {
+            if (ec) return;
+            if (auto conn = w.lock()) conn->close();
+        });
+    }
+    ~Deadline() { timer_.cancel(); }
+
+private:
+    asio::steady_timer timer_;
+};
+
+awaitable<std::size_t> read_more(Sock& s, std::string& buf, std::size_t max = read_chunk) {
+    std::size_t old = buf.size();
+    buf.resize(old + max);
+    ErrorCode ec;
+    std::size_t n = co_await s.async_read_some(asio::buffer(buf.data() + old, max),
+                                               asio::redirect_error(use_awaitable, ec));
+    buf.resize(old + n);
+    if (ec == asio::error::eof) co_return 0;
+    if (ec) throw boost::system::system_error(ec);
+    co_return n;
+}
+
+awaitable<void> write_all(Sock& s, std::string_view data) {
+    co_await asio::async_write(s, asio::buffer(data.data(), data.size()), use_awaitable);
+}
+
+// Copy bytes from `from` to `to` until EOF or `limit` bytes: splice(2) through
+// a pipe (the kernel moves pages, nothing is copied through user space), or
+// 64 KiB read/write when a socket type cannot splice.
+awaitable<void> pump(Server& srv, Sock& from, Sock& to, std::uint64_t& count, std::uint64_t limit,
+                     bool half_close) {
+    from.native_non_blocking(true);
+    to.native_non_blocking(true);
+    int in = from.native_handle(), out = to.native_handle();
+    std::optional<Pipe> pipe;
+    std::size_t in_pipe = 0;
+    std::uint64_t remaining = limit;
+    bool eof = false;
+    struct Release {
+        Server& s;
+        std::optional<Pipe>& p;
+        std::size_t& n;
+        ~Release() {
+            if (!p) return;
+            if (n == 0) s.release_pipe(*p);
+            else ::close(p->r), ::close(p->w);  // holding stale bytes: never reuse
+        }
+    } release{srv, pipe, in_pipe};
+    bool use_splice = true;
+    std::string buf;
+    while (true) {
+        if (use_splice) {
+            if (in_pipe > 0) {
+                ssize_t n = ::splice(pipe->r, nullptr, out, nullptr, in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                if (n > 0) {
+                    in_pipe -= static_cast<std::size_t>(n);
+                    count += static_cast<std::uint64_t>(n);
+                    continue;
+                }
+                if (n < 0 && errno == EAGAIN) {
+                    co_await to.async_wait(Sock::wait_write, use_awaitable);
+                    continue;
+                }
+                throw boost::system::system_error(ErrorCode(errno, boost::system::system_category()));
+            }
+            if (eof || remaining == 0) break;
+            if (!pipe) {
+                pipe = srv.acquire_pipe();
+                if (!pipe) use_splice = false;
+                continue;
+            }
+            std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, 1 << 20));
+            ssize_t n = ::splice(in, nullptr, pipe->w, nullptr, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            if (n > 0) {
+                in_pipe += static_cast<std::size_t>(n);
+                if (remaining != unlimited) remaining -= static_cast<std::uint64_t>(n);
+                continue;
+            }
+            if (n == 0) {
+                eof = true;
+                continue;
+            }
+            if (errno == EAGAIN) {
+                // Idle with an empty pipe: give it back so idle tunnels hold no pipes.
+                srv.release_pipe(*pipe);
+                pipe.reset();
+                co_await from.async_wait(Sock::wait_read, use_awaitable);
+                continue;
+            }
+            if (errno == EINVAL && in_pipe == 0) {
+                use_splice = false;
+                continue;
+            }
+            throw boost::system::system_error(ErrorCode(errno, boost::system::system_category()));
+        } else {
+            if (eof || remaining == 0) break;
+            std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, read_chunk));
+            buf.clear();
+            std::size_t n = co_await read_more(from, buf, want);
+            if (n == 0) {
+                eof = true;
+                continue;
+            }
+            co_await write_all(to, buf);
+            count += n;
+            if (remaining != unlimited) remaining -= n;
+        }
+    }
+    if (eof && limit != unlimited) throw boost::system::system_error(asio::error::eof);  // body cut short
+    if (eof && half_close) {
+        ErrorCode ec;
+        to.shutdown(Sock::shutdown_send, ec);
+    }
+}
+
+// The client-to-upstream half of a tunnel runs as its own coroutine; this
+// wrapper owns its parameters (a coroutine must not borrow from its caller).
+awaitable<void> pump_detached(Server* srv, std::shared_ptr<Conn> c, std::shared_ptr<asio::steady_timer> done,
+                              std::shared_ptr<bool> finished) {
+    try {
+        co_await pump(*srv, *c->upstream, c->client, c->down, unlimited, true);
+    } catch (const std::exception&) {
+        c->close();  // a reset on one leg ends the tunnel
+    }
+    *finished = true;
+    done->cancel();
+}
+
+struct Dialed {
+    bool ok = false;
+    int err = 0;
+    std::string address;
+};
+
+// Resolve (names only) and vet; on success `addrs` holds vetted addresses.
+struct Vetting {
+    Verdict verdict;
+    bool dns_failed = false;
+    std::vector<Address> addrs;
+};
+
+template <typename Token>
+auto async_resolve(Server& s, std::string name, Token&& token) {
+    return asio::async_initiate<Token, void(Resolution)>(
+        [&s](auto handler, std::string n) {
+            auto work = asio::make_work_guard(s.io);
+            auto h = std::make_shared<decltype(handler)>(std::move(handler));
+            if (!s.resolver) {
+                asio::post(s.io, [h] { (*h)(Resolution{false, "shutting down", {}}); });
+                return;
+            }
+            s.resolver->resolve(std::move(n), [&s, h, work](Resolution r) mutable {
+                asio::post(s.io, [h, r = std::move(r), work]() mutable { (*h)(std::move(r)); });
+            });
+        },
+        token, std::move(name));
+}
+
+awaitable<Vetting> vet(Server& srv, const Target& t) {
+    Vetting v;
+    v.verdict = srv.cfg.rules->check_target(t);
+    if (!v.verdict.allow) co_return v;
+    if (t.address) {
+        v.addrs.push_back(*t.address);
+        co_return v;
+    }
+    Resolution r = co_await async_resolve(srv, t.host, use_awaitable);
+    if (!r.ok) {
+        v.dns_failed = true;
+        v.verdict = Verdict{false, "dns", "cannot resolve " + t.host + ": " + r.error, "dns_error"};
+        co_return v;
+    }
+    // Every address must pass, not just the one dialled: a resolver that mixes
+    // a public and a private answer is rebinding.
+    for (const auto& a : r.addresses) {
+        Verdict av = srv.cfg.rules->check_address(t, a);
+        if (!av.allow) {
+            v.verdict = av;
+            co_return v;
+        }
+    }
+    v.addrs = std::move(r.addresses);
+    co_return v;
+}
+
+awaitable<Dialed> dial(Server& srv, std::shared_ptr<Conn> c, const std::vector<Address>& addrs, std::uint16_t port) {
+    Dialed d;
+    for (const auto& a : addrs) {
+        sockaddr_storage ss{};
+        socklen_t len;
+        if (a.v4()) {
+            auto* in = reinterpret_cast<sockaddr_in*>(&ss);
+            in->sin_family = AF_INET;
+            in->sin_port = htons(port);
+            std::memcpy(&in->sin_addr, a.bytes.data() + 12, 4);
+            len = sizeof(sockaddr_in);
+        } else {
+            auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
+            in6->sin6_family = AF_INET6;
+            in6->sin6_port = htons(port);
+            std::memcpy(&in6->sin6_addr, a.bytes.data(), 16);
+            len = sizeof(sockaddr_in6);
+        }
+        Proto::endpoint ep(&ss, len, IPPROTO_TCP);
+        c->upstream.emplace(srv.io);
+        ErrorCode ec;
+        {
+            asio::steady_timer timer(srv.io);
+            timer.expires_after(std::chrono::milliseconds(srv.cfg.connect_timeout_ms));
+            timer.async_wait([w = std::weak_ptr<Conn>(c)](ErrorCode tec) {
+                if (tec) return;
+                if (auto conn = w.lock(); conn && conn->upstream) {
+                    ErrorCode e;
+                    conn->upstream->close(e);
+                }
+            });
+            co_await c->upstream->async_connect(ep, asio::redirect_error(use_awaitable, ec));
+            timer.cancel();
+        }
+        if (!ec && c->upstream->is_open()) {
+            set_nodelay(*c->upstream);
+            d.ok = true;
+            d.address = a.to_string();
+            co_return d;
+        }
+        d.err = ec == asio::error::operation_aborted ? ETIMEDOUT : ec.value();
+        c->upstream.reset();
+        if (srv.stopping) break;
+    }
+    co_return d;
+}
+
+// Tunnel both ways. The client's first bytes are held back until the TLS
+// server name (if any) is checked against the target (protocols.md B3:
+// CONNECT to an allowed host carrying SNI for another one).
+awaitable<void> tunnel(Server& srv, std::shared_ptr<Conn> c, const Target& t, std::string pending, Record& rec) {
+    auto ex = co_await asio::this_coro::executor;
+    auto done = std::make_shared<asio::steady_timer>(ex, asio::steady_timer::time_point::max());
+    auto finished = std::make_shared<bool>(false);
+    asio::co_spawn(ex, pump_detached(&srv, c, done, finished), asio::detached);
+    try {
+        if (srv.cfg.sni_check) {
+            std::optional<Deadline> deadline;
+            while (true) {
+                std::string sni;
+                tls::Sni s = tls::peek_sni(pending, sni);
+                if (s == tls::Sni::more) {
+                    if (!pending.empty() && !deadline) deadline.emplace(srv.io, c, srv.cfg.handshake_timeout_ms);
+                    if (co_await read_more(c->client, pending) == 0) break;
+                    continue;
+                }
+                if (s == tls::Sni::found) {
+                    rec.j["sni"] = sni;
+                    Verdict v = srv.cfg.rules->check_sni(t, sni);
+                    if (!v.allow) {
+                        rec.decide(v);
+                        c->close();
+                    }
+                } else if (s == tls::Sni::bad) {
+                    rec.decide(Verdict{false, "tls", "malformed TLS ClientHello on tunnel to " + t.host, ""});
+                    c->close();
+                }
+                break;
+            }
+        }
+        if (c->client.is_open()) {
+            if (!pending.empty()) {
+                co_await write_all(*c->upstream, pending);
+                c->up += pending.size();
+            }
+            std::string().swap(pending);
+            co_await pump(srv, c->client, *c->upstream, c->up, unlimited, true);
+        }
+    } catch (const std::exception&) {
+        c->close();
+    }
+    if (!*finished) {
+        ErrorCode ec;
+        co_await done->async_wait(asio::redirect_error(use_awaitable, ec));
+    }
+}
+
+std::string describe_client(const Sock& s, const std::string& listener) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (::getpeername(const_cast<Sock&>(s).native_handle(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+        if (auto a = address_of(reinterpret_cast<sockaddr*>(&ss))) {
+            std::uint16_t port = ntohs(ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
+                                                               : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+            return a->to_string() + ":" + std::to_string(port);
+        }
+    }
+    return listener;
+}
+
+// ------------------------------------------------------------ SOCKS5
+
+std::uint8_t socks_code_for(int err) {
+    if (err == ECONNREFUSED) return socks5::rep_refused;
+    if (err == ENETUNREACH) return socks5::rep_network_unreachable;
+    return socks5::rep_host_unreachable;
+}
+
+awaitable<void> serve_socks(Server& srv, std::shared_ptr<Conn> c, std::string client) {
+    Record rec(srv, c, "socks5", client);
+    std::string buf;
+    try {
+        std::optional<Deadline> deadline(std::in_place, srv.io, c, srv.cfg.handshake_timeout_ms);
+        socks5::Greeting g;
+        Parse p;
+        while ((p = socks5::parse_greeting(buf, g)) == Parse::more)
+            if (co_await read_more(c->client, buf, 512) == 0) break;
+        if (p != Parse::ok) {
+            rec.j["reason"] = "malformed SOCKS5 greeting";
+            co_return;
+        }
+        buf.erase(0, g.consumed);
+        bool noauth = std::find(g.methods.begin(), g.methods.end(), 0) != g.methods.end();
+        if (!noauth) {
+            rec.j["reason"] = "client offered no acceptable authentication method";
+            co_await write_all(c->client, std::string("\x05\xff", 2));
+            co_return;
+        }
+        co_await write_all(c->client, std::string("\x05\x00", 2));
+        socks5::Request req;
+        while ((p = socks5::parse_request(buf, req)) == Parse::more)
+            if (co_await read_more(c->client, buf, 512) == 0) break;
+        if (p != Parse::ok) {
+            rec.j["reason"] = "malformed SOCKS5 request";
+            co_await write_all(c->client, socks5::reply(req.error_reply));
+            co_return;
+        }
+        buf.erase(0, req.consumed);
+        rec.j["host"] = req.host;
+        rec.j["port"] = req.port;
+        if (req.cmd != socks5::cmd_connect) {
+            rec.j["reason"] = "SOCKS5 command " + std::to_string(req.cmd) + " not supported";
+            co_await write_all(c->client, socks5::reply(socks5::rep_command_not_supported));
+            co_return;
+        }
+        auto t = canonical_target(req.host);
+        if (!t || req.port == 0) {
+            rec.j["reason"] = t ? std::string("port 0") : t.error().one_line();
+            co_await write_all(c->client, socks5::reply(socks5::rep_general_failure));
+            co_return;
+        }
+        t->port = req.port;
+        rec.j["host"] = t->host;
+        deadline.reset();
+        Vetting v = co_await vet(srv, *t);
+        rec.decide(v.verdict);
+        if (!v.verdict.allow) {
+            co_await write_all(c->client, socks5::reply(v.dns_failed ? socks5::rep_host_unreachable
+                                                                     : socks5::rep_not_allowed));
+            co_return;
+        }
+        Dialed d = co_await dial(srv, c, v.addrs, t->port);
+        if (!d.ok) {
+            rec.j["error"] = std::strerror(d.err);
+            co_await write_all(c->client, socks5::reply(socks_code_for(d.err)));
+            co_return;
+        }
+        rec.j["address"] = d.address;
+        std::optional<Address> bound;
+        std::uint16_t bport = 0;
+        sockaddr_storage ss{};
+        socklen_t len = sizeof ss;
+        if (::getsockname(c->upstream->native_handle(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+            bound = address_of(reinterpret_cast<sockaddr*>(&ss));
+            bport = ntohs(ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
+                                                  : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+        }
+        co_await write_all(c->client, socks5::reply(socks5::rep_success, bound, bport));
+        co_await tunnel(srv, c, *t, std::move(buf), rec);
+    } catch (const std::exception& e) {
+        if (!rec.j.contains("error")) rec.j["error"] = e.what();
+    }
+}
+
+// ------------------------------------------------------------ HTTP
+
+// Answer, then close gracefully: a client still sending (an oversized head,
+// a body) would otherwise get a reset that destroys the unread answer.
+awaitable<void> send_error(Server& srv, std::shared_ptr<Conn> c, int status, const std::string& proxy_error,
+                           const std::string& reason) {
+    try {
+        co_await write_all(c->client, http::error_response(status, proxy_error, reason, "cc-egress: " + reason));
+        ErrorCode ec;
+        c->client.shutdown(Sock::shutdown_send, ec);
+        Deadline deadline(srv.io, c, 2000);
+        std::string sink;
+        for (std::size_t total = 0; total < (1u << 20);) {
+            sink.clear();
+            std::size_t n = co_await read_more(c->client, sink);
+            if (n == 0) break;
+            total += n;
+        }
+    } catch (const std::exception&) {
+    }
+}
+
+// Forward a body of known framing from `from` (with `buf` already read) to `to`.
+awaitable<void> forward_body(Server& srv, Sock& from, std::string& buf, Sock& to, const http::Framing& f,
+                             std::uint64_t& count) {
+    using http::BodyKind;
+    if (f.kind == BodyKind::none) co_return;
+    if (f.kind == BodyKind::length || f.kind == BodyKind::until_close) {
+        std::uint64_t want = f.kind == BodyKind::length ? f.length : unlimited;
+        std::size_t now = static_cast<std::size_t>(std::min<std::uint64_t>(want, buf.size()));
+        if (now) {
+            co_await write_all(to, std::string_view(buf).substr(0, now));
+            count += now;
+            buf.erase(0, now);
+            if (want != unlimited) want -= now;
+        }
+        if (want > 0) co_await pump(srv, from, to, count, want, false);
+        co_return;
+    }
+    http::ChunkedScanner scan;
+    while (true) {
+        std::size_t n = scan.feed(buf);
+        if (scan.failed()) throw std::runtime_error("malformed chunked body");
+        if (n) {
+            co_await write_all(to, std::string_view(buf).substr(0, n));
+            count += n;
+            buf.erase(0, n);
+        }
+        if (scan.done()) co_return;
+        if (co_await read_more(from, buf) == 0) throw std::runtime_error("chunked body cut short");
+    }
+}
+
+// Read one head (bounded); "" on a clean EOF before any byte.
+awaitable<std::string> read_head(Sock& s, std::string& buf, bool& too_big) {
+    too_big = false;
+    while (true) {
+        std::size_t n = http::head_length(buf);
+        if (n > http::max_head) {
+            too_big = true;
+            co_return std::string();
+        }
+        if (n) {
+            std::string head = buf.substr(0, n);
+            buf.erase(0, n);
+            co_return head;
+        }
+        if (buf.size() > http::max_head) {
+            too_big = true;
+            co_return std::string();
+        }
+        if (co_await read_more(s, buf, 16 * 1024) == 0) {
+            if (!buf.empty()) throw std::runtime_error("connection closed inside a head");
+            co_return std::string();
+        }
+    }
+}
+
+awaitable<void> serve_connect(Server& srv, std::shared_ptr<Conn> c, const std::string& client,
+                              const http::RequestHead& h, std::string buf) {
+    Record rec(srv, c, "http-connect", client);
+    auto t = parse_authority(h.target);
+    if (!t) {
+        rec.j["host"] = h.target;
+        rec.j["reason"] = "bad CONNECT target: " + t.error().one_line();
+        co_await send_error(srv, c, 400, "", "bad CONNECT target");
+        co_return;
+    }
+    rec.j["host"] = t->host;
+    rec.j["port"] = t->port;
+    Vetting v = co_await vet(srv, *t);
+    rec.decide(v.verdict);
+    if (!v.verdict.allow) {
+        co_await send_error(srv, c, v.dns_failed ? 502 : 403, v.verdict.proxy_error, v.verdict.reason);
+        co_return;
+    }
+    Dialed d = co_await dial(srv, c, v.addrs, t->port);
+    if (!d.ok) {
+        rec.j["error"] = std::strerror(d.err);
+        co_await send_error(srv, c, d.err == ETIMEDOUT ? 504 : 502,
+                            d.err == ECONNREFUSED ? "connection_refused" : "destination_unavailable",
+                            "cannot connect to " + t->host + ": " + std::strerror(d.err));
+        co_return;
+    }
+    rec.j["address"] = d.address;
+    co_await write_all(c->client, "HTTP/1.1 200 Connection established\r\n\r\n");
+    co_await tunnel(srv, c, *t, std::move(buf), rec);
+}
+
+// One absolute-form request; returns false when the client connection ends.
+awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::string& client,
+                              http::RequestHead h, std::string& buf) {
+    Record rec(srv, c, "http", client);
+    rec.j["method"] = h.method;
+    auto uri = http::parse_absolute_uri(h.target);
+    if (!uri) {
+        rec.j["reason"] = uri.error().one_line();
+        bool https = h.target.rfind("https://", 0) == 0;
+        co_await send_error(srv, c, 400, "", https ? "https:// targets need CONNECT" :
+                            h.target.front() == '/' ? "this is a proxy: send an absolute-form request"
+                                                    : "bad request target");
+        co_return false;
+    }
+    const Target& t = uri->target;
+    rec.j["host"] = t.host;
+    rec.j["port"] = t.port;
+    auto framing = http::request_framing(h);
+    if (!framing) {
+        rec.j["reason"] = framing.error().one_line();
+        co_await send_error(srv, c, 400, "", framing.error().one_line());
+        co_return false;
+    }
+    std::string key = t.host + ":" + std::to_string(t.port);
+    bool reused = c->upstream && c->upstream_key == key;
+    if (reused) {
+        rec.decide(srv.cfg.rules->check_target(t));
+    } else {
+        c->close_upstream();
+        Vetting v = co_await vet(srv, t);
+        rec.decide(v.verdict);
+        if (!v.verdict.allow) {
+            co_await send_error(srv, c, v.dns_failed ? 502 : 403, v.verdict.proxy_error, v.verdict.reason);
+            co_return false;
+        }
+        Dialed d = co_await dial(srv, c, v.addrs, t.port);
+        if (!d.ok) {
+            rec.j["error"] = std::strerror(d.err);
+            co_await send_error(srv, c, d.err == ETIMEDOUT ? 504 : 502,
+                                d.err == ECONNREFUSED ? "connection_refused" : "destination_unavailable",
+                                "cannot connect to " + t.host + ": " + std::strerror(d.err));
+            co_return false;
+        }
+        c->upstream_key = key;
+        rec.j["address"] = d.address;
+    }
+    // Answer Expect: 100-continue ourselves; the upstream never sees it.
+    bool expect = http::has_token(h.headers, "expect", "100-continue");
+    std::erase_if(h.headers, [](const http::Header& x) {
+        return x.name.size() == 6 && strncasecmp(x.name.c_str(), "expect", 6) == 0;
+    });
+    bool client_close = http::has_token(h.headers, "connection", "close") ||
+                        (h.version == "HTTP/1.0" && !http::has_token(h.headers, "connection", "keep-alive"));
+    std::string up_head = http::upstream_request_head(h, *uri, *framing);
+    co_await write_all(*c->upstream, up_head);
+    c->up += up_head.size();
+    if (expect && framing->kind != http::BodyKind::none)
+        co_await write_all(c->client, "HTTP/1.1 100 Continue\r\n\r\n");
+    co_await forward_body(srv, c->client, buf, *c->upstream, *framing, c->up);
+
+    std::string ubuf;
+    http::ResponseHead resp;
+    while (true) {
+        bool too_big = false;
+        std::string head = co_await read_head(*c->upstream, ubuf, too_big);
+        if (head.empty()) {
+            c->close_upstream();
+            co_await send_error(srv, c, 502, "http_response_incomplete",
+                                too_big ? "upstream response head too large" : "upstream closed without a response");
+            co_return false;
+        }
+        auto r = http::parse_response_head(head);
+        if (!r) {
+            c->close_upstream();
+            co_await send_error(srv, c, 502, "http_protocol_error", "malformed upstream response");
+            co_return false;
+        }
+        resp = std::move(*r);
+        if (resp.status >= 100 && resp.status < 200) {
+            if (resp.status == 101) {
+                c->close_upstream();
+                co_await send_error(srv, c, 502, "http_protocol_error", "protocol upgrades are not proxied");
+                co_return false;
+            }
+            continue;  // interim responses are hop-local
+        }
+        break;
+    }
+    rec.j["status"] = resp.status;
+    http::Framing rf = http::response_framing(resp, h.method);
+    bool upstream_close = rf.kind == http::BodyKind::until_close || http::has_token(resp.headers, "connection", "close") ||
+                          (resp.version == "HTTP/1.0" && !http::has_token(resp.headers, "connection", "keep-alive"));
+    bool close_after = client_close || rf.kind == http::BodyKind::until_close;
+    std::string down_head = http::client_response_head(resp, rf, close_after);
+    co_await write_all(c->client, down_head);
+    c->down += down_head.size();
+    co_await forward_body(srv, *c->upstream, ubuf, c->client, rf, c->down);
+    if (upstream_close || !ubuf.empty()) c->close_upstream();
+    co_return !close_after;
+}
+
+awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string client) {
+    std::string buf;
+    bool first = true;
+    try {
+        while (!srv.stopping) {
+            std::string head;
+            bool too_big = false;
+            {
+                Deadline deadline(srv.io, c, first ? srv.cfg.handshake_timeout_ms : srv.cfg.idle_timeout_ms);
+                head = co_await read_head(c->client, buf, too_big);
+            }
+            if (too_big) {
+                Record rec(srv, c, "http", client);
+                rec.j["reason"] = "request head larger than " + std::to_string(http::max_head) + " bytes";
+                co_await send_error(srv, c, 431, "", "request head too large");
+                co_return;
+            }
+            if (head.empty()) co_return;
+            first = false;
+            auto h = http::parse_request_head(head);
+            if (!h) {
+                Record rec(srv, c, "http", client);
+                rec.j["reason"] = "malformed request: " + h.error().one_line();
+                co_await send_error(srv, c, 400, "", "malformed request");
+                co_return;
+            }
+            if (h->method == "CONNECT") {
+                c->close_upstream();
+                co_await serve_connect(srv, c, client, *h, std::move(buf));
+                co_return;
+            }
+            if (!co_await serve_forward(srv, c, client, std::move(*h), buf)) co_return;
+        }
+    } catch (const std::exception&) {
+    }
+}
+
+awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener) {
+    auto c = std::make_shared<Conn>(std::move(sock));
+    std::uint64_t id = srv.next_id++;
+    srv.live[id] = c;
+    ++srv.stats.connections;
+    set_nodelay(c->client);
+    std::string client = describe_client(c->client, listener);
+    try {
+        if (kind == Kind::http) co_await serve_http(srv, c, client);
+        else co_await serve_socks(srv, c, client);
+    } catch (const std::exception&) {
+    }
+    c->close();
+    srv.live.erase(id);
+}
+
+awaitable<void> accept_loop(Server& srv, Acceptor& acc, Kind kind, std::string listener) {
+    while (!srv.stopping) {
+        ErrorCode ec;
+        Sock s = co_await acc.async_accept(asio::redirect_error(use_awaitable, ec));
+        if (ec) {
+            if (srv.stopping || ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) co_return;
+            srv.log("accept on " + listener + ": " + ec.message());
+            // Out of descriptors: back off rather than spin.
+            asio::steady_timer t(srv.io, std::chrono::milliseconds(100));
+            co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
+            continue;
+        }
+        asio::co_spawn(srv.io, serve(srv, kind, std::move(s), listener), asio::detached);
+    }
+}
+
+Result<int> listen_fd(const sockaddr* sa, socklen_t len, const std::string& what) {
+    int fd = ::socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return io_error(what, "cannot create socket");
+    int one = 1;
+    if (sa->sa_family != AF_UNIX) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, sa, len) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+        int e = errno;
+        ::close(fd);
+        return io_error(what, "cannot listen", e);
+    }
+    return fd;
+}
+
+Result<std::string> add_listener(Server& srv, int fd, Kind kind, const std::string& listener) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return io_error(listener, "getsockname");
+    auto acc = std::make_unique<Acceptor>(srv.io);
+    ErrorCode ec;
+    acc->assign(Proto(ss.ss_family, IPPROTO_IP), fd, ec);
+    if (ec) return io_error(listener, "cannot use listening socket", ec.value());
+    std::string where = listener;
+    if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
+        auto a = address_of(reinterpret_cast<sockaddr*>(&ss));
+        std::uint16_t port = ntohs(ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
+                                                           : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+        where = (a->v4() ? a->to_string() : "[" + a->to_string() + "]") + ":" + std::to_string(port);
+    }
+    asio::co_spawn(srv.io, accept_loop(srv, *acc, kind, listener.empty() ? where : listener), asio::detached);
+    srv.acceptors.push_back(std::move(acc));
+    return where;
+}
+
+Result<std::string> listen_tcp(Server& srv, const std::string& host, std::uint16_t port, Kind kind) {
+    auto a = parse_ip_literal(host);
+    if (!a) return input_error("'" + host + "'", "listen address must be an IP address");
+    sockaddr_storage ss{};
+    socklen_t len;
+    if (a->v4()) {
+        auto* in = reinterpret_cast<sockaddr_in*>(&ss);
+        in->sin_family = AF_INET;
+        in->sin_port = htons(port);
+        std::memcpy(&in->sin_addr, a->bytes.data() + 12, 4);
+        len = sizeof *in;
+    } else {
+        auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons(port);
+        std::memcpy(&in6->sin6_addr, a->bytes.data(), 16);
+        len = sizeof *in6;
+    }
+    auto fd = listen_fd(reinterpret_cast<sockaddr*>(&ss), len, host + ":" + std::to_string(port));
+    if (!fd) return fd.error();
+    return add_listener(srv, *fd, kind, "");
+}
+
+Result<int> listen_unix(Server& srv, const std::string& path) {
+    sockaddr_un un{};
+    un.sun_family = AF_UNIX;
+    if (path.size() >= sizeof un.sun_path) return input_error("'" + path + "'", "Unix socket path too long");
+    std::memcpy(un.sun_path, path.c_str(), path.size() + 1);
+    auto fd = listen_fd(reinterpret_cast<sockaddr*>(&un), sizeof un, "'" + path + "'");
+    if (!fd) return fd.error();
+    srv.unlink_at_exit.push_back(path);
+    return *fd;
+}
+
+// ------------------------------------------------------------ fd inbox
+
+// A client sends one message: SCM_RIGHTS with listening stream sockets and a
+// JSON payload naming them by index, {"http":[0],"socks":[1]}. Each becomes a
+// listener of that kind; the reply is one line {"ok":true} or {"ok":false,...}.
+std::string take_fds(Server& srv, const std::string& payload, const std::vector<int>& fds,
+                     std::vector<bool>& used) {
+    json j;
+    try {
+        j = json::parse(payload);
+    } catch (const std::exception&) {
+        return "payload is not JSON";
+    }
+    if (!j.is_object()) return "payload must be a JSON object";
+    std::vector<std::pair<int, Kind>> plan;
+    for (auto& [key, val] : j.items()) {
+        Kind kind;
+        if (key == "http") kind = Kind::http;
+        else if (key == "socks") kind = Kind::socks;
+        else return "unknown field '" + key + "'";
+        if (!val.is_array()) return "'" + key + "' must be an array of fd indexes";
+        for (auto& v : val) {
+            if (!v.is_number_unsigned() || v.get<std::size_t>() >= fds.size())
+                return "'" + key + "' names an fd index that was not sent";
+            std::size_t i = v.get<std::size_t>();
+            if (used[i]) return "fd index " + std::to_string(i) + " named twice";
+            used[i] = true;
+            int type = 0, listening = 0;
+            socklen_t l = sizeof type;
+            ::getsockopt(fds[i], SOL_SOCKET, SO_TYPE, &type, &l);
+            l = sizeof listening;
+            ::getsockopt(fds[i], SOL_SOCKET, SO_ACCEPTCONN, &listening, &l);
+            if (type != SOCK_STREAM || !listening) return "fd index " + std::to_string(i) + " is not a listening stream socket";
+            plan.emplace_back(fds[i], kind);
+        }
+    }
+    if (plan.empty()) return "no listeners named";
+    for (auto& [fd, kind] : plan) {
+        int fl = ::fcntl(fd, F_GETFL);
+        ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+        auto r = add_listener(srv, fd, kind, "");
+        if (!r) return r.error().one_line();
+        srv.log("fd inbox: listening for " + std::string(kind == Kind::http ? "http" : "socks") + " on " + *r);
+    }
+    return "";
+}
+
+awaitable<void> serve_inbox_client(Server& srv, Sock s) {
+    auto c = std::make_shared<Conn>(std::move(s));
+    Deadline deadline(srv.io, c, srv.cfg.handshake_timeout_ms);
+    std::string reply;
+    try {
+        c->client.native_non_blocking(true);
+        char data[8192];
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 64)];
+        ssize_t n;
+        msghdr msg{};
+        while (true) {
+            iovec iov{data, sizeof data};
+            msg = msghdr{};
+            msg.msg_iov = &iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = control;
+            msg.msg_controllen = sizeof control;
+            n = ::recvmsg(c->client.native_handle(), &msg, MSG_CMSG_CLOEXEC);
+            if (n < 0 && errno == EAGAIN) {
+                co_await c->client.async_wait(Sock::wait_read, use_awaitable);
+                continue;
+            }
+            break;
+        }
+        std::vector<int> fds;
+        for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); n >= 0 && cm; cm = CMSG_NXTHDR(&msg, cm)) {
+            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+            std::size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (std::size_t i = 0; i < count; ++i) {
+                int fd;
+                std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+                fds.push_back(fd);
+            }
+        }
+        std::string err;
+        std::vector<bool> used(fds.size(), false);
+        if (n <= 0) err = "no message";
+        else if (msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) err = "message or descriptors truncated";
+        else err = take_fds(srv, std::string(data, static_cast<std::size_t>(n)), fds, used);
+        // Descriptors not adopted (unused, or all of them after an error) are closed.
+        for (std::size_t i = 0; i < fds.size(); ++i)
+            if (!used[i] || !err.empty()) {
+                bool adopted = false;
+                for (auto& a : srv.acceptors) adopted = adopted || a->native_handle() == fds[i];
+                if (!adopted) ::close(fds[i]);
+            }
+        reply = err.empty() ? json{{"ok", true}}.dump() : json{{"ok", false}, {"error", err}}.dump();
+        if (!err.empty()) srv.log("fd inbox: " + err);
+        reply += "\n";
+        co_await write_all(c->client, reply);
+    } catch (const std::exception&) {
+    }
+    c->close();
+}
+
+awaitable<void> inbox_loop(Server& srv, Acceptor& acc) {
+    while (!srv.stopping) {
+        ErrorCode ec;
+        Sock s = co_await acc.async_accept(asio::redirect_error(use_awaitable, ec));
+        if (ec) {
+            if (srv.stopping || ec == asio::error::operation_aborted) co_return;
+            continue;
+        }
+        asio::co_spawn(srv.io, serve_inbox_client(srv, std::move(s)), asio::detached);
+    }
+}
+
+// A parent that dies closes our stdin: stop with it.
+awaitable<void> watch_stdin(Server& srv) {
+    std::array<char, 512> buf;
+    ErrorCode ec;
+    while (!ec) co_await srv.stdin_watch->async_read_some(asio::buffer(buf), asio::redirect_error(use_awaitable, ec));
+    if (!srv.stopping) {
+        srv.log("stdin closed: stopping");
+        srv.stop();
+    }
+}
+
+// Up to the hard limit: 1,000 tunnels are 2,000 sockets plus pipes.
+void raise_fd_limit() {
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+}  // namespace
+
+Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
+    raise_fd_limit();
+    Server srv(cfg);
+    auto resolver = Resolver::create(cfg.dns);
+    if (!resolver) return resolver.error();
+    srv.resolver = std::move(*resolver);
+
+    json ready = {{"event", "ready"}};
+    auto cleanup = [&] {
+        for (const auto& p : srv.unlink_at_exit) ::unlink(p.c_str());
+    };
+    auto fail = [&](const Error& e) -> Result<ProxyStats> {
+        srv.stop();
+        cleanup();
+        return e;
+    };
+    auto h = listen_tcp(srv, cfg.listen_host, cfg.http_port, Kind::http);
+    if (!h) return fail(h.error());
+    auto s = listen_tcp(srv, cfg.listen_host, cfg.socks_port, Kind::socks);
+    if (!s) return fail(s.error());
+    ready["http"] = *h;
+    ready["socks"] = *s;
+    if (cfg.unix_dir) {
+        for (auto [name, kind, field] : {std::tuple{"http.sock", Kind::http, "httpUnix"},
+                                         std::tuple{"socks.sock", Kind::socks, "socksUnix"}}) {
+            std::string path = *cfg.unix_dir + "/" + name;
+            auto fd = listen_unix(srv, path);
+            if (!fd) return fail(fd.error());
+            auto r = add_listener(srv, *fd, kind, "unix:" + path);
+            if (!r) return fail(r.error());
+            ready[field] = path;
+        }
+    }
+    if (cfg.fd_inbox) {
+        auto fd = listen_unix(srv, *cfg.fd_inbox);
+        if (!fd) return fail(fd.error());
+        auto acc = std::make_unique<Acceptor>(srv.io);
+        ErrorCode ec;
+        acc->assign(Proto(AF_UNIX, 0), *fd, ec);
+        if (ec) return fail(io_error(*cfg.fd_inbox, "cannot use inbox socket", ec.value()));
+        asio::co_spawn(srv.io, inbox_loop(srv, *acc), asio::detached);
+        srv.acceptors.push_back(std::move(acc));
+        ready["fdInbox"] = *cfg.fd_inbox;
+    }
+
+    srv.signals.emplace(srv.io, SIGTERM, SIGINT);
+    srv.signals->async_wait([&srv](ErrorCode ec, int sig) {
+        if (ec) return;
+        srv.log(std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+        srv.stop();
+    });
+    if (cfg.exit_with_stdin) {
+        struct stat st {};
+        if (::fstat(0, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
+            srv.stdin_watch.emplace(srv.io, ::dup(0));
+            asio::co_spawn(srv.io, watch_stdin(srv), asio::detached);
+        } else {
+            srv.log("--exit-with-stdin: stdin is not a pipe; ignored");
+            ready["exitWithStdin"] = false;
+        }
+    }
+    for (auto& [k, v] : cfg.ready.items()) ready[k] = v;
+    if (cfg.on_ready) cfg.on_ready(ready);
+
+    srv.io.run();
+    cleanup();
+    return srv.stats;
+}
+
+}  // namespace cc::net

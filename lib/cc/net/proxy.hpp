@@ -1,0 +1,58 @@
+// The session's proxy pair on one single-threaded Boost.Asio loop: an HTTP
+// proxy (CONNECT tunnels and absolute-form http:// requests with keep-alive)
+// and a SOCKS5 proxy (RFC 1928, no-auth CONNECT), on 127.0.0.1, optionally on
+// Unix sockets, and on listening sockets handed over an fd inbox.
+//
+//   cc::net::ProxyConfig c;  c.rules = ...;  c.on_ready = [](json ready) {...};
+//   cc::net::ProxyStats s = cc::net::run_proxy(c).value();   // returns on SIGTERM/SIGINT
+//
+// Every connection is decided by RuleSet (rules.hpp): name and IP-literal
+// rules first, then the name is resolved once (resolver.hpp), every address
+// vetted, and a vetted address dialled. Tunnels are relayed with splice(2)
+// through pipes (no copy through user space), TCP_NODELAY on both legs.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cc/core/result.hpp"
+#include "cc/net/resolver.hpp"
+#include "cc/net/rules.hpp"
+
+namespace cc::net {
+
+struct ProxyConfig {
+    std::shared_ptr<const RuleSet> rules;
+    ResolverOptions dns;
+    std::string listen_host = "127.0.0.1";
+    std::uint16_t http_port = 0;   // 0: ephemeral
+    std::uint16_t socks_port = 0;
+    std::optional<std::string> unix_dir;  // DIR/http.sock and DIR/socks.sock
+    std::optional<std::string> fd_inbox;  // Unix socket receiving listening fds (SCM_RIGHTS)
+    bool exit_with_stdin = false;         // stop when stdin (a pipe) reaches EOF
+    bool sni_check = true;                // tunnels: TLS server name must match the target
+    int handshake_timeout_ms = 10000;     // request head / SOCKS handshake / first TLS record
+    int connect_timeout_ms = 10000;
+    int idle_timeout_ms = 60000;          // keep-alive between absolute-form requests
+    // Called once, listening, with the ready event (listen addresses filled in).
+    nlohmann::json ready;                  // extra fields merged into the ready line
+    std::function<void(const nlohmann::json&)> on_ready;
+    std::function<void(const nlohmann::json&)> on_connection;  // one per connection / request
+    std::function<void(const std::string&)> on_log;            // human log line (stderr)
+};
+
+struct ProxyStats {
+    std::uint64_t connections = 0;
+    std::uint64_t denied = 0;
+};
+
+// Listens, serves until SIGTERM/SIGINT (or stdin EOF when asked), closes every
+// tunnel, and returns. Errors before listening (a port in use, a bad Unix
+// directory) come back as values and nothing is left listening.
+Result<ProxyStats> run_proxy(const ProxyConfig& config);
+
+}  // namespace cc::net

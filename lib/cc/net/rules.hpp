@@ -1,0 +1,88 @@
+// The egress rule set of one session, and the decision for one target
+// (F18-F21). A library user (cc-wrap printing its plan, cc-egress --check)
+// builds it exactly as the proxy does:
+//
+//   cc::net::RuleOptions o;  o.spec_allow = spec.egressAllowlist;  o.allow = {"*.example.com"};
+//   auto rules = cc::net::build_rules(o);            // input error names a bad pattern / file
+//   auto t = cc::net::canonical_target("api.github.com");
+//   cc::net::Verdict v = rules->check_target(*t);    // name rules, no DNS
+//   for (auto& a : resolved) v = rules->check_resolved(*t, a);   // DNS rebinding checks
+//   nlohmann::json plan = rules->to_json();
+//
+// Order (protocols.md B3): normalise; network off denies all; always-deny
+// names and addresses beat every allow; then the allowlist (names by
+// pattern, IP literals only by an entry for that exact address); then, for
+// names, every resolved address is vetted: always-deny, operator deny, and
+// non-public ranges (loopback, private, link-local, ...) unless an allow entry
+// names that exact address. The dialled address is one that was vetted.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "cc/core/result.hpp"
+#include "cc/net/host.hpp"
+
+namespace cc::net {
+
+struct Verdict {
+    bool allow = false;
+    std::string rule;    // what decided: "allow *.github.com (github)", "always-deny 169.254.0.0/16"
+    std::string reason;  // a short sentence for logs and the 403 body
+    // RFC 9209 Proxy-Status error type: http_request_denied, destination_ip_prohibited.
+    std::string proxy_error = "http_request_denied";
+};
+
+struct NameRule {
+    HostPattern pattern;
+    std::string source;  // "baseline", "github", "spec", "--allow", "FILE:LINE", "always-deny"
+};
+struct AddressRule {
+    Cidr cidr;
+    std::string source;
+};
+
+struct RuleOptions {
+    bool network = true;                  // false: both proxies run, everything is refused
+    bool baseline = true;                 // share/cc/egress/baseline-allow.txt and github.txt
+    std::vector<std::string> spec_allow;  // SandboxSpec.egressAllowlist
+    std::vector<std::string> allow;       // --allow
+    std::vector<std::string> allow_files; // --allow-file
+    std::vector<std::string> deny;        // --deny: name patterns or addresses/CIDR blocks
+    std::string data_dir;                 // empty: cc::io::data_dir() + "/egress"
+};
+
+class RuleSet {
+public:
+    bool network = true;
+    std::vector<NameRule> allow_names;
+    std::vector<AddressRule> allow_addresses;  // exact addresses only
+    std::vector<NameRule> deny_names;          // always-deny first, then --deny
+    std::vector<AddressRule> deny_addresses;   // always-deny first, then --deny
+    std::vector<AddressRule> non_public;       // refused unless allowed exactly
+
+    // Name and IP-literal rules; no resolution.
+    Verdict check_target(const Target& t) const;
+    // One address a name resolved to (or the literal itself): always-deny,
+    // --deny, and non-public ranges unless allowed exactly.
+    Verdict check_address(const Target& t, const Address& a) const;
+    // Is this SNI acceptable on a tunnel opened for `t`? Equal after
+    // normalisation, or itself allowed by the name rules.
+    Verdict check_sni(const Target& t, const std::string& sni) const;
+
+    nlohmann::json to_json() const;
+
+private:
+    const AddressRule* find_address(const std::vector<AddressRule>& list, const Address& a) const;
+    bool allowed_exactly(const Address& a) const;
+};
+
+Result<RuleSet> build_rules(const RuleOptions& o);
+
+// One list file: one entry a line, '#' starts a comment, blank lines ignored.
+// Entries are returned with their "FILE:LINE" source.
+Result<std::vector<std::pair<std::string, std::string>>> read_list_file(const std::string& path);
+
+}  // namespace cc::net

@@ -1,0 +1,242 @@
+#include "rig.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/process.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace cc::test::rig {
+
+namespace bp = boost::process;
+namespace fs = std::filesystem;
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+void write_file(const std::string& path, const std::string& text, unsigned mode) {
+    std::ofstream(path, std::ios::binary) << text;
+    ::chmod(path.c_str(), mode);
+}
+
+int bound_loopback_socket(int* port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+int free_port() {
+    int port = 0;
+    ::close(bound_loopback_socket(&port));
+    return port;
+}
+
+namespace {
+
+bool port_open(int port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    bool okc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    return okc;
+}
+
+pid_t spawn(const std::vector<std::string>& argv, const std::string& out, const std::string& err) {
+    std::vector<std::string> args(argv.begin() + 1, argv.end());
+    auto exe = argv[0].find('/') == std::string::npos ? bp::search_path(argv[0]) : boost::filesystem::path(argv[0]);
+    bp::child c(exe, bp::args(args), bp::std_in < bp::null, bp::std_out > out, bp::std_err > err);
+    pid_t pid = c.id();
+    c.detach();
+    return pid;
+}
+
+int reap(pid_t pid, int sig) {
+    if (pid <= 0) return -1;
+    ::kill(pid, sig);
+    int st = 0;
+    for (int i = 0; i < 200; ++i) {
+        pid_t r = ::waitpid(pid, &st, WNOHANG);
+        if (r == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (r < 0) return -1;
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &st, 0);
+    return 128 + SIGKILL;
+}
+
+}  // namespace
+
+RunResult git(const std::vector<std::string>& args, const std::string& cwd,
+              const std::map<std::string, std::string>& extra_env) {
+    std::vector<std::string> argv{"git"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    RunOptions o;
+    o.cwd = cwd;
+    o.timeout_ms = 120000;
+    o.env = {{"GIT_CONFIG_NOSYSTEM", "1"},
+             {"GIT_CONFIG_GLOBAL", "/dev/null"},
+             {"HOME", scratch_dir()},
+             {"GIT_TERMINAL_PROMPT", "0"},
+             {"GIT_AUTHOR_NAME", "cc test"},
+             {"GIT_AUTHOR_EMAIL", "cc@test.invalid"},
+             {"GIT_COMMITTER_NAME", "cc test"},
+             {"GIT_COMMITTER_EMAIL", "cc@test.invalid"},
+             {"LC_ALL", "C"}};
+    o.unset_env = {"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"};
+    for (const auto& [k, v] : extra_env) o.env[k] = v;
+    return run(argv, o);
+}
+
+std::string work_repo(const std::string& name) {
+    std::string dir = scratch_dir() + "/work-" + name;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    git({"init", "-q", "-b", "main"}, dir);
+    commit(dir, "README", "hello\n");
+    return dir;
+}
+
+std::string commit(const std::string& repo, const std::string& file, const std::string& text) {
+    write_file(repo + "/" + file, text);
+    git({"add", file}, repo);
+    git({"commit", "-q", "-m", "change " + file}, repo);
+    auto r = git({"rev-parse", "HEAD"}, repo);
+    std::string oid = r.out;
+    while (!oid.empty() && oid.back() == '\n') oid.pop_back();
+    return oid;
+}
+
+Upstream::Upstream() {
+    dir_ = scratch_dir() + "/upstream-" + std::to_string(::getpid());
+    fs::create_directories(dir_ + "/repos");
+    fs::create_directories(dir_ + "/uploads");
+    write_file(dir_ + "/users", "x-access-token:" + write_token + "\nreader:" + read_token + "\n", 0600);
+    std::string backend = "/usr/lib/git-core/git-http-backend";
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        port_ = free_port();
+        std::string auth = R"(("method" => "basic", "realm" => "git", "require" => )";
+        std::string conf;
+        conf += "server.document-root = \"" + dir_ + "\"\n";
+        conf += "server.bind = \"127.0.0.1\"\nserver.port = " + std::to_string(port_) + "\n";
+        conf += "server.errorlog = \"" + dir_ + "/error.log\"\n";
+        conf += "server.upload-dirs = (\"" + dir_ + "/uploads\")\n";
+        conf += "server.modules = (\"mod_auth\", \"mod_authn_file\", \"mod_alias\", \"mod_setenv\", \"mod_cgi\")\n";
+        conf += "auth.backend = \"plain\"\nauth.backend.plain.userfile = \"" + dir_ + "/users\"\n";
+        conf += "alias.url = (\"/git/\" => \"" + backend + "/\")\n";
+        conf += "$HTTP[\"url\"] =~ \"^/git/\" {\n  cgi.assign = (\"\" => \"\")\n";
+        conf += "  setenv.add-environment = (\"GIT_PROJECT_ROOT\" => \"" + dir_ +
+                "/repos\", \"GIT_HTTP_EXPORT_ALL\" => \"1\", \"GIT_CONFIG_NOSYSTEM\" => \"1\", \"HOME\" => \"" + dir_ +
+                "\")\n";
+        conf += "  auth.require = (\"\" => " + auth + "\"valid-user\"))\n}\n";
+        // Pushing needs the write user, for the advertisement and the POST alike.
+        conf += "$HTTP[\"querystring\"] =~ \"service=git-receive-pack\" {\n  auth.require = (\"\" => " + auth +
+                "\"user=x-access-token\"))\n}\n";
+        conf += "$HTTP[\"url\"] =~ \"/git-receive-pack$\" {\n  auth.require = (\"\" => " + auth +
+                "\"user=x-access-token\"))\n}\n";
+        write_file(dir_ + "/lighttpd.conf", conf);
+        pid_ = spawn({"lighttpd", "-D", "-f", dir_ + "/lighttpd.conf"}, dir_ + "/stdout.log", dir_ + "/stderr.log");
+        for (int i = 0; i < 100 && !port_open(port_); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        if (port_open(port_)) return;
+        reap(pid_, SIGTERM);
+        pid_ = -1;
+    }
+    throw std::runtime_error("lighttpd did not start: " + read_file(dir_ + "/stderr.log") + read_file(dir_ + "/error.log"));
+}
+
+Upstream::~Upstream() { reap(pid_, SIGTERM); }
+
+std::string Upstream::base() const { return "http://127.0.0.1:" + std::to_string(port_) + "/git"; }
+std::string Upstream::repo_path(const std::string& on) const { return dir_ + "/repos/" + on + ".git"; }
+
+std::string Upstream::create_repo(const std::string& on) {
+    std::string p = repo_path(on);
+    fs::remove_all(p);
+    fs::create_directories(p);
+    git({"init", "-q", "--bare", "-b", "main"}, p);
+    git({"config", "receive.advertisePushOptions", "true"}, p);
+    git({"config", "http.receivepack", "true"}, p);
+    // Keep pushed packs as they are (as GitHub does) instead of exploding
+    // them into zlib-compressed loose objects, which dominates big pushes.
+    git({"config", "receive.unpackLimit", "1"}, p);
+    return p;
+}
+
+std::string Upstream::read_url(const std::string& on) const {
+    return "http://reader:" + read_token + "@127.0.0.1:" + std::to_string(port_) + "/git/" + on + ".git";
+}
+std::string Upstream::write_url(const std::string& on) const {
+    return "http://x-access-token:" + write_token + "@127.0.0.1:" + std::to_string(port_) + "/git/" + on + ".git";
+}
+
+std::string Upstream::ref(const std::string& on, const std::string& ref) const {
+    auto r = git({"rev-parse", "--verify", "-q", ref}, repo_path(on));
+    std::string oid = r.status == 0 ? r.out : "";
+    while (!oid.empty() && oid.back() == '\n') oid.pop_back();
+    return oid;
+}
+
+Gateway::Gateway(const std::vector<std::string>& args) {
+    static int n = 0;
+    std::string base = scratch_dir() + "/gateway-" + std::to_string(++n);
+    out_ = base + ".out";
+    err_ = base + ".err";
+    std::vector<std::string> argv{bin("cc-pushgate")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    pid_ = spawn(argv, out_, err_);
+    for (int i = 0; i < 250; ++i) {
+        std::string text = read_file(out_);
+        auto nl = text.find('\n');
+        if (nl != std::string::npos) {
+            auto j = nlohmann::json::parse(text.substr(0, nl), nullptr, false);
+            if (j.is_object() && j.value("event", "") == "ready") url_ = j.value("url", "");
+            break;
+        }
+        int st;
+        if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+            pid_ = -1;
+            throw std::runtime_error("cc-pushgate exited: " + read_file(err_));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (url_.empty()) throw std::runtime_error("cc-pushgate gave no ready line: " + read_file(err_));
+}
+
+Gateway::~Gateway() { reap(pid_, SIGTERM); }
+
+int Gateway::stop() {
+    int st = reap(pid_, SIGTERM);
+    pid_ = -1;
+    return st;
+}
+
+int Gateway::port() const { return std::stoi(url_.substr(url_.rfind(':') + 1)); }
+std::string Gateway::stdout_text() const { return read_file(out_); }
+std::string Gateway::stderr_text() const { return read_file(err_); }
+
+}  // namespace cc::test::rig

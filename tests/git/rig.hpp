@@ -1,0 +1,81 @@
+// Test fixtures for cc-pushgate: a real smart-HTTP upstream (lighttpd running
+// git http-backend as CGI, Basic auth where the read token can fetch and only
+// the write token can push) and the gateway binary itself, both on 127.0.0.1,
+// each started per test binary on a free port and stopped by PID.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace cc::test::rig {
+
+inline const std::string write_token = "w-7f3a9c1e5b";
+inline const std::string read_token = "r-2d8e4b6a0c";
+
+// lighttpd + git http-backend. Users: "x-access-token" (the write token as
+// password; GitHub's username for installation tokens) and "reader" (the read
+// token). receive-pack (advertisement and POST) requires x-access-token.
+class Upstream {
+public:
+    Upstream();  // starts it; CC_SKIP-worthy failures throw
+    ~Upstream();
+    Upstream(const Upstream&) = delete;
+    Upstream& operator=(const Upstream&) = delete;
+
+    std::string base() const;                       // http://127.0.0.1:P/git
+    std::string create_repo(const std::string& owner_name);  // bare repo path
+    std::string read_url(const std::string& owner_name) const;   // with reader:READ
+    std::string write_url(const std::string& owner_name) const;  // with x-access-token:WRITE
+    std::string repo_path(const std::string& owner_name) const;
+    // refs/heads/x -> oid in the bare repo, "" when absent.
+    std::string ref(const std::string& owner_name, const std::string& ref) const;
+    pid_t pid() const { return pid_; }
+
+private:
+    std::string dir_;
+    int port_ = 0;
+    pid_t pid_ = -1;
+};
+
+// The cc-pushgate binary, stdout and stderr to files in the scratch dir.
+class Gateway {
+public:
+    explicit Gateway(const std::vector<std::string>& args);
+    ~Gateway();
+    Gateway(const Gateway&) = delete;
+    Gateway& operator=(const Gateway&) = delete;
+
+    const std::string& url() const { return url_; }  // http://127.0.0.1:P/
+    std::string push_url(const std::string& owner_name) const { return url_ + "github.com/" + owner_name + ".git"; }
+    int port() const;
+    std::string stdout_text() const;
+    std::string stderr_text() const;
+    // SIGTERM, wait; returns the exit status.
+    int stop();
+    pid_t pid() const { return pid_; }
+
+private:
+    std::string out_, err_, url_;
+    pid_t pid_ = -1;
+};
+
+// git with a clean environment: no global/system config, no prompts.
+RunResult git(const std::vector<std::string>& args, const std::string& cwd,
+              const std::map<std::string, std::string>& extra_env = {});
+// A fresh work repo with one commit on `main`; returns its path.
+std::string work_repo(const std::string& name);
+// Commit a new file in `repo`; returns the new HEAD.
+std::string commit(const std::string& repo, const std::string& file, const std::string& text);
+// A TCP socket bound to 127.0.0.1 on a free port (not listening yet).
+int bound_loopback_socket(int* port);
+// A free TCP port on 127.0.0.1 (bound, read, closed).
+int free_port();
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& text, unsigned mode = 0644);
+
+}  // namespace cc::test::rig

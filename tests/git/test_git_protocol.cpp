@@ -1,0 +1,299 @@
+// Unit tests of the pure protocol code in lib/cc/git: pkt-lines, the
+// receive-pack request prefix, reports, side-band, HTTP framing, routes.
+#include "harness.hpp"
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cc/git/http.hpp"
+#include "cc/git/pkt_line.hpp"
+#include "cc/git/receive_pack.hpp"
+#include "cc/git/token.hpp"
+
+using namespace cc::git;
+
+namespace {
+const std::string A(40, 'a'), B(40, 'b'), Z(40, '0');
+const std::string caps = "report-status-v2 side-band-64k quiet object-format=sha1 agent=git/2.39.5";
+
+std::string cmd(const std::string& o, const std::string& n, const std::string& ref, bool first) {
+    return pkt(o + " " + n + " " + ref + (first ? std::string(1, '\0') + caps : "") + "\n");
+}
+
+cc::Result<bool> feed_bytewise(RequestParser& p, const std::string& bytes) {
+    cc::Result<bool> r = false;
+    for (char c : bytes) {
+        r = p.feed(std::string_view(&c, 1));
+        if (!r) return r;
+    }
+    return r;
+}
+}  // namespace
+
+TEST_CASE("pkt encodes the length in four lower-case hex digits") {
+    CHECK(pkt("unpack ok\n") == "000eunpack ok\n");
+    CHECK(pkt("") == "0004");
+    CHECK(pkt(std::string(65516, 'x')).substr(0, 4) == "fff0");
+}
+
+TEST_CASE("PktReader takes packets across arbitrary slices and refuses bad lengths") {
+    PktReader r;
+    r.feed("000");
+    auto p = r.next();
+    REQUIRE(p);
+    CHECK(!*p);
+    r.feed("9hello0000");
+    p = r.next();
+    REQUIRE(p);
+    REQUIRE(*p);
+    CHECK((*p)->payload == "hello");
+    p = r.next();
+    REQUIRE(p);
+    CHECK((*p)->kind == Pkt::Kind::flush);
+    PktReader bad;
+    bad.feed("zzzz");
+    CHECK(!bad.next());
+    PktReader three;
+    three.feed("0003");
+    CHECK(!three.next());
+    PktReader huge;
+    huge.feed("fff1");
+    CHECK(!huge.next());
+}
+
+TEST_CASE("RequestParser reads commands, capabilities and push options, leaving the pack") {
+    std::string body = cmd(A, B, "refs/heads/main", true) + cmd(Z, B, "refs/heads/new", false) +
+                       cmd(A, Z, "refs/heads/gone", false) + "0000" + "PACKdata";
+    RequestParser p;
+    auto r = feed_bytewise(p, body);
+    REQUIRE(r);
+    CHECK(*r);
+    const auto& req = p.request();
+    REQUIRE(req.commands.size() == 3);
+    CHECK(req.commands[0].kind() == "update");
+    CHECK(req.commands[1].kind() == "create");
+    CHECK(req.commands[2].kind() == "delete");
+    CHECK(req.has("side-band-64k"));
+    CHECK(!req.atomic());
+    CHECK(req.sideband_max() == max_sideband64k_data);
+    CHECK(p.take_rest() == "PACKdata");
+
+    std::string with_opts = pkt(A + " " + B + " refs/heads/x" + std::string(1, '\0') + "push-options atomic\n") +
+                            "0000" + pkt("ci.skip") + pkt("title=hello world") + "0000" + "PACK";
+    RequestParser q;
+    REQUIRE(*q.feed(with_opts));
+    CHECK(q.request().options == std::vector<std::string>{"ci.skip", "title=hello world"});
+    CHECK(q.request().atomic());
+    CHECK(q.take_rest() == "PACK");
+}
+
+TEST_CASE("encode_prefix rebuilds a subset with the capabilities on the new first line") {
+    std::string body = pkt("shallow " + A + "\n") + cmd(A, B, "refs/heads/main", true) +
+                       cmd(Z, B, "refs/heads/ok", false) + "0000";
+    RequestParser p;
+    REQUIRE(*p.feed(body));
+    auto out = encode_prefix(p.request(), {p.request().commands[1]});
+    RequestParser again;
+    REQUIRE(*again.feed(out));
+    REQUIRE(again.request().commands.size() == 1);
+    CHECK(again.request().commands[0].ref == "refs/heads/ok");
+    CHECK(again.request().capabilities == p.request().capabilities);
+    CHECK(again.request().shallow == std::vector<std::string>{A});
+}
+
+TEST_CASE("RequestParser refuses malformed requests") {
+    auto fails = [](const std::string& body, const std::string& what) {
+        RequestParser p;
+        auto r = p.feed(body);
+        bool failed = !r || (!*r && !p.finish());
+        INFO(what);
+        CHECK(failed);
+        std::string msg = !r ? r.error().message : p.finish().error().message;
+        return msg;
+    };
+    CHECK(fails("00zz", "bad length").find("bad length") != std::string::npos);
+    CHECK(fails(cmd(A, B, "refs/heads/main", true), "missing flush").find("missing flush") != std::string::npos);
+    CHECK(fails(cmd(A, B, "refs/heads/" + std::string(2000, 'x'), true) + "0000", "long ref").find("longer than") !=
+          std::string::npos);
+    fails(pkt(A + " " + B + " refs/heads/main\n") + "0000", "no capabilities");
+    fails(cmd("xyz", B, "refs/heads/main", true) + "0000", "bad oid");
+    fails(cmd(A, B, "refs/heads/a..b", true) + "0000", "dotdot");
+    fails(cmd(A, B, "heads/main", true) + "0000", "not under refs/");
+    fails(pkt("push-cert" + std::string(1, '\0') + caps + "\n"), "push-cert");
+    fails(std::string("00a"), "truncated");
+}
+
+TEST_CASE("a flush alone is the probe of a large push") {
+    RequestParser p;
+    REQUIRE(*p.feed("0000"));
+    CHECK(p.request().is_probe());
+}
+
+TEST_CASE("reports carry git's exact bytes, side-band wrapped when asked") {
+    std::vector<RefStatus> refs{{"refs/heads/main", false, "Control Center policy: push to refs/heads/main is not allowed"}};
+    std::string rep = report_status(refs);
+    CHECK(rep ==
+          "000eunpack ok\n0055ng refs/heads/main Control Center policy: push to refs/heads/main is not allowed\n0000");
+    RequestParser p;
+    REQUIRE(*p.feed(cmd(A, B, "refs/heads/main", true) + "0000"));
+    std::string body = response_body(p.request(), {}, rep);
+    CHECK(body == pkt("\x01" + rep) + "0000");
+    std::string with_msg = response_body(p.request(), {"Control Center: rule matched"}, rep);
+    CHECK(with_msg.substr(0, 4 + 1 + 29) == pkt("\x02" "Control Center: rule matched\n"));
+    CHECK(one_line("a\nb\x01") == "a b ");
+}
+
+TEST_CASE("merge_report appends rejections before upstream's flush") {
+    std::string up = pkt("unpack ok\n") + pkt("ok refs/heads/f3\n") + "0000";
+    auto m = merge_report(up, {{"refs/heads/main", false, "Control Center policy: no"}});
+    REQUIRE(m);
+    CHECK(*m == pkt("unpack ok\n") + pkt("ok refs/heads/f3\n") + pkt("ng refs/heads/main Control Center policy: no\n") + "0000");
+    CHECK(!merge_report(pkt("unpack ok\n"), {}));
+}
+
+TEST_CASE("SidebandDemux relays progress at once and collects band 1") {
+    SidebandDemux d;
+    std::string stream = sideband(2, "progress\n") + sideband(1, "000eunpack ok\n") + sideband(1, "0000") + "0000";
+    std::string relayed;
+    for (std::size_t i = 0; i < stream.size(); i += 3) {
+        auto r = d.feed(stream.substr(i, 3));
+        REQUIRE(r);
+        relayed += *r;
+    }
+    CHECK(relayed == sideband(2, "progress\n"));
+    CHECK(d.band1() == "000eunpack ok\n0000");
+    CHECK(d.saw_flush());
+    SidebandDemux bad;
+    CHECK(!bad.feed(pkt("\x07x")));
+    std::string big(200000, 'y');
+    CHECK(sideband(1, big).size() == big.size() + 4 * 5);  // 4 packets of 65516 bytes
+}
+
+TEST_CASE("advertisements: push-cert is stripped, synthetic and error forms parse") {
+    std::string adv = pkt("# service=git-receive-pack\n") + "0000" +
+                      pkt(A + " refs/heads/main" + std::string(1, '\0') + "report-status push-cert=1234-abc atomic\n") +
+                      pkt(B + " refs/heads/f2\n") + "0000";
+    auto f = filter_advertisement(adv);
+    REQUIRE(f);
+    CHECK(f->find("push-cert") == std::string::npos);
+    CHECK(f->find("report-status atomic\n") != std::string::npos);
+    CHECK(f->find(B + " refs/heads/f2\n") != std::string::npos);
+    CHECK(!filter_advertisement("0010not an advert0000"));
+    CHECK(filter_advertisement(synthetic_advertisement()));
+    CHECK(error_advertisement("no").find("ERR no") != std::string::npos);
+}
+
+TEST_CASE("routes and repository names are normalised before the allowlist") {
+    auto r = parse_route("/github.com/Acme/Demo.git/info/refs?service=git-receive-pack");
+    CHECK(r.kind == Route::Kind::info_refs);
+    CHECK(r.service == "git-receive-pack");
+    CHECK(r.repo_key == "github.com/acme/demo");
+    CHECK(parse_route("/acme/demo/git-receive-pack").kind == Route::Kind::receive_pack);
+    CHECK(parse_route("/acme/demo.git/git-upload-pack").kind == Route::Kind::upload_pack);
+    CHECK(parse_route("/acme/../etc/git-receive-pack").kind == Route::Kind::other);
+    CHECK(parse_route("/acme/d%2e/git-receive-pack").kind == Route::Kind::other);
+    CHECK(parse_route("/github.com/acme/git-receive-pack").kind == Route::Kind::other);
+    for (const char* s : {"acme/demo", "Acme/Demo.git", "github.com/acme/demo/", "https://github.com/ACME/demo.git",
+                          "git@github.com:acme/demo.git", "ssh://git@github.com/acme/demo"}) {
+        auto n = normalise_repo(s);
+        INFO(s);
+        REQUIRE(n);
+        CHECK(*n == "github.com/acme/demo");
+    }
+    CHECK(!normalise_repo("acme"));
+    CHECK(!normalise_repo("a/b/c"));
+}
+
+TEST_CASE("git_config_text rewrites the three GitHub push spellings and bypasses proxies") {
+    std::string t = git_config_text("http://127.0.0.1:9/");
+    CHECK(t.find("[url \"http://127.0.0.1:9/github.com/\"]") != std::string::npos);
+    for (const auto& p : github_push_prefixes()) CHECK(t.find("pushInsteadOf = " + p + "\n") != std::string::npos);
+    CHECK(t.find("[http \"http://127.0.0.1:9/\"]\n\tproxy = \"\"") != std::string::npos);
+}
+
+TEST_CASE("HTTP heads: parsed, limits enforced, double framing refused") {
+    std::string buf = "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nConnection: close\r\n\r\n0000";
+    auto h = http::take_head(buf);
+    REQUIRE(h);
+    REQUIRE(*h);
+    CHECK((*h)->method == "POST");
+    CHECK(!(*h)->keep_alive());
+    CHECK(buf == "0000");
+    std::string partial = "GET / HTTP/1.1\r\nHost";
+    auto p = http::take_head(partial);
+    REQUIRE(p);
+    CHECK(!*p);
+    std::string both = "POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n";
+    CHECK(!http::take_head(both));
+    std::string huge = "GET / HTTP/1.1\r\nX: " + std::string(70000, 'a');
+    CHECK(!http::take_head(huge));
+    CHECK(!http::parse_content_length("-1"));
+    CHECK(*http::parse_content_length("42") == 42);
+}
+
+TEST_CASE("ChunkedDecoder decodes across slices and refuses bad framing") {
+    std::string wire = "4;ext=1\r\n0000\r\n1a\r\n" + std::string(26, 'z') + "\r\n0\r\nX-T: 1\r\n\r\n";
+    http::ChunkedDecoder d;
+    std::string out;
+    for (char c : wire) {
+        auto r = d.decode(std::string_view(&c, 1), out, 1000);
+        REQUIRE(r);
+    }
+    CHECK(d.done());
+    CHECK(out == "0000" + std::string(26, 'z'));
+    http::ChunkedDecoder bad;
+    std::string o2;
+    CHECK(!bad.decode("zz\r\n", o2, 100));
+    http::ChunkedDecoder nocrlf;
+    CHECK(!nocrlf.decode("1\r\nab", o2, 100));
+}
+
+TEST_CASE("the App JWT is RS256 over header.claims and verifies with the public key") {
+    EVP_PKEY* key = EVP_RSA_gen(2048);
+    REQUIRE(key);
+    BIO* bio = BIO_new(BIO_s_mem());
+    PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr);
+    char* data = nullptr;
+    long len = BIO_get_mem_data(bio, &data);
+    std::string pem(data, static_cast<std::size_t>(len));
+    BIO_free(bio);
+    auto jwt = make_app_jwt(pem, "12345", 1700000000);
+    REQUIRE(jwt);
+    auto d1 = jwt->find('.'), d2 = jwt->rfind('.');
+    CHECK(jwt->substr(0, d1) == base64url(R"({"alg":"RS256","typ":"JWT"})"));
+    CHECK(jwt->substr(d1 + 1, d2 - d1 - 1) == base64url(R"({"exp":1700000540,"iat":1699999940,"iss":"12345"})"));
+    // Decode the signature and verify it.
+    std::string sig_b64 = jwt->substr(d2 + 1);
+    std::string std_b64 = sig_b64;
+    for (char& c : std_b64) c = c == '-' ? '+' : c == '_' ? '/' : c;
+    while (std_b64.size() % 4) std_b64.push_back('=');
+    std::string sig(std_b64.size(), '\0');
+    int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(sig.data()),
+                            reinterpret_cast<const unsigned char*>(std_b64.data()), static_cast<int>(std_b64.size()));
+    REQUIRE(n > 0);
+    sig.resize(256);
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    std::string input = jwt->substr(0, d2);
+    REQUIRE(EVP_DigestVerifyInit(ctx, nullptr, EVP_sha256(), nullptr, key) == 1);
+    CHECK(EVP_DigestVerify(ctx, reinterpret_cast<const unsigned char*>(sig.data()), sig.size(),
+                           reinterpret_cast<const unsigned char*>(input.data()), input.size()) == 1);
+    input[5] ^= 1;
+    REQUIRE(EVP_DigestVerifyInit(ctx, nullptr, EVP_sha256(), nullptr, key) == 1);
+    CHECK(EVP_DigestVerify(ctx, reinterpret_cast<const unsigned char*>(sig.data()), sig.size(),
+                           reinterpret_cast<const unsigned char*>(input.data()), input.size()) != 1);
+    EVP_MD_CTX_free(ctx);
+    EVP_PKEY_free(key);
+    CHECK(!make_app_jwt("not a key", "1", 0));
+    CHECK(base64url("f") == "Zg");
+    CHECK(base64url("fo") == "Zm8");
+    CHECK(base64url("foo") == "Zm9v");
+}
+
+TEST_CASE("tokens that could break a header are refused") {
+    CHECK(check_token("ghs_abc", "t"));
+    CHECK(!check_token("", "t"));
+    CHECK(!check_token("a b", "t"));
+    CHECK(!check_token("a\r\nX: y", "t"));
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Test origin for cc-egress: HTTP/1.1 with keep-alive on 127.0.0.1.
+
+GET  /hello          -> "hello\n"
+GET  /size/N         -> N bytes of 'x' (Content-Length)
+GET  /chunked        -> "a\nb\nc\n" as a chunked response
+GET  /headers        -> the request headers it saw, one per line
+POST /echo           -> "got N bytes" (Content-Length or chunked request body)
+Prints its port on stdout once listening (argv[1] = port, 0 for ephemeral).
+"""
+import http.server
+import socketserver
+import sys
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def send_body(self, body, ctype="text/plain"):
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path == "/hello":
+            self.send_body(b"hello\n")
+        elif self.path.startswith("/size/"):
+            self.send_body(b"x" * int(self.path[6:]))
+        elif self.path == "/headers":
+            self.send_body("".join(f"{k.lower()}: {v}\n" for k, v in self.headers.items()).encode())
+        elif self.path == "/chunked":
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for part in (b"a\n", b"b\n", b"c\n"):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            self.wfile.write(b"0\r\n\r\n")
+        else:
+            self.send_error(404)
+
+    do_HEAD = do_GET
+
+    def do_POST(self):
+        n = 0
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                n += len(self.rfile.read(size))
+                self.rfile.readline()
+        else:
+            n = len(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        self.send_body(f"got {n} bytes\n".encode())
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+srv = Server(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0), Handler)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()

@@ -1,0 +1,653 @@
+// cc-egress with real clients: curl through the HTTP proxy (absolute-form and
+// CONNECT to a local TLS server) and SOCKS5, a Python HTTP/1.1 origin, a DNS
+// responder run by this test (so a name can resolve to 169.254.169.254), raw
+// sockets for malformed requests, SCM_RIGHTS for the fd inbox.
+#include "harness.hpp"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <boost/process.hpp>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <fstream>
+#include <thread>
+
+namespace bp = boost::process;
+using json = nlohmann::json;
+using cc::test::bin;
+
+namespace {
+
+std::uint16_t free_port() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t l = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &l);
+    ::close(fd);
+    return ntohs(a.sin_port);
+}
+
+int connect_to(std::uint16_t port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    timeval tv{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+bool wait_listening(std::uint16_t port) {
+    for (int i = 0; i < 100; ++i) {
+        int fd = connect_to(port);
+        if (fd >= 0) {
+            ::close(fd);
+            return true;
+        }
+        ::usleep(50000);
+    }
+    return false;
+}
+
+// Send bytes, optionally half-close, read until EOF (or timeout).
+std::string talk(std::uint16_t port, const std::string& data, bool shut = false) {
+    int fd = connect_to(port);
+    if (fd < 0) return "CONNECT-FAILED";
+    if (!data.empty()) (void)!::write(fd, data.data(), data.size());
+    if (shut) ::shutdown(fd, SHUT_WR);
+    std::string out;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    ::close(fd);
+    return out;
+}
+
+std::uint16_t port_of(const std::string& hostport) {
+    return static_cast<std::uint16_t>(std::stoi(hostport.substr(hostport.rfind(':') + 1)));
+}
+
+// A running cc-egress; the ready line is read in the constructor.
+struct Egress {
+    bp::ipstream out;
+    bp::opstream in;
+    bp::child child;
+    json ready;
+    std::string err_path;
+    std::vector<json> lines;
+    std::thread reader;  // drains stdout all along, as a real parent would
+
+    explicit Egress(std::vector<std::string> args) {
+        static int n = 0;
+        err_path = cc::test::scratch_dir() + "/egress-" + std::to_string(n++) + ".err";
+        child = bp::child(bin("cc-egress"), args, bp::std_out > out, bp::std_err > err_path, bp::std_in < in);
+        std::string line;
+        if (std::getline(out, line)) ready = json::parse(line, nullptr, false);
+        reader = std::thread([this] {
+            std::string l;
+            while (std::getline(out, l))
+                if (!l.empty()) lines.push_back(json::parse(l));
+        });
+    }
+    ~Egress() {
+        if (child.running()) {
+            ::kill(child.id(), SIGKILL);
+            child.wait();
+        }
+        if (reader.joinable()) reader.join();
+    }
+    std::string http() const { return ready.value("http", std::string()); }
+    std::string socks() const { return ready.value("socks", std::string()); }
+    // SIGTERM, collect the connection lines, return the exit status.
+    int stop() {
+        ::kill(child.id(), SIGTERM);
+        child.wait();
+        if (reader.joinable()) reader.join();
+        return child.exit_code();
+    }
+    const json* find(const std::string& host, const std::string& proto = "") const {
+        for (const auto& l : lines)
+            if (l.value("host", std::string()) == host && (proto.empty() || l.value("proto", std::string()) == proto))
+                return &l;
+        return nullptr;
+    }
+    std::string stderr_text() const {
+        std::ifstream f(err_path);
+        return std::string(std::istreambuf_iterator<char>(f), {});
+    }
+};
+
+// The Python origin (tests/net/origin.py): HTTP/1.1 keep-alive on 127.0.0.1.
+struct Origin {
+    bp::ipstream out;
+    bp::child child;
+    std::uint16_t port = 0;
+    Origin() {
+        child = bp::child(bp::search_path("python3"), cc::test::source_dir() + "/tests/net/origin.py", "0",
+                          bp::std_out > out, bp::std_err > bp::null);
+        std::string line;
+        if (std::getline(out, line)) port = static_cast<std::uint16_t>(std::stoi(line));
+    }
+    ~Origin() {
+        ::kill(child.id(), SIGKILL);
+        child.wait();
+    }
+    std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port) + path; }
+};
+
+// A DNS responder on 127.0.0.1 (UDP) that this test controls: A records from
+// `names`, NXDOMAIN for the rest, no AAAA records.
+struct Dns {
+    int fd = -1;
+    std::uint16_t port = 0;
+    std::map<std::string, std::string> names;
+    std::atomic<bool> stop{false};
+    std::thread thread;
+
+    explicit Dns(std::map<std::string, std::string> n) : names(std::move(n)) {
+        fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+        socklen_t l = sizeof a;
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &l);
+        port = ntohs(a.sin_port);
+        thread = std::thread([this] { serve(); });
+    }
+    ~Dns() {
+        stop = true;
+        thread.join();
+        ::close(fd);
+    }
+    std::string server() const { return "127.0.0.1:" + std::to_string(port); }
+    void serve() {
+        while (!stop) {
+            pollfd p{fd, POLLIN, 0};
+            if (::poll(&p, 1, 100) <= 0) continue;
+            unsigned char q[512];
+            sockaddr_in from{};
+            socklen_t fl = sizeof from;
+            ssize_t n = ::recvfrom(fd, q, sizeof q, 0, reinterpret_cast<sockaddr*>(&from), &fl);
+            if (n < 17) continue;
+            std::string name;
+            std::size_t i = 12;
+            while (i < static_cast<std::size_t>(n) && q[i]) {
+                if (!name.empty()) name += '.';
+                name.append(reinterpret_cast<char*>(q + i + 1), q[i]);
+                i += q[i] + 1u;
+            }
+            std::size_t qend = i + 5;  // NUL, QTYPE, QCLASS
+            if (qend > static_cast<std::size_t>(n)) continue;
+            int qtype = (q[i + 1] << 8) | q[i + 2];
+            std::string r(reinterpret_cast<char*>(q), qend);
+            r[2] = static_cast<char>(0x81);
+            auto it = names.find(name);
+            bool answer = it != names.end() && qtype == 1;
+            r[3] = static_cast<char>(it == names.end() ? 0x83 : 0x80);
+            r[6] = 0;
+            r[7] = answer ? 1 : 0;
+            r[8] = r[9] = r[10] = r[11] = 0;
+            if (answer) {
+                in_addr addr{};
+                ::inet_pton(AF_INET, it->second.c_str(), &addr);
+                r += std::string("\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04", 12);
+                r.append(reinterpret_cast<char*>(&addr), 4);
+            }
+            ::sendto(fd, r.data(), r.size(), 0, reinterpret_cast<sockaddr*>(&from), fl);
+        }
+    }
+};
+
+cc::test::RunResult curl(std::vector<std::string> args) {
+    args.insert(args.begin(), {"curl", "-sS", "--max-time", "20"});
+    cc::test::RunOptions o;
+    o.unset_env = {"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "no_proxy", "NO_PROXY"};
+    return cc::test::run(args, o);
+}
+
+std::string http_code(const cc::test::RunResult& r) { return r.out.substr(r.out.size() >= 3 ? r.out.size() - 3 : 0); }
+
+int count_fds(pid_t pid) {
+    int n = 0;
+    DIR* d = ::opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
+    if (!d) return -1;
+    while (dirent* e = ::readdir(d))
+        if (e->d_name[0] != '.') ++n;
+    ::closedir(d);
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("egress: bad input is refused with exit 2 naming it, nothing listens") {
+    auto r = cc::test::run({bin("cc-egress"), "--allow", "foo*.com"});
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains("'foo*.com'"));
+    CHECK(r.out.empty());
+    r = cc::test::run({bin("cc-egress"), "--allow", "*.*.example.com"});
+    CHECK(r.status == 2);
+    r = cc::test::run({bin("cc-egress"), "--deny", "*"});
+    CHECK(r.status == 2);
+    r = cc::test::run({bin("cc-egress"), "--spec", "-"}, std::string(R"({"sessionId":"s","workspaceId":"w","bogus":1})"));
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains("bogus"));
+    r = cc::test::run({bin("cc-egress"), "--network", "maybe"});
+    CHECK(r.status == 2);
+    r = cc::test::run({bin("cc-egress"), "--allow-file", "/nonexistent/x.txt"});
+    CHECK(r.status != 0);
+    CHECK_THAT(r.err, Catch::Contains("/nonexistent/x.txt"));
+    CHECK(r.out.empty());
+}
+
+TEST_CASE("egress: --check applies the rules without listening") {
+    auto r = cc::test::run({bin("cc-egress"), "--check", "api.github.com:443", "METADATA.GOOGLE.INTERNAL.", "0x7f.1",
+                            "169.254.43518", "bedrock.us-east-1.amazonaws.com", "bedrock.x.y.amazonaws.com",
+                            "--allow", "127.0.0.1", "--allow", "metadata.google.internal"});
+    CHECK(r.status == 1);  // something was denied
+    std::vector<json> lines;
+    std::istringstream in(r.out);
+    for (std::string l; std::getline(in, l);) lines.push_back(json::parse(l));
+    REQUIRE(lines.size() == 6);
+    CHECK(lines[0]["decision"] == "allow");
+    CHECK(lines[1]["decision"] == "deny");
+    CHECK_THAT(lines[1]["rule"].get<std::string>(), Catch::Contains("always-deny"));
+    CHECK(lines[2]["decision"] == "allow");
+    CHECK(lines[2]["canonical"] == "127.0.0.1");
+    CHECK(lines[3]["decision"] == "deny");
+    CHECK(lines[3]["canonical"] == "169.254.169.254");
+    CHECK(lines[4]["decision"] == "allow");
+    CHECK(lines[5]["decision"] == "deny");
+
+    Dns dns({{"rebind.test", "169.254.169.254"}, {"ok.test", "127.0.0.1"}});
+    r = cc::test::run({bin("cc-egress"), "--check", "rebind.test", "ok.test", "--resolve", "--allow", "*.test",
+                       "--dns-server", dns.server()});
+    std::istringstream in2(r.out);
+    std::string a, b;
+    std::getline(in2, a);
+    std::getline(in2, b);
+    CHECK(json::parse(a)["decision"] == "deny");
+    CHECK(json::parse(a)["addresses"][0] == "169.254.169.254");
+    CHECK(json::parse(b)["decision"] == "deny");  // 127.0.0.1 is non-public and not named
+}
+
+TEST_CASE("egress: curl through the HTTP proxy, absolute-form and CONNECT") {
+    Origin origin;
+    REQUIRE(origin.port);
+    Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+    REQUIRE(eg.ready["event"] == "ready");
+    CHECK(eg.ready["network"] == "on");
+    std::string proxy = "http://" + eg.http();
+
+    auto r = curl({"-x", proxy, origin.url("/hello")});
+    CHECK(r.status == 0);
+    CHECK(r.out == "hello\n");
+    // Keep-alive: two requests on one client connection, a chunked response.
+    r = curl({"-x", proxy, origin.url("/hello"), origin.url("/chunked")});
+    CHECK(r.out == "hello\na\nb\nc\n");
+    // The origin sees Host from the URI and no proxy headers.
+    r = curl({"-x", "http://u:p@" + eg.http(), "-H", "Host: evil.test", origin.url("/headers")});
+    CHECK_THAT(r.out, Catch::Contains("host: 127.0.0.1:" + std::to_string(origin.port)));
+    CHECK_THAT(r.out, !Catch::Contains("proxy-authorization"));
+    CHECK_THAT(r.out, !Catch::Contains("evil.test"));
+    // Request bodies: Content-Length and chunked.
+    std::string body_file = cc::test::scratch_dir() + "/body.bin";
+    std::ofstream(body_file) << std::string(200000, 'b');
+    r = curl({"-x", proxy, "--data-binary", "@" + body_file, origin.url("/echo")});
+    CHECK(r.out == "got 200000 bytes\n");
+    r = curl({"-x", proxy, "-H", "Transfer-Encoding: chunked", "--data-binary", "0123456789", origin.url("/echo")});
+    CHECK(r.out == "got 10 bytes\n");
+    // A large body both ways through splice.
+    r = curl({"-x", proxy, "-o", "/dev/null", "-w", "%{size_download}", origin.url("/size/5000000")});
+    CHECK(r.out == "5000000");
+    // CONNECT tunnel to the same origin.
+    r = curl({"-p", "-x", proxy, origin.url("/hello")});
+    CHECK(r.out == "hello\n");
+    // Denied: not in the allowlist (absolute-form 403, CONNECT refused with curl 56).
+    r = curl({"-x", proxy, "-o", "/dev/null", "-w", "%{http_code}", "http://localhost:" + std::to_string(origin.port) + "/hello"});
+    CHECK(http_code(r) == "403");
+    r = curl({"-p", "-x", proxy, "http://example.com:80/"});
+    CHECK(r.status == 56);
+    CHECK_THAT(r.err, Catch::Contains("403"));
+    // Metadata address written the C library's way.
+    r = curl({"-x", proxy, "-o", "/dev/null", "-w", "%{http_code}", "http://169.254.169.254/latest/meta-data/"});
+    CHECK(http_code(r) == "403");
+
+    CHECK(eg.stop() == 0);
+    const json* denied = eg.find("localhost", "http");
+    REQUIRE(denied);
+    CHECK((*denied)["decision"] == "deny");
+    CHECK((*denied)["rule"] == "no allow entry");
+    const json* ok = eg.find("127.0.0.1", "http-connect");
+    REQUIRE(ok);
+    CHECK((*ok)["decision"] == "allow");
+    CHECK((*ok)["bytesDown"].get<int>() > 0);
+    CHECK((*ok)["port"] == origin.port);
+    CHECK(eg.find("169.254.169.254")->at("rule").get<std::string>().find("always-deny") != std::string::npos);
+}
+
+TEST_CASE("egress: raw IP-literal spellings through the proxy") {
+    Origin origin;
+    Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+    std::string port = std::to_string(origin.port);
+    for (const char* host : {"2130706433", "0x7f.1", "0177.0.0.1", "127.1", "[::ffff:127.0.0.1]"}) {
+        INFO(host);
+        std::string req = std::string("GET http://") + host + ":" + port + "/hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        std::string resp = talk(port_of(eg.http()), req);
+        CHECK(resp.rfind("HTTP/1.1 200", 0) == 0);
+        CHECK_THAT(resp, Catch::EndsWith("hello\n"));
+    }
+    for (const char* host : {"2852039166", "0xa9fea9fe", "0251.0376.0251.0376", "169.254.43518", "[::ffff:a9fe:a9fe]",
+                             "127.0.0.2", "[fd00:ec2::254]"}) {
+        INFO(host);
+        std::string req = std::string("CONNECT ") + host + ":80 HTTP/1.1\r\n\r\n";
+        std::string resp = talk(port_of(eg.http()), req);
+        CHECK(resp.rfind("HTTP/1.1 403", 0) == 0);
+        CHECK_THAT(resp, Catch::Contains("error=destination_ip_prohibited"));
+    }
+    CHECK(eg.stop() == 0);
+}
+
+TEST_CASE("egress: SOCKS5 with curl, and the protocol's own refusals") {
+    Origin origin;
+    Egress eg({"--allow", "127.0.0.1", "--allow", "metadata.google.internal", "--no-baseline"});
+    auto r = curl({"--socks5-hostname", eg.socks(), origin.url("/hello")});
+    CHECK(r.out == "hello\n");
+    r = curl({"--socks5", eg.socks(), origin.url("/size/300000"), "-o", "/dev/null", "-w", "%{size_download}"});
+    CHECK(r.out == "300000");
+    r = curl({"--socks5-hostname", eg.socks(), "http://evil.test/"});
+    CHECK(r.status == 97);
+    CHECK_THAT(r.err, Catch::Contains("(2)"));
+    r = curl({"--socks5-hostname", eg.socks(), "http://Metadata.Google.Internal./"});
+    CHECK(r.status == 97);
+
+    std::uint16_t sp = port_of(eg.socks());
+    // BIND and UDP ASSOCIATE: command not supported.
+    std::string bind = std::string("\x05\x01\x00", 3) + std::string("\x05\x02\x00\x01\x7f\x00\x00\x01\x00\x50", 10);
+    CHECK(talk(sp, bind).substr(2, 2) == std::string("\x05\x07", 2));
+    std::string udp = std::string("\x05\x01\x00", 3) + std::string("\x05\x03\x00\x01\x7f\x00\x00\x01\x00\x50", 10);
+    CHECK(talk(sp, udp).substr(2, 2) == std::string("\x05\x07", 2));
+    // Unknown address type: 08.
+    std::string atyp = std::string("\x05\x01\x00", 3) + std::string("\x05\x01\x00\x07\x00\x00", 6);
+    CHECK(talk(sp, atyp).substr(2, 2) == std::string("\x05\x08", 2));
+    // Only user/pass offered: 05 FF.
+    CHECK(talk(sp, std::string("\x05\x01\x02", 3)) == std::string("\x05\xff", 2));
+    // Truncated greeting, then EOF: closed without an answer, and the proxy lives on.
+    CHECK(talk(sp, std::string("\x05\x03\x00", 3), true).empty());
+    CHECK(talk(sp, std::string("\x04\x01\x00\x50", 4), true).empty());
+    r = curl({"--socks5-hostname", eg.socks(), origin.url("/hello")});
+    CHECK(r.out == "hello\n");
+    CHECK(eg.stop() == 0);
+    const json* d = eg.find("evil.test", "socks5");
+    REQUIRE(d);
+    CHECK((*d)["decision"] == "deny");
+}
+
+TEST_CASE("egress: DNS rebinding and resolution failures, with a resolver the test controls") {
+    Origin origin;
+    Dns dns({{"rebind.test", "169.254.169.254"}, {"private.test", "10.1.2.3"}, {"local.test", "127.0.0.1"}});
+    Egress eg({"--allow", "*.test", "--allow", "127.0.0.1", "--no-baseline", "--dns-server", dns.server()});
+    std::string proxy = "http://" + eg.http();
+    std::string port = std::to_string(origin.port);
+    auto r = curl({"-x", proxy, "-o", "/dev/null", "-w", "%{http_code}", "http://rebind.test:" + port + "/hello"});
+    CHECK(http_code(r) == "403");
+    r = curl({"-p", "-x", proxy, "http://private.test:" + port + "/hello"});
+    CHECK(r.status == 56);
+    r = curl({"--socks5-hostname", eg.socks(), "http://rebind.test:" + port + "/hello"});
+    CHECK(r.status == 97);
+    // A name that resolves to an address the allowlist names: dialled as resolved.
+    r = curl({"-x", proxy, "http://local.test:" + port + "/hello"});
+    CHECK(r.out == "hello\n");
+    // NXDOMAIN: 502 dns_error from the HTTP proxy, host unreachable from SOCKS5.
+    std::string resp = talk(port_of(eg.http()), "CONNECT nowhere.test:443 HTTP/1.1\r\n\r\n");
+    CHECK(resp.rfind("HTTP/1.1 502", 0) == 0);
+    CHECK_THAT(resp, Catch::Contains("error=dns_error"));
+    r = curl({"--socks5-hostname", eg.socks(), "http://nowhere.test/"});
+    CHECK(r.status == 97);
+    CHECK(eg.stop() == 0);
+    const json* rb = eg.find("rebind.test");
+    REQUIRE(rb);
+    CHECK((*rb)["decision"] == "deny");
+    CHECK_THAT((*rb)["reason"].get<std::string>(), Catch::Contains("169.254.169.254"));
+    const json* pv = eg.find("private.test");
+    REQUIRE(pv);
+    CHECK_THAT((*pv)["rule"].get<std::string>(), Catch::Contains("non-public"));
+    const json* lc = eg.find("local.test");
+    REQUIRE(lc);
+    CHECK((*lc)["address"] == "127.0.0.1");
+}
+
+TEST_CASE("egress: HTTPS through CONNECT to a local TLS server, and the SNI check") {
+    if (!cc::test::have_program("openssl")) CC_SKIP("openssl not installed");
+    std::string dir = cc::test::scratch_dir();
+    auto gen = cc::test::run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
+                              "-days", "1", "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem"});
+    REQUIRE(gen.status == 0);
+    std::uint16_t tls_port = free_port();
+    bp::child server(bp::search_path("openssl"), "s_server", "-accept", "127.0.0.1:" + std::to_string(tls_port),
+                     "-cert", dir + "/cert.pem", "-key", dir + "/key.pem", "-www", "-quiet",
+                     bp::std_out > bp::null, bp::std_err > bp::null, bp::std_in < bp::null);
+    REQUIRE(wait_listening(tls_port));
+    Egress eg({"--allow", "127.0.0.1", "--allow", "good.test", "--no-baseline"});
+    std::string proxy = "http://" + eg.http();
+    std::string p = std::to_string(tls_port);
+    auto r = curl({"-k", "-x", proxy, "https://127.0.0.1:" + p + "/"});
+    CHECK(r.status == 0);
+    CHECK_THAT(r.out, Catch::Contains("s_server"));
+    // CONNECT to an allowed address while the ClientHello names another host.
+    r = curl({"-k", "-x", proxy, "--connect-to", "evil.test:" + p + ":127.0.0.1:" + p, "https://evil.test:" + p + "/"});
+    CHECK(r.status != 0);
+    CHECK(eg.stop() == 0);
+    ::kill(server.id(), SIGTERM);
+    server.wait();
+    bool saw = false;
+    for (const auto& l : eg.lines)
+        if (l.value("sni", std::string()) == "evil.test") {
+            saw = true;
+            CHECK(l["decision"] == "deny");
+            CHECK_THAT(l["rule"].get<std::string>(), Catch::Contains("tls sni"));
+        }
+    CHECK(saw);
+}
+
+TEST_CASE("egress: malformed HTTP requests get 400 / 431 and the proxy lives on") {
+    Origin origin;
+    Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+    std::uint16_t hp = port_of(eg.http());
+    CHECK(talk(hp, "CONNECT nohostport HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 400", 0) == 0);
+    CHECK(talk(hp, "CONNECT [::1 HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 400", 0) == 0);
+    CHECK(talk(hp, "GARBAGE\r\n\r\n").rfind("HTTP/1.1 400", 0) == 0);
+    CHECK(talk(hp, "GET /relative HTTP/1.1\r\nHost: x\r\n\r\n").rfind("HTTP/1.1 400", 0) == 0);
+    CHECK(talk(hp, "GET https://127.0.0.1/ HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 400", 0) == 0);
+    std::string smuggle = "POST " + origin.url("/echo") +
+                          " HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
+    CHECK(talk(hp, smuggle).rfind("HTTP/1.1 400", 0) == 0);
+    std::string big = "GET " + origin.url("/hello") + " HTTP/1.1\r\nX-Big: " + std::string(40000, 'a') + "\r\n\r\n";
+    CHECK(talk(hp, big).rfind("HTTP/1.1 431", 0) == 0);
+    CHECK(talk(hp, "GET http://127.0.0.1", true).empty());  // truncated head, then EOF
+    auto r = curl({"-x", "http://" + eg.http(), origin.url("/hello")});
+    CHECK(r.out == "hello\n");
+    CHECK(eg.stop() == 0);
+}
+
+TEST_CASE("egress: network off still listens and refuses everything; policy deny turns it off") {
+    Origin origin;
+    std::string dir = cc::test::scratch_dir();
+    {
+        std::ofstream(dir + "/spec.json") << R"({"sessionId":"s-off","workspaceId":"w","networkEnabled":false,"egressAllowlist":["127.0.0.1"]})";
+        Egress eg({"--spec", dir + "/spec.json", "--allow", "127.0.0.1"});
+        CHECK(eg.ready["network"] == "off");
+        CHECK(eg.ready["sessionId"] == "s-off");
+        auto r = curl({"-x", "http://" + eg.http(), "-o", "/dev/null", "-w", "%{http_code}", origin.url("/hello")});
+        CHECK(http_code(r) == "403");
+        r = curl({"--socks5-hostname", eg.socks(), origin.url("/hello")});
+        CHECK(r.status == 97);
+        CHECK(eg.stop() == 0);
+        REQUIRE(eg.find("127.0.0.1", "http"));
+        CHECK(eg.find("127.0.0.1", "http")->at("rule") == "network off");
+    }
+    {
+        std::ofstream(dir + "/spec2.json") << R"({"sessionId":"s-on","workspaceId":"w","egressAllowlist":["127.0.0.1"]})";
+        std::ofstream(dir + "/policy.json") << R"({"version":1,"rules":[{"action":"network_access","decision":"deny","reason":"offline task"}]})";
+        Egress eg({"--spec", dir + "/spec2.json", "--policy", dir + "/policy.json"});
+        CHECK(eg.ready["network"] == "off");
+        CHECK(eg.ready["networkRule"]["decision"] == "deny");
+        CHECK(eg.stop() == 0);
+    }
+    {
+        // The spec's egressAllowlist is honoured end to end.
+        Egress eg({"--spec", dir + "/spec2.json", "--no-baseline"});
+        CHECK(eg.ready["network"] == "on");
+        auto r = curl({"-x", "http://" + eg.http(), origin.url("/hello")});
+        CHECK(r.out == "hello\n");
+        CHECK(eg.stop() == 0);
+    }
+}
+
+TEST_CASE("egress: no descriptors are left after 1,000 connections close") {
+    Origin origin;
+    Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+    pid_t pid = eg.child.id();
+    std::uint16_t hp = port_of(eg.http()), sp = port_of(eg.socks());
+    // Warm up (the pipe pool and the resolver thread exist after the first tunnel).
+    talk(hp, "CONNECT 127.0.0.1:" + std::to_string(origin.port) + " HTTP/1.1\r\n\r\n", true);
+    ::usleep(200000);
+    int before = count_fds(pid);
+    std::string connect = "CONNECT 127.0.0.1:" + std::to_string(origin.port) + " HTTP/1.1\r\n\r\n";
+    std::string socks = std::string("\x05\x01\x00\x05\x01\x00\x01\x7f\x00\x00\x01", 11);
+    socks += static_cast<char>(origin.port >> 8);
+    socks += static_cast<char>(origin.port & 0xff);
+    for (int i = 0; i < 1000; ++i) {
+        switch (i % 4) {
+        case 0: talk(hp, connect, true); break;
+        case 1: talk(sp, socks, true); break;
+        case 2: talk(hp, "CONNECT evil.test:443 HTTP/1.1\r\n\r\n"); break;
+        default: talk(hp, "GARBAGE\r\n\r\n"); break;
+        }
+    }
+    int after = -1;
+    for (int i = 0; i < 50; ++i) {  // the last tunnels may still be closing
+        after = count_fds(pid);
+        if (after <= before) break;
+        ::usleep(100000);
+    }
+    CHECK(after <= before);
+    CHECK(eg.stop() == 0);
+    CHECK(eg.lines.size() >= 1000);
+}
+
+TEST_CASE("egress: listening sockets handed over the fd inbox serve like the TCP ones") {
+    Origin origin;
+    std::string dir = cc::test::scratch_dir();
+    std::string inbox = dir + "/inbox.sock";
+    Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--fd-inbox", inbox, "--unix-dir", dir});
+    REQUIRE(eg.ready["fdInbox"] == inbox);
+    CHECK(eg.ready["httpUnix"] == dir + "/http.sock");
+    CHECK(eg.ready["socksUnix"] == dir + "/socks.sock");
+    // Two listening sockets made here (cc-wrap makes them inside the sandbox's
+    // network namespace), passed with SCM_RIGHTS and a JSON payload.
+    int fds[2];
+    std::uint16_t ports[2];
+    for (int i = 0; i < 2; ++i) {
+        fds[i] = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(::bind(fds[i], reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        REQUIRE(::listen(fds[i], 16) == 0);
+        socklen_t l = sizeof a;
+        ::getsockname(fds[i], reinterpret_cast<sockaddr*>(&a), &l);
+        ports[i] = ntohs(a.sin_port);
+    }
+    auto send_inbox = [&](const std::string& payload, int nfds) {
+        int u = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        sockaddr_un un{};
+        un.sun_family = AF_UNIX;
+        std::strcpy(un.sun_path, inbox.c_str());
+        REQUIRE(::connect(u, reinterpret_cast<sockaddr*>(&un), sizeof un) == 0);
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)];
+        iovec iov{const_cast<char*>(payload.data()), payload.size()};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        if (nfds) {
+            msg.msg_control = control;
+            msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+            cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+            cm->cmsg_level = SOL_SOCKET;
+            cm->cmsg_type = SCM_RIGHTS;
+            cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+            std::memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+        }
+        REQUIRE(::sendmsg(u, &msg, 0) == static_cast<ssize_t>(payload.size()));
+        std::string reply;
+        char c;
+        while (::read(u, &c, 1) == 1 && c != '\n') reply += c;
+        ::close(u);
+        return json::parse(reply);
+    };
+    auto bad = send_inbox(R"({"http":[5]})", 2);
+    CHECK(bad["ok"] == false);
+    CHECK_THAT(bad["error"].get<std::string>(), Catch::Contains("index"));
+    auto good = send_inbox(R"({"http":[0],"socks":[1]})", 2);
+    CHECK(good["ok"] == true);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    auto r = curl({"-x", "http://127.0.0.1:" + std::to_string(ports[0]), origin.url("/hello")});
+    CHECK(r.out == "hello\n");
+    r = curl({"--socks5-hostname", "127.0.0.1:" + std::to_string(ports[1]), origin.url("/hello")});
+    CHECK(r.out == "hello\n");
+    r = curl({"--socks5-hostname", "127.0.0.1:" + std::to_string(ports[1]), "http://evil.test/"});
+    CHECK(r.status == 97);
+    // The Unix socket listeners speak the same protocols.
+    r = curl({"--unix-socket", dir + "/http.sock", "-p", "-x", "http://proxy", origin.url("/hello")});
+    CHECK(eg.stop() == 0);
+    CHECK(::access((dir + "/http.sock").c_str(), F_OK) != 0);  // removed at exit
+    CHECK(eg.find("evil.test", "socks5"));
+}
+
+TEST_CASE("egress: --exit-with-stdin stops when the parent's pipe closes") {
+    Egress eg({"--exit-with-stdin", "--no-baseline"});
+    REQUIRE(eg.ready["event"] == "ready");
+    eg.in.pipe().close();
+    eg.child.wait();
+    CHECK(eg.child.exit_code() == 0);
+    CHECK_THAT(eg.stderr_text(), Catch::Contains("stdin closed"));
+}
+
+TEST_CASE("egress: SIGTERM with tunnels open closes them, logs them and exits 0") {
+    Origin origin;
+    Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+    std::vector<int> open;
+    for (int i = 0; i < 20; ++i) {
+        int fd = connect_to(port_of(eg.http()));
+        std::string req = "CONNECT 127.0.0.1:" + std::to_string(origin.port) + " HTTP/1.1\r\n\r\n";
+        (void)!::write(fd, req.data(), req.size());
+        char buf[64];
+        CHECK(::read(fd, buf, sizeof buf) > 0);
+        open.push_back(fd);
+    }
+    CHECK(eg.stop() == 0);
+    CHECK(eg.lines.size() == 20);
+    for (int fd : open) {
+        char c;
+        CHECK(::read(fd, &c, 1) <= 0);  // closed by the proxy
+        ::close(fd);
+    }
+}

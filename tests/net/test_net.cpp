@@ -1,0 +1,244 @@
+// Unit tests for lib/cc/net: canonical names, IP literals, patterns, the rule
+// order, and the wire parsers (SOCKS5, HTTP heads, chunked, TLS SNI).
+#include "harness.hpp"
+
+#include "cc/net/host.hpp"
+#include "cc/net/rules.hpp"
+#include "cc/net/wire.hpp"
+
+using namespace cc::net;
+
+namespace {
+
+std::string canon(const std::string& h) {
+    auto t = canonical_target(h);
+    return t ? t->host : "ERR";
+}
+
+RuleSet rules(std::vector<std::string> allow, std::vector<std::string> deny = {}, bool network = true) {
+    RuleOptions o;
+    o.allow = std::move(allow);
+    o.deny = std::move(deny);
+    o.network = network;
+    o.baseline = false;
+    o.data_dir = cc::test::source_dir() + "/share/cc/egress";
+    auto r = build_rules(o);
+    REQUIRE(r);
+    return *r;
+}
+
+bool allowed(const RuleSet& r, const std::string& host) {
+    auto t = canonical_target(host);
+    return t && r.check_target(*t).allow;
+}
+
+}  // namespace
+
+TEST_CASE("names: case, one trailing dot and IDN compare in one form") {
+    CHECK(canon("METADATA.GOOGLE.INTERNAL.") == "metadata.google.internal");
+    CHECK(canon("Api.GitHub.com") == "api.github.com");
+    CHECK(canon("evil.test\xE3\x80\x82" "example.com") == "evil.test.example.com");  // U+3002
+    CHECK(canon("b\xC3\xBC" "cher.example") == "xn--bcher-kva.example");
+    CHECK(canon("a..b") == "ERR");
+    CHECK(canon("a b.com") == "ERR");
+    CHECK(canon(std::string(64, 'a') + ".com") == "ERR");
+}
+
+TEST_CASE("IP literals are read the way the C library reads them") {
+    for (const char* s : {"127.0.0.1", "2130706433", "0177.0.0.1", "0x7f.1", "127.1", "0x7f000001"})
+        CHECK(canon(s) == "127.0.0.1");
+    for (const char* s : {"2852039166", "0xa9fea9fe", "0xa9.0xfe.0xa9.0xfe", "0251.0376.0251.0376", "169.254.43518",
+                          "169\xE3\x80\x82" "254\xE3\x80\x82" "169\xE3\x80\x82" "254"})
+        CHECK(canon(s) == "169.254.169.254");
+    CHECK(canon("[::1]") == "::1");
+    CHECK(canon("1.2.3.999") == "ERR");  // numeric, but not an address: refused, not looked up
+    CHECK(canon("fe80::1%eth0") == "ERR");
+    auto mapped = parse_ip_literal("::ffff:a9fe:a9fe");
+    REQUIRE(mapped);
+    REQUIRE(mapped->embedded_v4());
+    CHECK(mapped->embedded_v4()->to_string() == "169.254.169.254");
+    for (const char* s : {"::a9fe:a9fe", "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1"}) {
+        auto a = parse_ip_literal(s);
+        REQUIRE(a);
+        REQUIRE(a->embedded_v4());
+        CHECK(a->embedded_v4()->to_string() == "169.254.169.254");
+    }
+}
+
+TEST_CASE("patterns: exactly one whole-label star, leading or middle") {
+    auto lead = parse_pattern("*.Example.COM.");
+    REQUIRE(lead);
+    CHECK(lead->matches("a.example.com"));
+    CHECK(lead->matches("a.b.example.com"));
+    CHECK_FALSE(lead->matches("example.com"));
+    CHECK_FALSE(lead->matches("badexample.com"));
+    auto mid = parse_pattern("bedrock.*.amazonaws.com");
+    REQUIRE(mid);
+    CHECK(mid->matches("bedrock.us-east-1.amazonaws.com"));
+    CHECK_FALSE(mid->matches("bedrock.x.y.amazonaws.com"));
+    CHECK_FALSE(mid->matches("bedrock..amazonaws.com"));
+    CHECK_FALSE(mid->matches("bedrock-runtime.us-east-1.amazonaws.com"));
+    for (const char* bad : {"*", "*.*.com", "foo*.com", "a.*", "a..com", "a_b!.com", "*x.com", "10.0.0.1"}) {
+        INFO(bad);
+        auto p = parse_pattern(bad);
+        REQUIRE_FALSE(p);
+        CHECK_THAT(p.error().one_line(), Catch::Contains(bad));
+    }
+}
+
+TEST_CASE("rules: always-deny beats allow; literals need an exact entry; rebinding is caught") {
+    RuleSet r = rules({"metadata.google.internal", "*.example.com", "127.0.0.1", "169.254.169.254"});
+    CHECK_FALSE(allowed(r, "METADATA.GOOGLE.INTERNAL."));
+    CHECK_FALSE(allowed(r, "169.254.169.254"));
+    CHECK_FALSE(allowed(r, "[::ffff:169.254.169.254]"));
+    CHECK_FALSE(allowed(r, "fd00:ec2::254"));
+    CHECK_FALSE(allowed(r, "100.100.100.200"));
+    CHECK(allowed(r, "a.example.com"));
+    CHECK_FALSE(allowed(r, "example.com"));
+    CHECK(allowed(r, "0x7f.1"));
+    CHECK(allowed(r, "2130706433"));
+    CHECK_FALSE(allowed(r, "127.0.0.2"));
+    CHECK_FALSE(allowed(r, "8.8.8.8"));  // literals only by an exact entry
+
+    Target t = *canonical_target("a.example.com");
+    CHECK_FALSE(r.check_address(t, *parse_ip_literal("169.254.169.254")).allow);
+    CHECK_FALSE(r.check_address(t, *parse_ip_literal("10.1.2.3")).allow);
+    CHECK_FALSE(r.check_address(t, *parse_ip_literal("::1")).allow);
+    CHECK(r.check_address(t, *parse_ip_literal("127.0.0.1")).allow);  // named exactly
+    CHECK(r.check_address(t, *parse_ip_literal("93.184.216.34")).allow);
+    CHECK(r.check_address(t, *parse_ip_literal("93.184.216.34")).allow);
+
+    RuleSet d = rules({"*.example.com"}, {"bad.example.com", "93.184.0.0/16"});
+    CHECK_FALSE(allowed(d, "bad.example.com"));
+    CHECK(allowed(d, "good.example.com"));
+    CHECK_FALSE(d.check_address(t, *parse_ip_literal("93.184.216.34")).allow);
+
+    RuleSet off = rules({"*.example.com", "127.0.0.1"}, {}, false);
+    CHECK_FALSE(allowed(off, "a.example.com"));
+    CHECK_FALSE(allowed(off, "127.0.0.1"));
+    CHECK(off.allow_names.empty());
+}
+
+TEST_CASE("rules: SNI must equal the tunnel host or be allowed itself") {
+    RuleSet r = rules({"*.example.com", "127.0.0.1"});
+    Target t = *canonical_target("127.0.0.1");
+    CHECK_FALSE(r.check_sni(t, "evil.test").allow);
+    CHECK(r.check_sni(t, "www.example.com").allow);
+    Target n = *canonical_target("a.example.com");
+    CHECK(r.check_sni(n, "A.EXAMPLE.COM.").allow);
+}
+
+TEST_CASE("rules: the shipped lists parse and carry the baseline") {
+    RuleOptions o;
+    o.data_dir = cc::test::source_dir() + "/share/cc/egress";
+    auto r = build_rules(o);
+    REQUIRE(r);
+    CHECK(allowed(*r, "api.github.com"));
+    CHECK(allowed(*r, "api.anthropic.com"));
+    CHECK(allowed(*r, "bedrock-runtime.us-west-2.amazonaws.com"));
+    CHECK_FALSE(allowed(*r, "metadata.azure.com"));
+    o.baseline = false;
+    r = build_rules(o);
+    REQUIRE(r);
+    CHECK_FALSE(allowed(*r, "api.github.com"));
+    o.allow_files = {"/nonexistent/list.txt"};
+    auto bad = build_rules(o);
+    REQUIRE_FALSE(bad);
+    CHECK_THAT(bad.error().one_line(), Catch::Contains("/nonexistent/list.txt"));
+}
+
+TEST_CASE("socks5: greeting and request parsing") {
+    socks5::Greeting g;
+    CHECK(socks5::parse_greeting(std::string("\x05", 1), g) == Parse::more);
+    CHECK(socks5::parse_greeting(std::string("\x05\x02\x00", 3), g) == Parse::more);
+    CHECK(socks5::parse_greeting(std::string("\x05\x02\x00\x02", 4), g) == Parse::ok);
+    CHECK(g.methods.size() == 2);
+    CHECK(socks5::parse_greeting(std::string("\x04\x01\x00", 3), g) == Parse::bad);
+    CHECK(socks5::parse_greeting(std::string("\x05\x00", 2), g) == Parse::bad);
+
+    socks5::Request req;
+    std::string dom = std::string("\x05\x01\x00\x03\x0b", 5) + "example.com" + std::string("\x01\xbb", 2);
+    CHECK(socks5::parse_request(dom.substr(0, 10), req) == Parse::more);
+    REQUIRE(socks5::parse_request(dom, req) == Parse::ok);
+    CHECK(req.host == "example.com");
+    CHECK(req.port == 443);
+    std::string v4("\x05\x01\x00\x01\x7f\x00\x00\x01\x00\x50", 10);
+    REQUIRE(socks5::parse_request(v4, req) == Parse::ok);
+    CHECK(req.host == "127.0.0.1");
+    std::string badatyp("\x05\x01\x00\x09\x00\x00", 6);
+    CHECK(socks5::parse_request(badatyp, req) == Parse::bad);
+    CHECK(req.error_reply == socks5::rep_address_type_not_supported);
+    std::string latin1 = std::string("\x05\x01\x00\x03\x03", 5) + "a\xe9z" + std::string("\x00\x50", 2);
+    CHECK(socks5::parse_request(latin1, req) == Parse::bad);
+    CHECK(socks5::reply(socks5::rep_not_allowed) == std::string("\x05\x02\x00\x01\x00\x00\x00\x00\x00\x00", 10));
+}
+
+TEST_CASE("http: heads, absolute-form, framing and hop-by-hop headers") {
+    std::string raw = "GET http://Example.COM:8080/a?b HTTP/1.1\r\nHost: evil.test\r\nConnection: keep-alive, X-Drop\r\n"
+                      "X-Drop: 1\r\nProxy-Authorization: Basic eA==\r\nAccept: */*\r\n\r\nBODY";
+    REQUIRE(http::head_length(raw) == raw.size() - 4);
+    auto h = http::parse_request_head(raw.substr(0, http::head_length(raw)));
+    REQUIRE(h);
+    auto uri = http::parse_absolute_uri(h->target);
+    REQUIRE(uri);
+    CHECK(uri->target.host == "example.com");
+    CHECK(uri->target.port == 8080);
+    CHECK(uri->origin_form == "/a?b");
+    std::string up = http::upstream_request_head(*h, *uri, {http::BodyKind::none, 0});
+    CHECK(up.rfind("GET /a?b HTTP/1.1\r\nHost: Example.COM:8080\r\n", 0) == 0);
+    CHECK(up.find("evil.test") == std::string::npos);
+    CHECK(up.find("X-Drop") == std::string::npos);
+    CHECK(up.find("Proxy-Authorization") == std::string::npos);
+    CHECK(up.find("Accept: */*") != std::string::npos);
+
+    CHECK_FALSE(http::parse_absolute_uri("https://example.com/"));
+    CHECK_FALSE(http::parse_absolute_uri("http://user@example.com/"));
+    CHECK(http::parse_absolute_uri("http://[::1]/")->target.port == 80);
+    CHECK_FALSE(http::parse_request_head("GARBAGE\r\n\r\n"));
+    CHECK_FALSE(http::parse_request_head("GET / HTTP/2.0\r\n\r\n"));
+
+    auto smuggle = http::parse_request_head(
+        "POST http://a.b/ HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n");
+    REQUIRE(smuggle);
+    CHECK_FALSE(http::request_framing(*smuggle));
+    auto two = http::parse_request_head("POST http://a.b/ HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n");
+    CHECK_FALSE(http::request_framing(*two));
+
+    auto resp = http::parse_response_head("HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n");
+    REQUIRE(resp);
+    CHECK(http::response_framing(*resp, "GET").kind == http::BodyKind::none);
+}
+
+TEST_CASE("http: chunked scanner finds the end of a body, refuses junk") {
+    http::ChunkedScanner s;
+    std::string body = "5;ext=1\r\nhello\r\n3\r\nabc\r\n0\r\nTrailer: x\r\n\r\nNEXT";
+    std::size_t used = 0;
+    for (std::size_t i = 0; i < body.size() && !s.done(); ++i) used += s.feed(body.substr(i, 1));
+    CHECK(s.done());
+    CHECK(used == body.size() - 4);
+    http::ChunkedScanner bad;
+    bad.feed("zz\r\n");
+    CHECK(bad.failed());
+}
+
+TEST_CASE("tls: the server name is read from a ClientHello, even across records") {
+    auto u16 = [](std::size_t v) { return std::string{static_cast<char>(v >> 8), static_cast<char>(v & 0xff)}; };
+    std::string name = "evil.test";
+    std::string sni = u16(0) + u16(name.size() + 5) + u16(name.size() + 3) + std::string(1, '\0') + u16(name.size()) + name;
+    std::string body = std::string("\x03\x03", 2) + std::string(32, 'r') + std::string(1, '\0') + u16(2) +
+                       std::string("\x13\x01", 2) + std::string("\x01\x00", 2) + u16(sni.size()) + sni;
+    std::string hs = std::string("\x01", 1) + std::string(1, '\0') + u16(body.size()) + body;
+    std::string rec = std::string("\x16\x03\x01", 3) + u16(hs.size()) + hs;
+    std::string out;
+    CHECK(tls::peek_sni(rec.substr(0, 20), out) == tls::Sni::more);
+    REQUIRE(tls::peek_sni(rec, out) == tls::Sni::found);
+    CHECK(out == "evil.test");
+    // The same hello split over two records.
+    std::string a = hs.substr(0, 10), b = hs.substr(10);
+    std::string split = std::string("\x16\x03\x01", 3) + u16(a.size()) + a + std::string("\x16\x03\x01", 3) + u16(b.size()) + b;
+    out.clear();
+    REQUIRE(tls::peek_sni(split, out) == tls::Sni::found);
+    CHECK(out == "evil.test");
+    CHECK(tls::peek_sni("SSH-2.0-OpenSSH_9.2\r\n", out) == tls::Sni::not_tls);
+    CHECK(tls::peek_sni(std::string("\x16\x03\x01\x00\x05\x02\x00\x00\x01\x00", 10), out) == tls::Sni::bad);
+}
