@@ -1,6 +1,10 @@
 # cc-wrap: an agent's command under bubblewrap: a refused write, its violation
 # event, and an allowed and a denied request through the session's proxy.
 set -u
+if ! command -v cc-egress >/dev/null; then
+  echo "(cc-egress is not built: a native dispatch launch needs its proxy; scene skipped)"
+  exit 0
+fi
 d=$(mktemp -d /tmp/cc-demo-wrap.XXXXXX)
 srv=
 cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; wait 2>/dev/null; rm -rf "$d"; }
@@ -24,7 +28,7 @@ JSON
 events() { jq -c 'if .event == "starting" then {event, backend: .plan.backend, transport: .plan.proxyTransport} else del(.sessionId) end'; }
 
 echo "\$ cc-wrap --spec spec.json -- true          # the standard policy has filename rules bwrap cannot enforce"
-cc-wrap --spec "$d/spec.json" -- true; echo "(exit $?)"
+cc-wrap --spec "$d/spec.json" -- true 2>&1 | sed 's/; refusing/;\n    refusing/'; echo "(exit ${PIPESTATUS[0]})"
 echo
 echo "\$ cc-wrap --spec spec.json --drop-filename-denies --events -- sh -c 'echo ok > notes.txt; echo evil > repos/app/README'"
 cc-wrap --spec "$d/spec.json" --drop-filename-denies --events -- \

@@ -60,26 +60,26 @@ std::size_t utf8_valid_prefix(std::string_view s, bool& only_incomplete_tail) {
     return i;
 }
 
+// Writes into a presized buffer (the --events path for non-UTF-8 output).
 std::string base64(std::string_view in) {
     static constexpr char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    out.reserve((in.size() + 2) / 3 * 4);
+    std::string out((in.size() + 2) / 3 * 4, '=');
+    const auto* p = reinterpret_cast<const unsigned char*>(in.data());
+    char* o = out.data();
     std::size_t i = 0;
-    for (; i + 2 < in.size(); i += 3) {
-        std::uint32_t v = (std::uint32_t(std::uint8_t(in[i])) << 16) | (std::uint32_t(std::uint8_t(in[i + 1])) << 8) |
-                          std::uint8_t(in[i + 2]);
-        out += tbl[v >> 18];
-        out += tbl[(v >> 12) & 63];
-        out += tbl[(v >> 6) & 63];
-        out += tbl[v & 63];
+    for (; i + 2 < in.size(); i += 3, o += 4) {
+        std::uint32_t v = (std::uint32_t(p[i]) << 16) | (std::uint32_t(p[i + 1]) << 8) | p[i + 2];
+        o[0] = tbl[v >> 18];
+        o[1] = tbl[(v >> 12) & 63];
+        o[2] = tbl[(v >> 6) & 63];
+        o[3] = tbl[v & 63];
     }
     if (i < in.size()) {
-        std::uint32_t v = std::uint32_t(std::uint8_t(in[i])) << 16;
-        if (i + 1 < in.size()) v |= std::uint32_t(std::uint8_t(in[i + 1])) << 8;
-        out += tbl[v >> 18];
-        out += tbl[(v >> 12) & 63];
-        out += i + 1 < in.size() ? tbl[(v >> 6) & 63] : '=';
-        out += '=';
+        std::uint32_t v = std::uint32_t(p[i]) << 16;
+        if (i + 1 < in.size()) v |= std::uint32_t(p[i + 1]) << 8;
+        o[0] = tbl[v >> 18];
+        o[1] = tbl[(v >> 12) & 63];
+        if (i + 1 < in.size()) o[2] = tbl[(v >> 6) & 63];
     }
     return out;
 }
