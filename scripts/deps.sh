@@ -12,7 +12,7 @@ packages=(
   # sandbox backend
   bubblewrap socat
   # real peers used by tests, demo and benchmarks
-  git curl lighttpd openssl netcat-openbsd openssh-client
+  git curl jq lighttpd openssl netcat-openbsd openssh-client
   tinyproxy microsocks xfsprogs util-linux iproute2 man-db groff-base
   clang python3 python3-jsonschema procps hyperfine strace
   time  # /usr/bin/time: peak RSS in bench/20-classify.sh

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# cc-wrap, whole process, on this host (127.0.0.1 only, bounded):
+#  1. `cc-wrap -- true` against bare bwrap with the same binds (proxies handed
+#     in with --egress), and with cc-wrap starting its own cc-egress;
+#  2. a download from inside the sandbox through the proxy against the same
+#     download made directly on the host (lighttpd on 127.0.0.1);
+#  3. 100 MB of child output through --events, and cc-wrap's own peak RSS.
+# Medians; RUNS (default 30) for startup, 5 for the rest.
+set -euo pipefail
+RUNS=${RUNS:-30}
+command -v cc-wrap >/dev/null || { echo "skipped: cc-wrap not on PATH"; exit 0; }
+bwrap --ro-bind / / --unshare-all true 2>/dev/null || { echo "skipped: bubblewrap cannot create namespaces here"; exit 0; }
+w=$(mktemp -d /tmp/cc-bench-wrap.XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$w"; }
+trap cleanup EXIT
+mkdir -p "$w/work" "$w/rt" "$w/eg" "$w/site"
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+web=$(port)
+cat > "$w/spec.json" <<JSON
+{"sessionId": "bench", "workspaceId": "ws", "bindMounts": [{"hostPath": "$w/work"}],
+ "guestWorkdir": "$w/work", "egressAllowlist": ["127.0.0.1"]}
+JSON
+
+# Proxies handed in: a running cc-egress (fd inbox), or, without cc-egress,
+# stand-in Unix sockets (then cc-wrap wires the socat bridge and says so).
+if command -v cc-egress >/dev/null; then
+  mkfifo "$w/eg.in"
+  sleep 3600 > "$w/eg.in" & pids+=($!)
+  cc-egress --spec "$w/spec.json" --unix-dir "$w/eg" --fd-inbox "$w/eg/inbox.sock" --exit-with-stdin \
+    < "$w/eg.in" > "$w/eg.out" 2>/dev/null & pids+=($!)
+  for _ in $(seq 100); do [ -s "$w/eg.out" ] && break; sleep 0.05; done
+  head -n1 "$w/eg.out" | jq -c --arg inbox "$w/eg/inbox.sock" '. + (if has("fdInbox") then {} else {fdInbox: $inbox} end)' > "$w/ready.json"
+  have_egress=1
+else
+  python3 - "$w/eg" <<'PY' & pids+=($!)
+import socket, sys, time
+ss = []
+for n in ("http", "socks"):
+    s = socket.socket(socket.AF_UNIX); s.bind(f"{sys.argv[1]}/{n}.sock"); s.listen(); ss.append(s)
+time.sleep(3600)
+PY
+  for _ in $(seq 100); do [ -S "$w/eg/socks.sock" ] && break; sleep 0.05; done
+  echo "{\"event\":\"ready\",\"httpUnix\":\"$w/eg/http.sock\",\"socksUnix\":\"$w/eg/socks.sock\"}" > "$w/ready.json"
+  have_egress=0
+  echo "note: cc-egress not on PATH: proxies are stand-ins, transport is the socat bridge, no download figures"
+fi
+
+# 1. Startup. Bare bwrap gets cc-wrap's own argv up to `--` (mask files made
+# here, no status fd) and runs true directly.
+cc-wrap --spec "$w/spec.json" --egress "$w/ready.json" --drop-filename-denies --print -- true 2>/dev/null > "$w/plan.json"
+transport=$(jq -r .proxy.transport "$w/plan.json")
+mkdir -m 0 "$w/rt/mask-dir"; install -m 0 /dev/null "$w/rt/mask-file"
+bare=$(jq -r --arg rt "$w/rt" '.argv | .[: index("--")] | map(gsub("/tmp/cc-wrap.XXXXXX"; $rt))
+        | (index("--json-status-fd")) as $i | del(.[$i, $i+1]) | join(" ")' "$w/plan.json")
+hyperfine -N -w 5 -r "$RUNS" --export-json "$w/h1.json" \
+  -n bare-bwrap "$bare -- /bin/true" \
+  -n cc-wrap-handed "cc-wrap --spec $w/spec.json --egress $w/ready.json --drop-filename-denies -- /bin/true" \
+  ${have_egress:+} >/dev/null 2>&1
+if [ "$have_egress" = 1 ]; then
+  hyperfine -N -w 3 -r "$RUNS" --export-json "$w/h2.json" \
+    -n cc-wrap-own-egress "cc-wrap --spec $w/spec.json --drop-filename-denies -- /bin/true" >/dev/null 2>&1
+fi
+ms() { jq -r --arg n "$2" '.results[] | select(.command == $n) | .median * 1000' "$1"; }
+b=$(ms "$w/h1.json" bare-bwrap); h=$(ms "$w/h1.json" cc-wrap-handed)
+printf 'startup (median of %d): bare bwrap %.1f ms; cc-wrap -- true (proxies handed in, %s) %.1f ms: overhead %.1f ms\n' \
+  "$RUNS" "$b" "$transport" "$h" "$(echo "$h - $b" | bc -l)"
+if [ "$have_egress" = 1 ]; then
+  o=$(ms "$w/h2.json" cc-wrap-own-egress)
+  printf 'startup with its own cc-egress (network on): %.1f ms: overhead %.1f ms over bare bwrap\n' "$o" "$(echo "$o - $b" | bc -l)"
+fi
+
+# 2. Download through the proxy vs direct (lighttpd, sendfile, 256 MiB).
+if [ "$have_egress" = 1 ] && command -v lighttpd >/dev/null; then
+  head -c 256M /dev/zero > "$w/site/blob"
+  cat > "$w/lighttpd.conf" <<CONF
+server.document-root = "$w/site"
+server.bind = "127.0.0.1"
+server.port = $web
+server.errorlog = "$w/lighttpd.err"
+CONF
+  lighttpd -D -f "$w/lighttpd.conf" & pids+=($!)
+  sleep 0.5
+  url="http://127.0.0.1:$web/blob"
+  for _ in 1 2 3 4 5; do curl -s -o /dev/null -w '%{speed_download}\n' --noproxy '*' "$url"; done | median > "$w/direct"
+  for _ in 1 2 3 4 5; do
+    cc-wrap --spec "$w/spec.json" --egress "$w/ready.json" --drop-filename-denies -- \
+      curl -s -o /dev/null -w '%{speed_download}\n' "$url" 2>/dev/null
+  done | median > "$w/proxied"
+  d=$(cat "$w/direct"); p=$(cat "$w/proxied")
+  printf 'download 256 MiB (median of 5): direct %.0f MB/s; inside through the proxy (%s) %.0f MB/s: ratio %.2f\n' \
+    "$(echo "$d/1000000" | bc -l)" "$transport" "$(echo "$p/1000000" | bc -l)" "$(echo "$p/$d" | bc -l)"
+fi
+
+# 3. 100 MB of text (log lines) through --events, and peak RSS of cc-wrap itself.
+for _ in 1 2 3 4 5; do
+  /usr/bin/time -f '%e %M' -o "$w/t" cc-wrap --spec "$w/spec.json" --egress "$w/ready.json" --drop-filename-denies \
+    --events -- sh -c 'yes "a typical line of build output, 48 bytes long" | head -c 100000000' > /dev/null 2>"$w/err"
+  cat "$w/t"
+done > "$w/ev"
+secs=$(awk '{print $1}' "$w/ev" | median); rss=$(awk '{print $2}' "$w/ev" | median)
+printf -- '--events 100 MB (median of 5): %.2f s = %.0f MB/s; cc-wrap peak RSS %.1f MiB\n' \
+  "$secs" "$(echo "100/$secs" | bc -l)" "$(echo "$rss/1024" | bc -l)"

@@ -1,0 +1,32 @@
+// cc-wrap-init: the init step cc-wrap runs first inside the sandbox
+// (lib/cc/sandbox/sandbox_init.hpp). Not meant to be run by hand.
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cc/sandbox/sandbox_init.hpp"
+
+namespace {
+const char* k_help =
+    "Usage: cc-wrap-init [--internal-sandbox-init] [OPTIONS] -- CMD ARGS...\n"
+    "The first program cc-wrap runs inside a sandbox: wires the proxies, then execs CMD.\n"
+    "\n"
+    "Options:\n"
+    "  --transport T      fd-handover, socat-bridge, loopback, host or none\n"
+    "  --http-port N      loopback port of the HTTP proxy inside the sandbox\n"
+    "  --socks-port N     loopback port of the SOCKS5 proxy inside the sandbox\n"
+    "  --egress-dir DIR   where inbox.sock, http.sock and socks.sock are bound\n"
+    "  --socat PATH       socat binary for the bridge\n"
+    "  --pty 1            make standard input the controlling terminal of a new session\n"
+    "  --help             this text\n";
+}
+
+int main(int argc, char** argv) {
+    if (argc > 1 && std::strcmp(argv[1], "--help") == 0) {
+        std::cout << k_help;
+        return 0;
+    }
+    int first = argc > 1 && std::strcmp(argv[1], "--internal-sandbox-init") == 0 ? 2 : 1;
+    return cc::sandbox::sandbox_init_main(std::vector<std::string>(argv + first, argv + argc));
+}

@@ -1,0 +1,46 @@
+// cc-wrap: run a command inside the sandbox a SandboxSpec describes.
+// Options -> cc::sandbox::wrap() -> the child's exit status (cc-wrap(1)).
+#include <CLI/CLI.hpp>
+
+#include <cstring>
+
+#include "cc/core/tool.hpp"
+#include "cc/sandbox/launch.hpp"
+#include "cc/sandbox/sandbox_init.hpp"
+
+int main(int argc, char** argv) {
+    // The init step inside the sandbox: no CLI11, no allocation beyond need.
+    if (argc > 1 && std::strcmp(argv[1], "--internal-sandbox-init") == 0)
+        return cc::sandbox::sandbox_init_main(std::vector<std::string>(argv + 2, argv + argc));
+
+    return cc::tool::run("cc-wrap", [&] {
+        cc::sandbox::WrapRequest rq;
+        CLI::App app{"Run a command inside the sandbox a SandboxSpec describes (bubblewrap on Linux)."};
+        app.set_version_flag("--version", CC_VERSION);
+        app.add_option("--spec", rq.specPath, "SandboxSpec JSON file, - for stdin")->required();
+        app.add_option("--backend", rq.backend, "native, none or microvm (default: from the probe)");
+        app.add_option("--sandbox", rq.sandboxSwitch, "on or off (env CC_SERVER_SANDBOX); off runs without a sandbox");
+        app.add_option("--probe", rq.probePath, "read host facts from cc-probe --json output instead of probing");
+        app.add_option("--profile", rq.profile, "dispatch (agent run, default) or terminal (human shell)");
+        app.add_option("--egress", rq.egressReady, "use a running cc-egress: its ready line, saved as a file");
+        app.add_option("--deny-write", rq.denyWrite, "extra write-deny: a path, or a file name pattern (fails closed on Linux)");
+        app.add_flag("--drop-filename-denies", rq.dropFilenameDenies,
+                     "run without the standard .env/*.key/*.pem write-denies bubblewrap cannot enforce");
+        app.add_flag("--inherit-env", rq.inheritEnv, "pass the host environment unchanged (backend none only)");
+        app.add_flag("--print", rq.print, "print the plan as JSON and launch nothing");
+        app.add_flag("--print-seatbelt", rq.printSeatbelt, "print the macOS Seatbelt profile for the spec");
+        app.add_flag("--events", rq.events, "JSON Lines events on stdout instead of the child's own stdio");
+        app.add_flag("--pty", rq.pty, "give the child a pseudo-terminal");
+        app.add_option("--timeout", rq.timeout, "kill the whole sandbox after SECONDS (exit 137)")->check(CLI::NonNegativeNumber);
+        app.add_option("--kill-after", rq.grace, "SECONDS between a forwarded SIGTERM/SIGINT and SIGKILL (default 3)")
+            ->check(CLI::NonNegativeNumber);
+        app.add_option("command", rq.command, "the command and its arguments, after --");
+        try {
+            app.parse(argc, argv);
+        } catch (const CLI::ParseError& e) {
+            int rc = app.exit(e);
+            return rc == 0 ? 0 : cc::tool::exit_usage;
+        }
+        return cc::sandbox::wrap(rq);
+    });
+}

@@ -1,0 +1,50 @@
+# cc-wrap: an agent's command under bubblewrap: a refused write, its violation
+# event, and an allowed and a denied request through the session's proxy.
+set -u
+if ! command -v cc-egress >/dev/null; then
+  echo "(cc-egress is not built: a native dispatch launch needs its proxy; scene skipped)"
+  exit 0
+fi
+d=$(mktemp -d /tmp/cc-demo-wrap.XXXXXX)
+srv=
+cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; wait 2>/dev/null; rm -rf "$d"; }
+trap cleanup EXIT
+mkdir -p "$d/agents/a1/work" "$d/repos/app" "$d/site"
+git -c init.defaultBranch=main init -q "$d/agents/a1/work"
+echo "original checkout" > "$d/repos/app/README"
+echo "hello from a local server" > "$d/site/index.html"
+
+# A local web server on 127.0.0.1 (an allowed destination).
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 -m http.server --bind 127.0.0.1 --directory "$d/site" "$port" >/dev/null 2>&1 &
+srv=$!
+cat > "$d/spec.json" <<JSON
+{"sessionId": "demo-1", "workspaceId": "ws", "mode": "chat",
+ "bindMounts": [{"hostPath": "$d/agents/a1/work"}, {"hostPath": "$d/repos"}],
+ "guestWorkdir": "$d/agents/a1/work",
+ "protectedPaths": ["$d/repos/app"],
+ "egressAllowlist": ["127.0.0.1"]}
+JSON
+events() { jq -c 'if .event == "starting" then {event, backend: .plan.backend, transport: .plan.proxyTransport} else del(.sessionId) end'; }
+
+echo "\$ cc-wrap --spec spec.json -- true          # the standard policy has filename rules bwrap cannot enforce"
+cc-wrap --spec "$d/spec.json" -- true 2>&1 | sed 's/; refusing/;\n    refusing/'; echo "(exit ${PIPESTATUS[0]})"
+echo
+echo "\$ cc-wrap --spec spec.json --drop-filename-denies --events -- sh -c 'echo ok > notes.txt; echo evil > repos/app/README'"
+cc-wrap --spec "$d/spec.json" --drop-filename-denies --events -- \
+  sh -c "echo ok > notes.txt && echo wrote notes.txt; echo evil > $d/repos/app/README" 2>/dev/null | events
+echo "host: notes.txt = $(cat "$d/agents/a1/work/notes.txt"); repos/app/README = $(cat "$d/repos/app/README")"
+echo
+for dest in "http://127.0.0.1:$port/" "http://example.com/"; do
+  echo "\$ cc-wrap ... -- curl -sS $dest"
+  sleep 0.2
+  cc-wrap --spec "$d/spec.json" --drop-filename-denies -- curl -sS --max-time 5 -o - -w ' [HTTP %{http_code}]\n' "$dest" 2>&1 |
+    grep -v '^cc-wrap: '
+done
+echo
+echo "\$ cc-wrap ... -- curl http://127.0.0.1:$port/ --noproxy '*'   # the namespace has only loopback"
+cc-wrap --spec "$d/spec.json" --drop-filename-denies -- curl -sS --max-time 3 --noproxy '*' "http://127.0.0.1:$port/" 2>&1 | grep -v '^cc-wrap: '
+echo
+echo "\$ cc-wrap --spec spec.json --print -- true | jq '{backend, proxy: .proxy.transport, denies: [.denies[] | select(.enforcement[0] | test(\"read-only bind over\"))| .rule]}'"
+cc-wrap --spec "$d/spec.json" --drop-filename-denies --print -- true 2>/dev/null |
+  jq -c '{backend, proxy: .proxy.transport, denies: [.denies[] | select(.enforcement | any(test("over the writable"))) | .rule]}'

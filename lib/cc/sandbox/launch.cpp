@@ -1,0 +1,640 @@
+#include "cc/sandbox/launch.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/close_range.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/process.hpp>
+#include <boost/process/extend.hpp>
+#include <boost/process/posix.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <iostream>
+#include <memory>
+
+#include "cc/core/io.hpp"
+#include "cc/core/json_reader.hpp"
+#include "cc/core/tool.hpp"
+#include "cc/probe/probe.hpp"
+#include "cc/sandbox/events.hpp"
+#include "cc/sandbox/plan.hpp"
+#include "cc/sandbox/seatbelt.hpp"
+#include "cc/sandbox/violation.hpp"
+
+namespace cc::sandbox {
+
+namespace {
+
+namespace bp = boost::process;
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+void log(const std::string& line) { std::cerr << "cc-wrap: " << line << '\n'; }
+
+int fail(const Error& e) {
+    std::cerr << "cc-wrap: " << e.one_line() << '\n';
+    return e.code == Errc::input ? tool::exit_usage : exit_own_failure;
+}
+
+std::string self_exe() {
+    std::error_code ec;
+    auto p = fs::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string("/proc/self/exe") : p.string();
+}
+
+// Removed on every exit path; the mask directory is mode 0 and is opened up
+// first so remove_all can walk it as an unprivileged user.
+struct RuntimeDir {
+    std::string path;
+    ~RuntimeDir() {
+        if (path.empty()) return;
+        ::chmod((path + "/mask-dir").c_str(), 0700);
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+Result<std::string> make_runtime_dir() {
+    const char* base = std::getenv("XDG_RUNTIME_DIR");
+    std::string dir = base && ::access(base, W_OK) == 0 ? base : (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
+    std::string tmpl = dir + "/cc-wrap.XXXXXX";
+    if (!::mkdtemp(tmpl.data())) return io_error(dir, "cannot create the runtime directory");
+    return tmpl;
+}
+
+Status make_masks(const Plan& plan) {
+    std::string d = plan.runtimeDir + "/mask-dir", f = plan.runtimeDir + "/mask-file";
+    if (::mkdir(d.c_str(), 0) != 0) return io_error(d, "cannot create the mask directory");
+    int fd = ::open(f.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0);
+    if (fd < 0) return io_error(f, "cannot create the mask file");
+    ::close(fd);
+    ::chmod(d.c_str(), 0);
+    return ok();
+}
+
+bool wait_with_deadline(pid_t pid, int ms) {
+    for (int i = 0; i < ms / 10; ++i) {
+        if (::waitpid(pid, nullptr, WNOHANG) == pid) return true;
+        ::usleep(10000);
+    }
+    return false;
+}
+
+// The session's own cc-egress: started before planning, stopped on every exit
+// path (destructor), and told to exit when cc-wrap's pipe closes even if
+// cc-wrap is killed outright (--exit-with-stdin, plus PDEATHSIG).
+struct Egress {
+    pid_t pid = -1;
+    int stdin_w = -1;
+    int stdout_r = -1;
+    json ready;
+    ~Egress() { stop(); }
+    void stop() {
+        if (stdin_w >= 0) ::close(std::exchange(stdin_w, -1));
+        if (pid > 0) {
+            ::kill(pid, SIGTERM);
+            if (!wait_with_deadline(pid, 3000)) {
+                ::kill(pid, SIGKILL);
+                ::waitpid(pid, nullptr, 0);
+            }
+            pid = -1;
+        }
+        if (stdout_r >= 0) ::close(std::exchange(stdout_r, -1));
+    }
+};
+
+// cc-wrap-init next to this binary; else cc-wrap itself runs the init step.
+std::string init_exe() {
+    std::string self = self_exe();
+    std::string init = (fs::path(self).parent_path() / "cc-wrap-init").string();
+    return ::access(init.c_str(), X_OK) == 0 ? init : self;
+}
+
+std::optional<std::string> find_egress() {
+    fs::path dir = fs::path(self_exe()).parent_path();
+    for (const auto& c : {dir / "cc-egress", dir.parent_path() / "cc-egress" / "cc-egress"})
+        if (::access(c.c_str(), X_OK) == 0) return c.string();
+    auto found = bp::search_path("cc-egress");
+    if (!found.empty()) return found.string();
+    return std::nullopt;
+}
+
+// Marks every inherited descriptor above the ones we hand over close-on-exec,
+// so nothing of cc-wrap's (or its caller's) leaks into the sandbox.
+struct ChildSetup {
+    int keep_from;
+    bool new_session;
+    template <class Exec>
+    void operator()(Exec&) const {
+        if (new_session) {
+            // --pty: the terminal becomes the controlling one of a session
+            // inside the sandbox (the init step), where the PIDs a shell
+            // hands to tcsetpgrp() make sense.
+            ::setsid();
+        } else {
+            ::setpgid(0, 0);
+        }
+        ::syscall(SYS_close_range, keep_from, ~0U, CLOSE_RANGE_CLOEXEC);
+    }
+};
+
+Status start_egress(Egress& eg, const std::string& exe, const std::string& spec_file, const std::string& dir) {
+    int in[2], out[2];
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) return io_error("pipe", "cannot create");
+    std::vector<std::string> args = {"--spec", spec_file, "--unix-dir", dir, "--fd-inbox", dir + "/inbox.sock",
+                                     "--exit-with-stdin"};
+    try {
+        bp::child c(exe, bp::args(args), bp::posix::fd.bind(0, in[0]), bp::posix::fd.bind(1, out[1]),
+                    bp::extend::on_exec_setup = [](auto&) {
+                        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+                        ::syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+                    });
+        eg.pid = c.id();
+        c.detach();
+    } catch (const std::exception& e) {
+        ::close(in[0]); ::close(in[1]); ::close(out[0]); ::close(out[1]);
+        return unavailable_error("cc-egress", std::string("cannot start: ") + e.what());
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    eg.stdin_w = in[1];
+    eg.stdout_r = out[0];
+    // The first line is the ready object; wait for it, bounded.
+    std::string line;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (true) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) return unavailable_error("cc-egress", "not ready within 10 s");
+        pollfd p{eg.stdout_r, POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+        char ch;
+        ssize_t n = ::read(eg.stdout_r, &ch, 1);
+        if (n <= 0) return unavailable_error("cc-egress", "exited before it was ready");
+        if (ch == '\n') break;
+        line.push_back(ch);
+    }
+    auto j = json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("event", "") != "ready")
+        return unavailable_error("cc-egress", "first line is not a ready object: " + line.substr(0, 200));
+    eg.ready = j;
+    return ok();
+}
+
+// Fills the wiring from a ready object (our own cc-egress, or --egress FILE).
+Status wiring_from_ready(const json& j, EgressWiring& w, const std::string& subject) {
+    if (!j.is_object() || j.value("event", "") != "ready")
+        return input_error(subject, "not a cc-egress ready object");
+    auto str = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
+    w.http = str("http");
+    w.socks = str("socks");
+    w.httpUnix = str("httpUnix");
+    w.socksUnix = str("socksUnix");
+    w.inbox = str("fdInbox");
+    if (w.inbox.empty() && (w.httpUnix.empty() || w.socksUnix.empty()))
+        return input_error(subject, "has neither fdInbox nor httpUnix and socksUnix; nothing can reach it from inside");
+    return ok();
+}
+
+bool is_socket(const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+// ---------------------------------------------------------------------------
+// Running a plan: one asio loop over the child's pipes, bwrap's status fd,
+// the egress log, signals and the timeout.
+class Runner {
+public:
+    Runner(const Plan& plan, const WrapRequest& rq, Egress* eg)
+        : plan_(plan), rq_(rq), eg_(eg), ev_(plan.spec.sessionId), sigs_(io_), timeout_(io_), grace_(io_),
+          drain_(io_) {}
+
+    int run() {
+        const bool native = plan_.backend != spec::Backend::none;
+        if (rq_.events) emit(ev_.line("starting", {{"plan", summary(plan_)}}));
+
+        int out[2] = {-1, -1}, err[2] = {-1, -1}, st[2] = {-1, -1}, pty_slave = -1, pty_master = -1;
+        if (rq_.pty) {
+            if (::openpty(&pty_master, &pty_slave, nullptr, nullptr, nullptr) != 0) return fail(io_error("pty", "openpty failed"));
+            ::fcntl(pty_master, F_SETFD, FD_CLOEXEC);
+            ::fcntl(pty_slave, F_SETFD, FD_CLOEXEC);
+        } else if (rq_.events) {
+            if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return fail(io_error("pipe", "cannot create"));
+        }
+        const bool status_fd = plan_.backend == spec::Backend::native && plan_.seatbelt.empty();
+        if (status_fd && ::pipe2(st, O_CLOEXEC) != 0) return fail(io_error("pipe", "cannot create"));
+
+        // Handlers first: a child that exits at once must still be reaped.
+        sigs_.add(SIGCHLD);
+        sigs_.add(SIGTERM);
+        sigs_.add(SIGINT);
+        sigs_.add(SIGHUP);
+        bp::environment env;
+        for (const auto& [k, v] : plan_.env) env[k] = v;
+        std::vector<std::string> args(plan_.argv.begin() + 1, plan_.argv.end());
+        std::string cwd = plan_.backend == spec::Backend::none && !plan_.chdir.empty() ? plan_.chdir : fs::current_path().string();
+        try {
+            ChildSetup setup{status_fd ? 4 : 3, rq_.pty};
+            int o = rq_.pty ? pty_slave : out[1], e = rq_.pty ? pty_slave : err[1], i = rq_.pty ? pty_slave : 0;
+            bp::child c = (o >= 0)
+                ? bp::child(plan_.argv[0], bp::args(args), env, bp::start_dir(cwd), bp::posix::fd.bind(0, i),
+                            bp::posix::fd.bind(1, o), bp::posix::fd.bind(2, e),
+                            bp::posix::fd.bind(3, status_fd ? st[1] : 2), bp::extend::on_exec_setup = setup)
+                : bp::child(plan_.argv[0], bp::args(args), env, bp::start_dir(cwd),
+                            bp::posix::fd.bind(3, status_fd ? st[1] : 2), bp::extend::on_exec_setup = setup);
+            pid_ = c.id();
+            c.detach();
+        } catch (const std::exception& ex) {
+            return fail(unavailable_error(plan_.argv[0], std::string("cannot start: ") + ex.what()));
+        }
+        for (int fd : {out[1], err[1], st[1], pty_slave}) if (fd >= 0) ::close(fd);
+
+        wait_signal();
+        if (rq_.pty) {
+            read_stream(pty_master, "stdout", false);
+            relay_stdin(pty_master);
+        } else if (rq_.events) {
+            read_stream(out[0], "stdout", false);
+            read_stream(err[0], "stderr", native && plan_.seatbelt.empty());
+        }
+        if (status_fd) read_status(st[0]);
+        else if (rq_.events) emit(ev_.line("ready", {{"pid", pid_}}));
+        if (eg_ && eg_->stdout_r >= 0) drain_egress(::dup(eg_->stdout_r));
+        if (rq_.timeout > 0) {
+            timeout_.expires_after(std::chrono::milliseconds(static_cast<long>(rq_.timeout * 1000)));
+            timeout_.async_wait([this](auto ec) {
+                if (ec || exited_) return;
+                kill_all();
+                killed_ = true;
+                if (rq_.events) emit(ev_.line("killed", {{"reason", "timeout"}, {"signal", 9}, {"timeout", rq_.timeout}}));
+                else log("timeout after " + std::to_string(rq_.timeout) + " s: sandbox killed");
+            });
+        }
+        io_.run();
+        int code = status_;
+        if (rq_.events) emit(ev_.line("exit", {{"exitCode", code}}));
+        return code;
+    }
+
+private:
+    void emit(const std::string& line) {
+        if (!tool::emit_line(line)) stdout_gone_ = true;
+    }
+
+    // Everything of the sandbox: bwrap's process group and, through its PID 1,
+    // the whole PID namespace (the kernel kills the rest when PID 1 dies).
+    void kill_all() {
+        if (pid1_ > 0) ::kill(pid1_, SIGKILL);
+        if (pid_ > 0) ::kill(-pid_, SIGKILL);
+    }
+
+    // SIGTERM/SIGINT/SIGHUP go to the command (the children of the sandbox's
+    // PID 1), then everything is killed after the grace period.
+    void forward(int sig) {
+        bool sent = false;
+        if (pid1_ > 0) {
+            std::ifstream f("/proc/" + std::to_string(pid1_) + "/task/" + std::to_string(pid1_) + "/children");
+            pid_t p;
+            while (f >> p) sent = ::kill(p, sig) == 0 || sent;
+            if (!sent) sent = ::kill(pid1_, sig) == 0;
+        } else if (pid_ > 0) {
+            sent = ::kill(-pid_, sig) == 0;
+        }
+        if (forwarded_) return;
+        forwarded_ = true;
+        grace_.expires_after(std::chrono::milliseconds(static_cast<long>(rq_.grace * 1000)));
+        grace_.async_wait([this, sig](auto ec) {
+            if (ec || exited_) return;
+            kill_all();
+            if (rq_.events) emit(ev_.line("killed", {{"reason", "grace period after signal"}, {"signal", 9}, {"forwarded", sig}}));
+        });
+    }
+
+    void wait_signal() {
+        sigs_.async_wait([this](auto ec, int sig) {
+            if (ec) return;
+            if (sig == SIGCHLD) {
+                reap();
+            } else {
+                forward(sig);
+            }
+            if (!exited_ || open_streams_ > 0) wait_signal();
+            finish_if_done();
+        });
+    }
+
+    void reap() {
+        int st = 0;
+        if (exited_ || ::waitpid(pid_, &st, WNOHANG) != pid_) return;
+        exited_ = true;
+        status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (killed_) status_ = 128 + SIGKILL;
+        // Leftovers in the group (backend none: daemons the command started).
+        ::kill(-pid_, SIGKILL);
+        timeout_.cancel();
+        grace_.cancel();
+        // Output still buffered in the pipes is read; a writer that never
+        // closes (a stray holder of the pipe) gets two seconds.
+        drain_.expires_after(std::chrono::seconds(2));
+        drain_.async_wait([this](auto ec) {
+            if (!ec) io_.stop();
+        });
+    }
+
+    void finish_if_done() {
+        if (exited_ && open_streams_ == 0) {
+            sigs_.cancel();
+            drain_.cancel();
+            if (egress_sd_) egress_sd_->cancel();
+            if (stdin_sd_) stdin_sd_->cancel();
+            if (status_sd_) status_sd_->cancel();
+        }
+    }
+
+    struct Stream {
+        std::unique_ptr<asio::posix::stream_descriptor> sd;
+        std::vector<char> buf = std::vector<char>(k_chunk);
+        std::string scratch, line;
+        Utf8Carry carry;
+        LineSplitter lines;
+        std::string kind;
+        bool violations = false;
+    };
+
+    // Bigger pipes, bigger reads: fewer wake-ups and event lines per MB.
+    static constexpr std::size_t k_chunk = 256 * 1024;
+
+    // Writes the event line in the stream's reused buffer plus a newline.
+    void emit_chunk(Stream& s, std::string_view data) {
+        ev_.chunk_into(s.line, s.kind, data);
+        s.line.push_back('\n');
+        std::size_t off = 0;
+        while (off < s.line.size()) {
+            ssize_t n = ::write(1, s.line.data() + off, s.line.size() - off);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) { stdout_gone_ = true; return; }
+            off += static_cast<std::size_t>(n);
+        }
+    }
+
+    void read_stream(int fd, const char* kind, bool violations) {
+        ::fcntl(fd, F_SETPIPE_SZ, static_cast<int>(k_chunk));
+        auto s = std::make_shared<Stream>();
+        s->sd = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
+        s->kind = kind;
+        s->violations = violations;
+        ++open_streams_;
+        pump(s);
+    }
+
+    void on_line(const std::string& line) {
+        if (auto v = parse_violation(line)) {
+            json j = {{"action", v->action}, {"target", v->target}};
+            if (v->raw) j["raw"] = *v->raw;
+            emit(ev_.line("violation", j));
+        }
+    }
+
+    void pump(std::shared_ptr<Stream> s) {
+        s->sd->async_read_some(asio::buffer(s->buf), [this, s](auto ec, std::size_t n) {
+            if (ec || n == 0) {
+                std::string rest = s->carry.flush();
+                if (rq_.events) {
+                    if (!rest.empty()) emit_chunk(*s, rest);
+                    if (s->violations) s->lines.finish([this](const std::string& l) { on_line(l); });
+                }
+                --open_streams_;
+                finish_if_done();
+                return;
+            }
+            if (rq_.events) {
+                std::string_view data = s->carry.take(std::string_view(s->buf.data(), n), s->scratch);
+                if (!data.empty()) emit_chunk(*s, data);
+                if (s->violations) s->lines.feed(s->buf.data(), n, [this](const std::string& l) { on_line(l); });
+            } else {  // --pty without --events: the terminal's bytes as they are
+                std::size_t off = 0;
+                while (off < n) {
+                    ssize_t w = ::write(1, s->buf.data() + off, n - off);
+                    if (w <= 0) break;
+                    off += static_cast<std::size_t>(w);
+                }
+            }
+            pump(s);
+        });
+    }
+
+    void relay_stdin(int master) {
+        stdin_sd_ = std::make_unique<asio::posix::stream_descriptor>(io_, ::dup(0));
+        auto buf = std::make_shared<std::array<char, 4096>>();
+        auto loop = std::make_shared<std::function<void()>>();
+        *loop = [this, buf, master, loop] {
+            stdin_sd_->async_read_some(asio::buffer(*buf), [this, buf, master, loop](auto ec, std::size_t n) {
+                if (ec == asio::error::operation_aborted) return;
+                if (ec || n == 0) {
+                    // End of input: the terminal's EOF character, as script(1) does.
+                    ssize_t w = ::write(master, "\x04", 1);
+                    (void)w;
+                    return;
+                }
+                ssize_t w = ::write(master, buf->data(), n);
+                (void)w;
+                (*loop)();
+            });
+        };
+        (*loop)();
+    }
+
+    // bwrap's --json-status-fd: {"child-pid": N} once the sandbox is set up.
+    // The pid is trusted only if it is bwrap's own child.
+    void read_status(int fd) {
+        status_sd_ = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
+        status_loop();
+    }
+    void status_loop() {
+        status_sd_->async_read_some(asio::buffer(status_buf_), [this](auto ec, std::size_t n) {
+            if (ec || n == 0) return;
+            status_text_.append(status_buf_.data(), n);
+            auto nl = status_text_.find('\n');
+            if (pid1_ < 0 && nl != std::string::npos) {
+                auto j = json::parse(status_text_.substr(0, nl), nullptr, false);
+                pid_t p = j.is_object() ? j.value("child-pid", -1) : -1;
+                if (p > 0 && parent_of(p) == pid_) {
+                    pid1_ = p;
+                    if (rq_.events) emit(ev_.line("ready", {{"pid", pid_}}));
+                }
+            }
+            if (pid1_ < 0 && status_text_.size() < 4096) status_loop();
+        });
+    }
+
+    static pid_t parent_of(pid_t p) {
+        std::ifstream f("/proc/" + std::to_string(p) + "/stat");
+        std::string all((std::istreambuf_iterator<char>(f)), {});
+        auto rp = all.rfind(')');
+        if (rp == std::string::npos) return -1;
+        std::istringstream rest(all.substr(rp + 2));
+        std::string state;
+        pid_t pp = -1;
+        rest >> state >> pp;
+        return pp;
+    }
+
+    // cc-egress writes one line per connection; nobody may let its pipe fill.
+    void drain_egress(int fd) {
+        egress_sd_ = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
+        auto buf = std::make_shared<std::array<char, 4096>>();
+        auto loop = std::make_shared<std::function<void()>>();
+        *loop = [this, buf, loop] {
+            egress_sd_->async_read_some(asio::buffer(*buf), [buf, loop](auto ec, std::size_t n) {
+                if (ec || n == 0) return;
+                (*loop)();
+            });
+        };
+        (*loop)();
+    }
+
+    const Plan& plan_;
+    const WrapRequest& rq_;
+    Egress* eg_;
+    EventWriter ev_;
+    asio::io_context io_;
+    asio::signal_set sigs_;
+    asio::steady_timer timeout_, grace_, drain_;
+    std::unique_ptr<asio::posix::stream_descriptor> status_sd_, egress_sd_, stdin_sd_;
+    std::array<char, 512> status_buf_{};
+    std::string status_text_;
+    pid_t pid_ = -1, pid1_ = -1;
+    int status_ = exit_own_failure;
+    int open_streams_ = 0;
+    bool exited_ = false, killed_ = false, forwarded_ = false, stdout_gone_ = false;
+};
+
+}  // namespace
+
+int wrap(const WrapRequest& rq) {
+    // 1. Input: spec, switch, backend flag, profile. Bad input: exit 2.
+    auto spec = spec::load_sandbox_spec(rq.specPath);
+    if (!spec) return fail(spec.error());
+    const char* envsw = std::getenv("CC_SERVER_SANDBOX");
+    auto sw = probe::resolve_switch(rq.sandboxSwitch, envsw ? std::optional<std::string>(envsw) : std::nullopt);
+    if (!sw) return fail(sw.error());
+    std::optional<spec::Backend> requested;
+    if (rq.backend) {
+        requested = spec::parse_backend_flag(*rq.backend);
+        if (!requested) return fail(input_error("--backend", "unknown backend '" + *rq.backend + "' (native, none or microvm)"));
+    }
+    Profile profile;
+    if (rq.profile == "dispatch") profile = Profile::dispatch;
+    else if (rq.profile == "terminal") profile = Profile::terminal;
+    else return fail(input_error("--profile", "unknown profile '" + rq.profile + "' (dispatch or terminal)"));
+    if (rq.command.empty()) return fail(input_error("command", "missing (cc-wrap [options] -- CMD ARGS...)"));
+
+    // 2. Probe (or read it once from cc-probe --json) and choose (F4).
+    probe::ProbeResult pr;
+    if (rq.probePath) {
+        auto loaded = probe::load(*rq.probePath);
+        if (!loaded) return fail(loaded.error());
+        pr = *loaded;
+        if (sw->source != "default") pr.sandbox = *sw;
+    } else {
+        pr = probe::probe(*probe::real_host(), *sw);
+    }
+    auto choice = probe::choose_backend(pr, requested);
+    if (!choice) return fail(choice.error());
+    if (!choice->requested || choice->backend == spec::Backend::none) log(choice->log);
+
+    PlanInput in;
+    in.spec = *spec;
+    in.backend = choice->backend;
+    in.backendLog = choice->log;
+    in.profile = profile;
+    in.command = rq.command;
+    in.hostEnv = current_env();
+    in.home = in.hostEnv.count("HOME") ? in.hostEnv["HOME"] : "/";
+    in.inheritEnv = rq.inheritEnv;
+    in.denyWrite = rq.denyWrite;
+    in.dropFilenameDenies = rq.dropFilenameDenies;
+    in.initExe = init_exe();
+    in.mechanism = pr.mechanism.empty() ? "bubblewrap" : pr.mechanism;
+    if (pr.bwrap) in.bwrap = *pr.bwrap;
+    if (pr.socat) in.socat = *pr.socat;
+    in.pty = rq.pty;
+
+    // 3. Runtime dir and the proxies, when the plan needs them.
+    RuntimeDir rt;
+    Egress egress;
+    const bool wants_egress = choice->backend == spec::Backend::native && profile == Profile::dispatch;
+    if (rq.print || rq.printSeatbelt) {
+        in.runtimeDir = "/tmp/cc-wrap.XXXXXX";
+    } else {
+        auto d = make_runtime_dir();
+        if (!d) return fail(d.error());
+        rt.path = in.runtimeDir = *d;
+    }
+    if (wants_egress) {
+        if (rq.egressReady) {
+            auto text = io::read_input(*rq.egressReady);
+            if (!text) return fail(text.error());
+            auto j = cc::json::parse(*text, *rq.egressReady);
+            if (!j) return fail(j.error());
+            in.egress.source = EgressWiring::Source::handed;
+            if (auto s = wiring_from_ready(*j, in.egress, *rq.egressReady); !s) return fail(s.error());
+        } else if (rq.print || rq.printSeatbelt) {
+            in.egress.source = EgressWiring::Source::own;
+            in.egress.inbox = in.runtimeDir + "/egress/inbox.sock";
+        } else {
+            auto exe = find_egress();
+            if (!exe) return fail(unavailable_error("cc-egress", "not found next to cc-wrap or on PATH; the sandbox's only way out is its proxy"));
+            std::string dir = rt.path + "/egress";
+            ::mkdir(dir.c_str(), 0700);
+            if (auto s = io::write_file_atomic(rt.path + "/spec.json", spec::to_json(*spec).dump(), 0600); !s) return fail(s.error());
+            if (auto s = start_egress(egress, *exe, rt.path + "/spec.json", dir); !s) return fail(s.error());
+            json ready = egress.ready;
+            if (!ready.contains("fdInbox") && is_socket(dir + "/inbox.sock")) ready["fdInbox"] = dir + "/inbox.sock";
+            in.egress.source = EgressWiring::Source::own;
+            if (auto s = wiring_from_ready(ready, in.egress, "cc-egress ready line"); !s)
+                return fail(unavailable_error("cc-egress", s.error().message));
+        }
+    }
+
+    // 4. Plan.
+    auto plan = build_plan(in, *real_paths());
+    if (!plan) return fail(plan.error());
+    if (rq.printSeatbelt) {
+        auto port = [](const std::string& a) { auto c = a.rfind(':'); return c == std::string::npos ? 0 : std::atoi(a.c_str() + c + 1); };
+        std::cout << seatbelt_profile(in, *real_paths(), port(in.egress.http), port(in.egress.socks)) << std::flush;
+        return 0;
+    }
+    if (rq.print) {
+        tool::emit_line(to_json(*plan).dump(2));
+        return 0;
+    }
+    for (const auto& n : plan->notes) log("note: " + n);
+
+    // 5. Run.
+    if (plan->backend == spec::Backend::native && plan->seatbelt.empty())
+        if (auto s = make_masks(*plan); !s) return fail(s.error());
+    Runner runner(*plan, rq, wants_egress ? &egress : nullptr);
+    return runner.run();
+}
+
+}  // namespace cc::sandbox

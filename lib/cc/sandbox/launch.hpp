@@ -1,0 +1,44 @@
+// cc-wrap's whole job as one library call: load the spec and the probe,
+// choose the backend (F4), start the session's cc-egress when the plan needs
+// one, build the plan, then print it or run it and report (F6, F15).
+//
+//   cc::sandbox::WrapRequest rq;  rq.specPath = "spec.json";  rq.command = {"make", "test"};
+//   int status = cc::sandbox::wrap(rq);   // the child's status, 125/126/127, or 2 for bad input
+//
+// Every exit path stops what was started: the sandbox (its process group and
+// PID namespace), the cc-egress child, and the runtime directory.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cc::sandbox {
+
+struct WrapRequest {
+    std::string specPath;                       // "-" is stdin
+    std::optional<std::string> backend;         // --backend
+    std::optional<std::string> sandboxSwitch;   // --sandbox
+    std::optional<std::string> probePath;       // --probe FILE
+    std::string profile = "dispatch";           // --profile
+    std::optional<std::string> egressReady;     // --egress READY.json
+    std::vector<std::string> denyWrite;         // --deny-write
+    bool dropFilenameDenies = false;
+    bool inheritEnv = false;
+    bool print = false;                         // --print: the plan, nothing launched
+    bool printSeatbelt = false;                 // --print-seatbelt
+    bool events = false;
+    bool pty = false;
+    double timeout = 0;                         // seconds; 0 = none
+    double grace = 3;                           // --kill-after
+    std::vector<std::string> command;
+};
+
+// Exit statuses (cc-wrap(1)): the child's own; 2 bad input; 125 cc-wrap
+// failed before the child ran; 126/127 not executable / not found; 128+N
+// killed by signal N (timeout: 137).
+inline constexpr int exit_own_failure = 125;
+
+int wrap(const WrapRequest& rq);
+
+}  // namespace cc::sandbox

@@ -1,0 +1,48 @@
+// F9: deny rules in both spellings. The kernel matches the resolved path, the
+// operator writes the literal one; a rule is enforced on each. Plans ask the
+// host filesystem only through HostPaths, so tests hand in a fake tree.
+//
+//   auto host = cc::sandbox::real_paths();
+//   cc::sandbox::spellings("~/.ssh", "/home/u", *host)  -> {"/home/u/.ssh", "/data/u/.ssh"}
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cc::sandbox {
+
+enum class Kind { missing, file, dir, other };
+
+class HostPaths {
+public:
+    virtual ~HostPaths() = default;
+    // realpath(3): every symlink resolved; nullopt when a component is missing.
+    virtual std::optional<std::string> resolve(const std::string& path) const = 0;
+    // What the path is, following symlinks.
+    virtual Kind kind(const std::string& path) const = 0;
+    // The target of a symlink (not followed further), nullopt when not one.
+    virtual std::optional<std::string> read_link(const std::string& path) const = 0;
+    // Names in a directory (not recursive), empty when unreadable.
+    virtual std::vector<std::string> list(const std::string& dir) const = 0;
+};
+
+std::unique_ptr<HostPaths> real_paths();
+
+// "*" or "?" anywhere: a glob, left as written.
+bool is_glob(const std::string& path);
+// Lexical normal form: "~/" expanded against home, "." and ".." folded,
+// duplicate and trailing slashes dropped. Relative paths stay relative.
+std::string normalise(const std::string& path, const std::string& home);
+// The literal spelling first, then the resolved one when it differs. Globs and
+// paths that do not resolve are kept as written (one spelling).
+std::vector<std::string> spellings(const std::string& path, const std::string& home, const HostPaths& host);
+
+// Is `path` equal to or below `dir` (both normalised)?
+bool is_within(const std::string& path, const std::string& dir);
+// Number of components: "/" 0, "/a" 1, "/a/b" 2.
+std::size_t depth(const std::string& path);
+std::string parent_of(const std::string& path);
+
+}  // namespace cc::sandbox

@@ -1,0 +1,555 @@
+#include "cc/sandbox/plan.hpp"
+
+#include "cc/sandbox/seatbelt.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace cc::sandbox {
+
+namespace {
+
+using spec::Backend;
+
+const std::vector<std::string> k_secrets = {
+    "~/.ssh", "~/.aws", "~/.gnupg", "~/.config/gh", "~/.config/hub", "~/.kube", "~/.docker/config.json",
+    "~/.netrc", "~/.git-credentials", "~/.npmrc", "~/.yarnrc.yml", "~/.pypirc", "~/.config/gcloud", "~/.azure",
+    "~/.oci", "~/.password-store", "~/.vault-token", "~/.terraform.d/credentials.tfrc.json",
+    "~/.cargo/credentials", "~/.cargo/credentials.toml", "~/.gem/credentials", "~/.local/share/keyrings",
+    "~/Library/Keychains",
+};
+
+// Files whose next read by the host runs code: shell start files and the
+// agent CLIs' own configuration (hooks, permission settings).
+const std::vector<std::string> k_home_write = {
+    "~/.bashrc", "~/.bash_profile", "~/.bash_login", "~/.bash_logout", "~/.profile",
+    "~/.zshrc", "~/.zshenv", "~/.zprofile", "~/.zlogin", "~/.zlogout",
+    "~/.claude", "~/.claude.json", "~/.codex", "~/.gemini",
+};
+
+const std::vector<std::string> k_filename = {".env", ".env.*", "*.key", "*.pem"};
+
+// System files a process running as uid 0 inside could otherwise read.
+const std::vector<std::string> k_etc_secrets = {
+    "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
+    "/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key",
+    "/etc/ssh/ssh_host_dsa_key", "/etc/ssl/private",
+};
+
+const std::vector<std::string> k_system_dirs = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"};
+
+struct Builder {
+    const PlanInput& in;
+    const HostPaths& host;
+    Plan plan;
+    std::string mask_dir, mask_file;
+
+    // --- mount bookkeeping -------------------------------------------------
+    bool writable_op(const Mount& m) const { return m.op == "bind" || m.op == "tmpfs"; }
+    bool is_mount_op(const Mount& m) const { return m.op == "bind" || m.op == "ro-bind" || m.op == "tmpfs"; }
+
+    // The mount that decides what is at guest path g: the deepest mount whose
+    // destination contains g; among equals the last one.
+    // Indices, not pointers: mounts are appended while sightings are in use.
+    static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+    std::size_t cover(const std::string& g) const {
+        std::size_t best = npos;
+        for (std::size_t i = 0; i < plan.mounts.size(); ++i) {
+            const auto& m = plan.mounts[i];
+            if (!is_mount_op(m) || !is_within(g, m.dest)) continue;
+            if (best == npos || depth(m.dest) >= depth(plan.mounts[best].dest)) best = i;
+        }
+        return best;
+    }
+    bool has_dest(const std::string& g) const {
+        return std::any_of(plan.mounts.begin(), plan.mounts.end(), [&](const Mount& m) { return m.dest == g; });
+    }
+    void add(std::string op, std::string src, std::string dest, std::string why) {
+        plan.mounts.push_back({std::move(op), std::move(src), std::move(dest), std::move(why)});
+    }
+
+    // Guest paths where host path h is visible, with the mount showing it.
+    struct Sighting {
+        std::string guest;
+        std::string host;  // h as the mount's source spells it
+        std::size_t via;
+        const Mount& mount(const Plan& p) const { return p.mounts[via]; }
+    };
+    std::vector<Sighting> sightings(const std::string& h) const {
+        std::vector<Sighting> out;
+        for (std::size_t i = 0; i < plan.mounts.size(); ++i) {
+            const auto& m = plan.mounts[i];
+            if (m.op != "bind" && m.op != "ro-bind") continue;
+            std::vector<std::string> srcs = {m.src};
+            if (auto r = host.resolve(m.src); r && *r != m.src) srcs.push_back(*r);
+            for (const auto& s : srcs) {
+                if (!is_within(h, s)) continue;
+                std::string g = m.dest + h.substr(s.size());
+                if (g.size() > 1 && g.back() == '/') g.pop_back();
+                if (cover(g) != i) continue;  // shadowed by a deeper mount
+                if (std::none_of(out.begin(), out.end(), [&](const Sighting& x) { return x.guest == g; }))
+                    out.push_back({g, m.src + h.substr(s.size()), i});
+                break;
+            }
+        }
+        return out;
+    }
+
+    // A mount point cannot be renamed or removed (EBUSY), so binding every
+    // directory between the writable mount and the protected path over
+    // itself stops "rename the parent, put a fresh tree in its place".
+    void pin_ancestors(const Sighting& s) {
+        const Mount via = s.mount(plan);
+        std::vector<std::string> chain;
+        for (std::string g = parent_of(s.guest); depth(g) > depth(via.dest); g = parent_of(g)) chain.push_back(g);
+        std::reverse(chain.begin(), chain.end());
+        for (const auto& g : chain) {
+            if (has_dest(g)) continue;
+            add("bind", via.src + g.substr(via.dest.size()), g,
+                "pin parent of " + s.guest + " (a mount point cannot be renamed away)");
+        }
+    }
+
+    // --- rules -------------------------------------------------------------
+    // Calls fn(spelling, kind on the host, sighting) for every place a rule's
+    // spellings are visible; records the spellings no bind shows. fn returns
+    // a Status so a rule that cannot be enforced stops the plan.
+    template <typename Fn>
+    Status each_sighting(DenyRule& d, Fn&& fn) {
+        for (const auto& sp : d.spellings) {
+            auto seen = sightings(sp);
+            if (seen.empty()) d.enforcement.push_back(sp + ": not visible (outside every bind)");
+            Kind k = seen.empty() ? Kind::missing : host.kind(sp);
+            for (const auto& s : seen)
+                if (auto st = fn(sp, k, s); !st) return st;
+        }
+        return ok();
+    }
+
+    void read_deny(const std::string& rule, const std::string& source) {
+        DenyRule d{"read", rule, source, is_glob(rule), spellings(rule, in.home, host), {}};
+        (void)each_sighting(d, [&](const std::string&, Kind k, const Sighting& s) -> Status {
+            if (k == Kind::missing) {
+                d.enforcement.push_back(s.guest + ": absent on the host");
+            } else if (k == Kind::dir) {
+                add("ro-bind", mask_dir, s.guest, "read-deny " + rule);
+                d.enforcement.push_back(s.guest + ": masked (empty mode-000 directory)");
+            } else {
+                add("ro-bind", mask_file, s.guest, "read-deny " + rule);
+                d.enforcement.push_back(s.guest + ": masked (empty mode-000 file)");
+            }
+            return ok();
+        });
+        plan.denies.push_back(std::move(d));
+    }
+
+    // missing_ok: a protected checkout that does not exist has nothing to
+    // protect; a missing start file or hooks dir inside a writable bind could
+    // be created, and covering it would need a mount point on the host.
+    Status write_deny(const std::string& rule, const std::string& source, bool missing_ok) {
+        DenyRule d{"write", rule, source, false, spellings(rule, in.home, host), {}};
+        auto st = each_sighting(d, [&](const std::string& sp, Kind k, const Sighting& s) -> Status {
+            const Mount via = s.mount(plan);
+            if (!writable_op(via)) {
+                d.enforcement.push_back(s.guest + ": read-only bind");
+                return ok();
+            }
+            if (k == Kind::missing) {
+                if (missing_ok) {
+                    d.enforcement.push_back(s.guest + ": absent on the host");
+                    return ok();
+                }
+                return unavailable_error(
+                    "write-deny '" + rule + "'",
+                    "'" + sp + "' does not exist inside writable bind '" + via.dest +
+                        "'; bubblewrap can only cover an existing path and cc-wrap never creates files on "
+                        "the host (create it, or bind '" + via.dest + "' read-only)");
+            }
+            pin_ancestors(s);
+            add("ro-bind", s.host, s.guest, "write-deny " + rule);
+            d.enforcement.push_back(s.guest + ": read-only bind over the writable bind, parents pinned");
+            return ok();
+        });
+        if (!st) return st;
+        plan.denies.push_back(std::move(d));
+        return ok();
+    }
+
+    // --- phases ------------------------------------------------------------
+    void system_mounts() {
+        for (const auto& dir : k_system_dirs) {
+            if (auto link = host.read_link(dir)) {
+                add("symlink", *link, dir, "as on the host");
+            } else if (host.kind(dir) == Kind::dir) {
+                add("ro-bind", dir, dir, "system directory, read-only");
+            }
+        }
+        add("proc", "", "/proc", "fresh /proc of the sandbox's PID namespace");
+        add("dev", "", "/dev", "minimal /dev (null, zero, full, random, urandom, tty, pts)");
+        add("tmpfs", "", "/tmp", "private /tmp");
+        add("tmpfs", "", "/var/tmp", "private /var/tmp");
+        add("tmpfs", "", "/run", "private /run (holds /run/cc)");
+    }
+
+    bool read_only_mode() const { return in.profile == Profile::dispatch && policy::is_read_only(in.spec.mode); }
+
+    void spec_mounts() {
+        std::vector<spec::BindMount> binds = in.spec.bindMounts;
+        std::stable_sort(binds.begin(), binds.end(),
+                         [](const auto& a, const auto& b) { return depth(a.guestPath) < depth(b.guestPath); });
+        bool home_bound = false;
+        if (in.profile == Profile::terminal) {
+            add("bind", in.home, in.home, "terminal profile: $HOME writable");
+            home_bound = true;
+        }
+        for (const auto& b : binds) {
+            if (is_within(in.home, b.guestPath)) home_bound = true;
+            bool ro = b.readOnly || read_only_mode();
+            std::string why = b.readOnly ? "spec bind, read-only"
+                              : ro       ? "spec bind, read-only in " + std::string(policy::to_string(in.spec.mode)) + " mode"
+                                         : "spec bind, writable";
+            add(ro ? "ro-bind" : "bind", normalise(b.hostPath, in.home), normalise(b.guestPath, in.home), why);
+        }
+        if (!home_bound && !in.home.empty() && in.home != "/")
+            add("tmpfs", "", in.home, "empty private $HOME (host home not bound)");
+        // F8: runner state stays writable in every mode.
+        for (const auto& r : in.spec.runnerStateDirs) {
+            std::string h = normalise(r, in.home);
+            auto seen = sightings(h);
+            if (seen.empty()) {
+                if (host.kind(h) == Kind::dir) add("bind", h, h, "runnerStateDirs: writable in every mode");
+                else plan.notes.push_back("runnerStateDirs '" + h + "' does not exist on the host; not bound");
+                continue;
+            }
+            for (const auto& s : seen)
+                if (!writable_op(s.mount(plan))) add("bind", s.host, s.guest, "runnerStateDirs: writable in every mode");
+        }
+    }
+
+    // .git directories at the top of a writable bind and up to two levels down
+    // (the workdir itself, repos/<name>).
+    std::vector<std::string> git_dirs_in(const std::string& root) const {
+        std::vector<std::string> out;
+        std::vector<std::pair<std::string, int>> todo = {{root, 0}};
+        while (!todo.empty()) {
+            auto [dir, level] = todo.back();
+            todo.pop_back();
+            if (host.kind(dir + "/.git") == Kind::dir) out.push_back(dir + "/.git");
+            if (level >= 2) continue;
+            for (const auto& name : host.list(dir)) {
+                if (name.empty() || name[0] == '.') continue;
+                std::string child = dir == "/" ? "/" + name : dir + "/" + name;
+                if (!host.read_link(child) && host.kind(child) == Kind::dir) todo.push_back({child, level + 1});
+            }
+        }
+        std::sort(out.begin(), out.end());
+        return out;
+    }
+
+    Status deny_rules() {
+        // /etc secrets: a uid-0 child without capabilities still owns them.
+        for (const auto& f : k_etc_secrets) {
+            Kind k = host.kind(f);
+            if (k == Kind::file) add("ro-bind", mask_file, f, "system secret");
+            if (k == Kind::dir) add("ro-bind", mask_dir, f, "system secrets");
+        }
+        for (const auto& s : k_secrets) read_deny(s, "secrets");
+        for (const auto& p : in.spec.protectedPaths)
+            if (auto st = write_deny(p, "protectedPaths", true); !st) return st;
+        if (in.profile == Profile::dispatch) {
+            for (const auto& p : k_home_write)
+                if (auto st = write_deny(p, "mandatory", true && !home_writable()); !st) return st;
+            std::vector<std::string> roots;
+            for (const auto& m : plan.mounts)
+                if (m.op == "bind") roots.push_back(m.src);
+            std::set<std::string> seen;
+            for (const auto& r : roots)
+                for (const auto& g : git_dirs_in(r))
+                    if (seen.insert(g).second) {
+                        if (auto st = write_deny(g + "/hooks", "mandatory", false); !st) return st;
+                        if (auto st = write_deny(g + "/config", "mandatory", false); !st) return st;
+                    }
+        }
+        for (const auto& p : in.denyWrite) {
+            if (p.find('/') == std::string::npos || is_glob(p)) continue;  // filename rules below
+            if (auto st = write_deny(p, "--deny-write", true); !st) return st;
+        }
+        return filename_rules();
+    }
+
+    bool home_writable() const {
+        std::size_t c = cover(in.home);
+        return c != npos && plan.mounts[c].op == "bind";
+    }
+
+    // F11: bubblewrap can cover existing paths, not names created later.
+    Status filename_rules() {
+        std::vector<std::pair<std::string, std::string>> rules;
+        if (in.profile == Profile::dispatch && in.backend == Backend::native) {
+            for (const auto& g : k_filename) {
+                if (in.dropFilenameDenies)
+                    plan.filenameDeniesDropped.push_back(g);
+                else
+                    rules.emplace_back(g, "standard dispatch policy");
+            }
+        }
+        for (const auto& p : in.denyWrite)
+            if (p.find('/') == std::string::npos || is_glob(p)) rules.emplace_back(p, "--deny-write");
+        if (!plan.filenameDeniesDropped.empty())
+            plan.notes.push_back("standard filename write-denies dropped by --drop-filename-denies: files named .env, "
+                                 ".env.*, *.key, *.pem can be created in writable binds");
+        std::string writable;
+        for (const auto& m : plan.mounts)
+            if (m.op == "bind") { writable = m.dest; break; }
+        for (const auto& [rule, source] : rules) {
+            DenyRule d{"write", rule, source, true, {rule}, {}};
+            if (in.backend == Backend::none) {
+                d.enforcement.push_back("not enforced: backend none has no sandbox");
+            } else if (!writable.empty()) {
+                return unavailable_error("filename write-deny '" + rule + "' (" + source + ")",
+                                         "bubblewrap cannot refuse files created later under that name in writable "
+                                         "bind '" + writable + "'; refusing to run with a weaker policy "
+                                         "(--drop-filename-denies to run without the standard set, or a read-only mode)");
+            } else {
+                d.enforcement.push_back("nothing host-backed is writable");
+            }
+            plan.denies.push_back(std::move(d));
+        }
+        return ok();
+    }
+
+    void proxy_wiring() {
+        auto& p = plan.proxy;
+        if (in.backend == Backend::none) {
+            p.transport = "none";
+            p.why = "backend none: the command shares the host network; nothing is wired";
+            return;
+        }
+        if (in.profile == Profile::terminal) {
+            p.transport = "host";
+            p.why = "terminal profile: network open without proxies (F16)";
+            return;
+        }
+        p.egress = in.egress.source == EgressWiring::Source::handed ? "handed" : "own";
+        if (!in.egress.inbox.empty()) {
+            p.transport = "fd-handover";
+            p.why = "listening sockets made inside the sandbox are handed to cc-egress over its inbox; no copy hop";
+            add("ro-bind", in.egress.inbox, std::string(guest_egress_dir) + "/inbox.sock", "cc-egress fd inbox");
+        } else {
+            p.transport = "socat-bridge";
+            p.why = "the egress offers no fd inbox: socat inside bridges loopback to its Unix sockets (one copy hop)";
+            plan.notes.push_back("proxy transport is the socat bridge: " + p.why);
+            add("ro-bind", in.egress.httpUnix, std::string(guest_egress_dir) + "/http.sock", "cc-egress HTTP proxy socket");
+            add("ro-bind", in.egress.socksUnix, std::string(guest_egress_dir) + "/socks.sock", "cc-egress SOCKS5 proxy socket");
+        }
+    }
+
+    void environment() {
+        if (in.inheritEnv) {
+            plan.env = in.hostEnv;
+            plan.inheritEnv = true;
+            plan.notes.push_back("--inherit-env: the host environment is passed unchanged (backend none only)");
+        } else {
+            auto s = sanitise_env(in.hostEnv);
+            plan.env = std::move(s.env);
+            plan.envRemoved = std::move(s.removed);
+        }
+        plan.env["CC_SESSION_ID"] = in.spec.sessionId;
+        plan.env["CC_SANDBOX_BACKEND"] = std::string(spec::to_string(in.backend));
+        if (in.backend == Backend::native) {
+            plan.env["TMPDIR"] = "/tmp";
+            if (!in.home.empty()) plan.env["HOME"] = in.home;
+        }
+        if (plan.proxy.transport == "fd-handover" || plan.proxy.transport == "socat-bridge") {
+            std::string http = "http://127.0.0.1:" + std::to_string(plan.proxy.httpPort);
+            std::string socks = "127.0.0.1:" + std::to_string(plan.proxy.socksPort);
+            for (const char* k : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) plan.env[k] = http;
+            plan.env["ALL_PROXY"] = plan.env["all_proxy"] = "socks5h://" + socks;
+            // git runs GIT_SSH_COMMAND through the shell; OpenBSD nc speaks SOCKS5.
+            plan.env["GIT_SSH_COMMAND"] = "ssh -o ProxyCommand='nc -X 5 -x " + socks + " %h %p'";
+        }
+    }
+
+    std::vector<std::string> init_argv(const std::string& exe) const {
+        std::vector<std::string> a = {exe, "--internal-sandbox-init", "--transport", plan.proxy.transport};
+        if (in.pty) a.insert(a.end(), {"--pty", "1"});
+        if (plan.proxy.transport == "fd-handover" || plan.proxy.transport == "socat-bridge") {
+            a.insert(a.end(), {"--http-port", std::to_string(plan.proxy.httpPort), "--socks-port",
+                               std::to_string(plan.proxy.socksPort), "--egress-dir", guest_egress_dir});
+            if (plan.proxy.transport == "socat-bridge") a.insert(a.end(), {"--socat", in.socat});
+        }
+        a.push_back("--");
+        a.insert(a.end(), in.command.begin(), in.command.end());
+        return a;
+    }
+
+    void bwrap_argv() {
+        auto& a = plan.argv;
+        // --new-session stops TIOCSTI injection into the caller's terminal;
+        // with --pty the child's terminal is its own, so it keeps job control.
+        a = {in.bwrap, "--die-with-parent"};
+        if (!in.pty) a.push_back("--new-session");
+        a.insert(a.end(), {"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"});
+        if (plan.proxy.transport != "host") a.push_back("--unshare-net");
+        a.insert(a.end(), {"--cap-drop", "ALL", "--hostname", "cc-sandbox", "--json-status-fd", "3"});
+        for (const auto& m : plan.mounts) {
+            a.push_back("--" + m.op);
+            if (m.op == "bind" || m.op == "ro-bind" || m.op == "symlink") a.push_back(m.src);
+            a.push_back(m.dest);
+        }
+        if (!plan.chdir.empty()) a.insert(a.end(), {"--chdir", plan.chdir});
+        a.push_back("--");
+        auto init = init_argv(guest_init);
+        a.insert(a.end(), init.begin(), init.end());
+    }
+
+    static int port_of(const std::string& addr, int fallback) {
+        auto c = addr.rfind(':');
+        if (c == std::string::npos) return fallback;
+        try { return std::stoi(addr.substr(c + 1)); } catch (...) { return fallback; }
+    }
+
+    // macOS: the child shares the host's loopback and talks to cc-egress's
+    // own ports; the profile limits it to those (F12). Unverified on hardware.
+    Result<Plan> seatbelt_plan() {
+        auto& p = plan.proxy;
+        if (in.profile == Profile::terminal) {
+            p.transport = "host";
+            p.why = "terminal profile: network open without proxies (F16)";
+        } else {
+            p.transport = "loopback";
+            p.egress = in.egress.source == EgressWiring::Source::handed ? "handed" : "own";
+            p.httpPort = port_of(in.egress.http, 0);
+            p.socksPort = port_of(in.egress.socks, 0);
+            p.why = "Seatbelt shares the host loopback: the child reaches cc-egress's ports directly";
+        }
+        if (in.dropFilenameDenies) plan.filenameDeniesDropped = k_filename;
+        plan.seatbelt = seatbelt_profile(in, host, p.httpPort, p.socksPort);
+        plan.notes.push_back("Seatbelt backend: generated profile not verified on Apple hardware; violations are not "
+                             "parsed (the macOS log tap is not built)");
+        environment();
+        if (p.transport == "loopback") {
+            std::string http = "http://127.0.0.1:" + std::to_string(p.httpPort);
+            for (const char* k : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) plan.env[k] = http;
+            std::string socks = "127.0.0.1:" + std::to_string(p.socksPort);
+            plan.env["ALL_PROXY"] = plan.env["all_proxy"] = "socks5h://" + socks;
+            plan.env["GIT_SSH_COMMAND"] = "ssh -o ProxyCommand='nc -X 5 -x " + socks + " %h %p'";
+        }
+        plan.argv = {"/usr/bin/sandbox-exec", "-p", plan.seatbelt};
+        auto init = init_argv(in.initExe);
+        plan.argv.insert(plan.argv.end(), init.begin(), init.end());
+        plan.chdir = in.spec.guestWorkdir.value_or("");
+        return plan;
+    }
+
+    Result<Plan> build() {
+        plan.spec = in.spec;
+        plan.backend = in.backend;
+        plan.backendLog = in.backendLog;
+        plan.profile = in.profile;
+        plan.runtimeDir = in.runtimeDir;
+        if (in.command.empty()) return input_error("command", "missing (cc-wrap [options] -- CMD ARGS...)");
+        if (in.inheritEnv && in.backend != Backend::none)
+            return input_error("--inherit-env", "allowed only with backend none (the sandbox always sanitises the environment)");
+        if (in.backend == Backend::microvm)
+            return unavailable_error("backend microvm", "cc-wrap has no microvm launcher; nothing runs without the isolation asked for");
+        if (in.backend == Backend::none) {
+            if (in.profile == Profile::terminal)
+                return unavailable_error("--profile terminal",
+                                         "native wrapping is unavailable (backend none); a terminal never pretends to be sandboxed");
+            proxy_wiring();
+            environment();
+            if (auto st = filename_rules(); !st) return st.error();
+            plan.notes.push_back("backend none: no sandbox; binds, deny rules and modes are not enforced");
+            plan.argv = init_argv(in.initExe);
+            plan.chdir = in.spec.guestWorkdir.value_or("");
+            return plan;
+        }
+        if (in.mechanism == "seatbelt") return seatbelt_plan();
+        mask_dir = in.runtimeDir + "/mask-dir";
+        mask_file = in.runtimeDir + "/mask-file";
+        plan.maskFiles = {mask_dir, mask_file};
+        system_mounts();
+        spec_mounts();
+        if (auto st = deny_rules(); !st) return st.error();
+        proxy_wiring();
+        add("ro-bind", in.initExe, guest_init, "the init step (cc-wrap-init)");
+        // Later mounts over a path win, so parents first; same depth keeps order.
+        std::stable_sort(plan.mounts.begin(), plan.mounts.end(),
+                         [](const Mount& x, const Mount& y) { return depth(x.dest) < depth(y.dest); });
+        add("remount-ro", "", "/", "the empty root itself is read-only: writes outside the binds fail");
+        environment();
+        if (in.spec.guestWorkdir)
+            plan.chdir = *in.spec.guestWorkdir;
+        else if (!in.spec.bindMounts.empty())
+            plan.chdir = normalise(in.spec.bindMounts.front().guestPath, in.home);
+        else
+            plan.chdir = in.profile == Profile::terminal ? in.home : "/";
+        bwrap_argv();
+        return plan;
+    }
+};
+
+}  // namespace
+
+std::string_view to_string(Profile p) { return p == Profile::terminal ? "terminal" : "dispatch"; }
+
+const std::vector<std::string>& secret_read_denies() { return k_secrets; }
+const std::vector<std::string>& home_write_denies() { return k_home_write; }
+const std::vector<std::string>& standard_filename_denies() { return k_filename; }
+
+Result<Plan> build_plan(const PlanInput& in, const HostPaths& host) {
+    Builder b{in, host, {}, {}, {}};
+    return b.build();
+}
+
+nlohmann::json to_json(const Plan& p) {
+    using nlohmann::json;
+    json mounts = json::array();
+    for (const auto& m : p.mounts) {
+        json j = {{"op", m.op}, {"dest", m.dest}, {"why", m.why}};
+        if (!m.src.empty()) j["src"] = m.src;
+        mounts.push_back(j);
+    }
+    json denies = json::array();
+    for (const auto& d : p.denies)
+        denies.push_back({{"kind", d.kind}, {"rule", d.rule}, {"source", d.source}, {"glob", d.glob},
+                          {"spellings", d.spellings}, {"enforcement", d.enforcement}});
+    json env = json::object();
+    for (const auto& [k, v] : p.env) env[k] = v;
+    return {
+        {"sessionId", p.spec.sessionId},
+        {"backend", spec::to_string(p.backend)},
+        {"backendLog", p.backendLog},
+        {"profile", to_string(p.profile)},
+        {"mode", policy::to_string(p.spec.mode)},
+        {"argv", p.argv},
+        {"chdir", p.chdir},
+        {"env", env},
+        {"envRemoved", p.envRemoved},
+        {"inheritEnv", p.inheritEnv},
+        {"mounts", mounts},
+        {"denies", denies},
+        {"filenameDeniesDropped", p.filenameDeniesDropped},
+        {"proxy", {{"transport", p.proxy.transport}, {"httpPort", p.proxy.httpPort}, {"socksPort", p.proxy.socksPort},
+                   {"egress", p.proxy.egress}, {"why", p.proxy.why}}},
+        {"runtimeDir", p.runtimeDir},
+        {"notes", p.notes},
+    };
+}
+
+nlohmann::json summary(const Plan& p) {
+    std::size_t rw = 0;
+    for (const auto& m : p.mounts) rw += m.op == "bind";
+    return {{"backend", spec::to_string(p.backend)},
+            {"backendLog", p.backendLog},
+            {"profile", to_string(p.profile)},
+            {"mode", policy::to_string(p.spec.mode)},
+            {"proxyTransport", p.proxy.transport},
+            {"mounts", p.mounts.size()},
+            {"writableMounts", rw},
+            {"denyRules", p.denies.size()},
+            {"notes", p.notes}};
+}
+
+}  // namespace cc::sandbox

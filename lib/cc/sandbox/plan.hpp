@@ -1,0 +1,127 @@
+// Parse, plan, execute: everything cc-wrap will do, decided before anything
+// runs. build_plan() is a pure function of (spec, chosen backend, options,
+// host paths), so `cc-wrap --print` and the unit tests see exactly the argv,
+// environment, mounts, deny rules and proxy wiring a launch would use.
+//
+//   cc::sandbox::PlanInput in;  in.spec = *spec;  in.backend = choice.backend; ...
+//   auto plan = cc::sandbox::build_plan(in, *cc::sandbox::real_paths());
+//   if (!plan) -> plan.error(): input (exit 2) or unavailable (exit 125, names the rule)
+//   std::cout << cc::sandbox::to_json(*plan).dump(2);
+//
+// Linux native layout (bubblewrap): the new root is an empty tmpfs, made
+// read-only at the end; system directories are bound read-only, /proc, /dev,
+// /tmp and /run are private; then the spec's binds; then the deny overlays.
+// bwrap applies mounts in order and a later mount over a path wins, so the
+// mounts are ordered by depth of their destination (stable), overlays last.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "cc/core/result.hpp"
+#include "cc/sandbox/env.hpp"
+#include "cc/sandbox/paths.hpp"
+#include "cc/spec/spec.hpp"
+
+namespace cc::sandbox {
+
+// dispatch: an agent run (F7-F11, F14). terminal: a human's shell (F16).
+enum class Profile { dispatch, terminal };
+std::string_view to_string(Profile p);
+
+// Where the session's egress proxies are, as far as the launcher knows before
+// planning (its own cc-egress is started with these paths; a handed-in one
+// reports them in its ready line).
+struct EgressWiring {
+    enum class Source { none, own, handed };
+    Source source = Source::none;
+    std::string inbox;      // host path of the fd inbox socket; empty: none
+    std::string httpUnix;   // host paths of the Unix sockets (socat bridge)
+    std::string socksUnix;
+    std::string http, socks;  // host TCP addresses (backend none / reporting)
+};
+
+struct PlanInput {
+    spec::SandboxSpec spec;
+    spec::Backend backend = spec::Backend::native;
+    std::string backendLog;
+    Profile profile = Profile::dispatch;
+    std::vector<std::string> command;
+    std::string home;                     // host $HOME
+    Env hostEnv;
+    bool inheritEnv = false;              // only with backend none
+    std::vector<std::string> denyWrite;   // --deny-write PATTERN
+    bool dropFilenameDenies = false;      // --drop-filename-denies
+    std::string initExe;                  // cc-wrap-init (or cc-wrap), run inside as the init step
+    std::string mechanism = "bubblewrap";  // or "seatbelt" (macOS)
+    std::string bwrap = "/usr/bin/bwrap";
+    std::string socat = "/usr/bin/socat";
+    bool pty = false;                      // the child gets its own terminal
+    std::string runtimeDir;               // cc-wrap's private dir for this launch
+    EgressWiring egress;
+};
+
+struct Mount {
+    std::string op;    // bwrap option without dashes: ro-bind, bind, tmpfs, symlink, proc, dev, remount-ro
+    std::string src;   // host path (bind), link target (symlink), empty otherwise
+    std::string dest;  // path inside the sandbox
+    std::string why;
+};
+
+struct DenyRule {
+    std::string kind;                    // "read" or "write"
+    std::string rule;                    // as written ("~/.ssh", ".env", a protected path)
+    std::string source;                  // "secrets", "mandatory", "protectedPaths", "--deny-write", "standard dispatch policy"
+    bool glob = false;
+    std::vector<std::string> spellings;  // literal, then symlink-resolved (F9)
+    std::vector<std::string> enforcement;  // one line per spelling/visibility, e.g. "/w/.ssh: masked (empty mode-000 dir)"
+};
+
+struct ProxyWiring {
+    // "fd-handover": listening sockets made inside the sandbox are handed to
+    // cc-egress (no copy hop); "socat-bridge": socat inside copies loopback
+    // to the bound Unix sockets; "host": shared host network (terminal);
+    // "none": no network wiring (backend none).
+    std::string transport = "none";
+    int httpPort = 3128, socksPort = 1080;  // loopback ports inside the sandbox
+    std::string egress;                     // "own", "handed" or ""
+    std::string why;
+};
+
+struct Plan {
+    spec::SandboxSpec spec;
+    spec::Backend backend = spec::Backend::none;
+    std::string backendLog;
+    Profile profile = Profile::dispatch;
+    std::vector<std::string> argv;     // what the launcher executes, argv[0] absolute
+    Env env;                           // the child's whole environment
+    std::vector<std::string> envRemoved;
+    bool inheritEnv = false;
+    std::vector<Mount> mounts;
+    std::vector<DenyRule> denies;
+    std::vector<std::string> filenameDeniesDropped;
+    ProxyWiring proxy;
+    std::string runtimeDir;
+    std::string chdir;
+    std::vector<std::string> maskFiles;  // files the launcher creates in runtimeDir (mode 0)
+    std::vector<std::string> notes;      // every weaker-than-asked choice, said out loud
+    std::string seatbelt;                // the SBPL profile (macOS)
+};
+
+// Paths used inside the sandbox.
+inline constexpr const char* guest_init = "/run/cc/init";
+inline constexpr const char* guest_egress_dir = "/run/cc/egress";
+
+Result<Plan> build_plan(const PlanInput& in, const HostPaths& host);
+nlohmann::json to_json(const Plan& p);
+// The short form for the `starting` event.
+nlohmann::json summary(const Plan& p);
+
+// The deny sets (F10), relative to $HOME ("~/..."), exposed for tests and docs.
+const std::vector<std::string>& secret_read_denies();
+const std::vector<std::string>& home_write_denies();
+const std::vector<std::string>& standard_filename_denies();
+
+}  // namespace cc::sandbox

@@ -1,0 +1,200 @@
+#include "cc/sandbox/sandbox_init.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <linux/close_range.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+
+namespace cc::sandbox {
+
+namespace {
+
+int fail(const std::string& what, int status = 125) {
+    std::cerr << "cc-wrap: sandbox init: " << what << '\n';
+    return status;
+}
+
+int listen_loopback(int port, std::string& err) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) { err = std::string("socket: ") + std::strerror(errno); return -1; }
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+        err = "127.0.0.1:" + std::to_string(port) + ": " + std::strerror(errno);
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+// One sendmsg carrying both listeners and {"http":[0],"socks":[1]}; the
+// answer is one line {"ok":true} or {"ok":false,"error":...}.
+bool hand_over(const std::string& inbox, int http_fd, int socks_fd, std::string& err) {
+    int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0) { err = std::string("socket: ") + std::strerror(errno); return false; }
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    if (inbox.size() >= sizeof a.sun_path) { err = "inbox path too long"; ::close(s); return false; }
+    std::memcpy(a.sun_path, inbox.c_str(), inbox.size() + 1);
+    if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        err = "'" + inbox + "': " + std::strerror(errno);
+        ::close(s);
+        return false;
+    }
+    std::string payload = R"({"http":[0],"socks":[1]})" "\n";
+    iovec iov{payload.data(), payload.size()};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))] = {};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof ctl;
+    cmsghdr* c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+    int fds[2] = {http_fd, socks_fd};
+    std::memcpy(CMSG_DATA(c), fds, sizeof fds);
+    if (::sendmsg(s, &m, MSG_NOSIGNAL) != static_cast<ssize_t>(payload.size())) {
+        err = std::string("sendmsg: ") + std::strerror(errno);
+        ::close(s);
+        return false;
+    }
+    timeval tv{10, 0};
+    ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string line;
+    char ch;
+    while (line.size() < 4096) {
+        ssize_t n = ::read(s, &ch, 1);
+        if (n <= 0 || ch == '\n') break;
+        line.push_back(ch);
+    }
+    ::close(s);
+    // {"ok":true} with any spacing; this binary links no JSON library.
+    std::string compact;
+    for (char k : line)
+        if (k != ' ' && k != '\t' && k != '\r') compact.push_back(k);
+    if (compact.find("\"ok\":true") != std::string::npos) return true;
+    err = line.empty() ? "no answer from the egress inbox" : "egress refused the sockets: " + line;
+    return false;
+}
+
+// Is something listening on 127.0.0.1:port? (/proc/net/tcp, state 0A)
+bool listening(int port) {
+    std::ifstream f("/proc/net/tcp");
+    char want[16];
+    std::snprintf(want, sizeof want, ":%04X", port);
+    std::string line;
+    while (std::getline(f, line)) {
+        auto p = line.find(want);
+        if (p != std::string::npos && p < 20 && line.find(" 0A ") != std::string::npos) return true;
+    }
+    return false;
+}
+
+// socat must not stay a child of CMD (a shell's `wait` would hang on it), so
+// it is started through an intermediate that exits at once; it is reparented
+// to the sandbox's PID 1 and dies with the namespace.
+bool start_bridge(const std::string& socat, int port, const std::string& unix_path, std::string& err) {
+    std::string listen = "TCP-LISTEN:" + std::to_string(port) + ",bind=127.0.0.1,reuseaddr,fork";
+    std::string target = "UNIX-CONNECT:" + unix_path;
+    pid_t mid = ::fork();
+    if (mid < 0) { err = std::string("fork: ") + std::strerror(errno); return false; }
+    if (mid == 0) {
+        if (::fork() == 0) {
+            int devnull = ::open("/dev/null", O_RDWR);
+            if (devnull >= 0) { ::dup2(devnull, 0); ::dup2(devnull, 1); }
+            ::execl(socat.c_str(), socat.c_str(), "-lpcc-wrap-bridge", listen.c_str(), target.c_str(), nullptr);
+            _exit(127);
+        }
+        _exit(0);
+    }
+    int st = 0;
+    ::waitpid(mid, &st, 0);
+    return true;
+}
+
+bool wait_listening(int port, std::string& err) {
+    for (int i = 0; i < 3000; ++i) {  // up to 3 s
+        if (listening(port)) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    err = "socat did not listen on 127.0.0.1:" + std::to_string(port);
+    return false;
+}
+
+}  // namespace
+
+int sandbox_init_main(const std::vector<std::string>& args) {
+    std::string transport = "none", egress_dir, socat = "socat";
+    int http_port = 0, socks_port = 0;
+    bool pty = false;
+    std::size_t i = 0;
+    for (; i < args.size(); ++i) {
+        const auto& a = args[i];
+        if (a == "--") { ++i; break; }
+        if (i + 1 >= args.size()) return fail("option '" + a + "' needs a value", 125);
+        const auto& v = args[++i];
+        if (a == "--transport") transport = v;
+        else if (a == "--http-port") http_port = std::atoi(v.c_str());
+        else if (a == "--socks-port") socks_port = std::atoi(v.c_str());
+        else if (a == "--egress-dir") egress_dir = v;
+        else if (a == "--socat") socat = v;
+        else if (a == "--pty") pty = v == "1";
+        else return fail("unknown option '" + a + "'");
+    }
+    if (i >= args.size()) return fail("no command");
+
+    if (transport == "fd-handover") {
+        std::string err;
+        int h = listen_loopback(http_port, err);
+        if (h < 0) return fail("http listener " + err);
+        int s = listen_loopback(socks_port, err);
+        if (s < 0) return fail("socks listener " + err);
+        if (!hand_over(egress_dir + "/inbox.sock", h, s, err)) return fail("fd handover: " + err);
+        ::close(h);
+        ::close(s);
+    } else if (transport == "socat-bridge") {
+        std::string err;
+        if (!start_bridge(socat, http_port, egress_dir + "/http.sock", err) ||
+            !start_bridge(socat, socks_port, egress_dir + "/socks.sock", err) || !wait_listening(http_port, err) ||
+            !wait_listening(socks_port, err))
+            return fail("socat bridge: " + err);
+    }
+
+    if (pty && ::isatty(0)) {
+        ::setsid();
+        ::ioctl(0, TIOCSCTTY, 0);
+    }
+    // The command gets stdin, stdout and stderr and nothing else (bwrap's
+    // status pipe to cc-wrap stays outside).
+    ::syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+    std::vector<char*> argv;
+    for (std::size_t k = i; k < args.size(); ++k) argv.push_back(const_cast<char*>(args[k].c_str()));
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    int e = errno;
+    std::cerr << "cc-wrap: '" << args[i] << "': " << std::strerror(e) << '\n';
+    return e == ENOENT || e == ENOTDIR ? 127 : 126;
+}
+
+}  // namespace cc::sandbox

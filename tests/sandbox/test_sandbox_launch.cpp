@@ -1,0 +1,589 @@
+// Real launches under bubblewrap (issue 5's escape battery and the allowed
+// paths). Registered twice: as root and as an unprivileged user (as-user.sh).
+// Each test builds its own tree in the scratch dir; nothing outside it is
+// touched, and the host is checked after every refused write.
+#include "harness.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using cc::test::bin;
+using cc::test::run;
+using cc::test::RunOptions;
+
+namespace {
+
+bool bwrap_works() {
+    static int ok = -1;
+    if (ok < 0) ok = run({"bwrap", "--ro-bind", "/", "/", "--unshare-all", "true"}).status == 0;
+    return ok == 1;
+}
+
+std::string slurp(const std::string& p) {
+    std::ifstream f(p);
+    return std::string((std::istreambuf_iterator<char>(f)), {});
+}
+void spit(const std::string& p, const std::string& s) { std::ofstream(p) << s; }
+
+// A Unix socket that is bound (and listening when asked), held by the test.
+int unix_listener(const std::string& path, bool listen_too) {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::chmod(path.c_str(), 0777);
+    if (listen_too) ::listen(fd, 8);
+    return fd;
+}
+int tcp_listener(int& port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(fd, 8);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+    return fd;
+}
+bool nobody_connected(int listener) {
+    int c = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK);
+    if (c >= 0) ::close(c);
+    return c < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+// The tree one test runs in: a work dir (a git repo), a shared repos/ dir
+// holding a protected checkout, a read-only config dir, runner state, a
+// sibling agent's dir and a place outside every bind.
+struct Tree {
+    std::string root, work, repos, orig, group_orig, config, state, sibling, outside, home;
+    std::string spec, ready;
+    std::vector<int> fds;
+
+    explicit Tree(const std::string& name, const std::string& mode = "chat") {
+        static int serial = 0;  // Catch re-enters a test case once per SECTION
+        root = cc::test::scratch_dir() + "/" + name + (serial++ ? std::to_string(serial) : "");
+        work = root + "/agents/a1/work";
+        repos = root + "/repos";
+        orig = repos + "/orig";
+        group_orig = repos + "/group/orig";
+        config = root + "/config";
+        state = root + "/state";
+        sibling = root + "/agents/a2";
+        outside = root + "/outside";
+        home = root + "/home";
+        for (const auto& d : {work, orig, group_orig, config, state, sibling, outside, home + "/.ssh"})
+            fs::create_directories(d);
+        REQUIRE(run({"git", "-c", "init.defaultBranch=main", "init", "-q", work}).status == 0);
+        spit(orig + "/f", "original\n");
+        spit(group_orig + "/f", "original\n");
+        spit(sibling + "/secret.txt", "sibling\n");
+        spit(home + "/.ssh/id_rsa", "PRIVATE KEY\n");
+        fs::create_symlink(orig, work + "/link");
+        // A stand-in egress: bound Unix sockets and its ready line (socat bridge).
+        fs::create_directories(root + "/eg");
+        fds.push_back(unix_listener(root + "/eg/http.sock", true));
+        fds.push_back(unix_listener(root + "/eg/socks.sock", true));
+        ready = root + "/ready.json";
+        spit(ready, json{{"event", "ready"}, {"http", "127.0.0.1:1"}, {"socks", "127.0.0.1:2"},
+                         {"httpUnix", root + "/eg/http.sock"}, {"socksUnix", root + "/eg/socks.sock"}}.dump());
+        write_spec(mode, false);
+    }
+    ~Tree() {
+        for (int fd : fds) ::close(fd);
+    }
+    void write_spec(const std::string& mode, bool home_bound) {
+        json j = {{"sessionId", "t-" + fs::path(root).filename().string()},
+                  {"workspaceId", "ws"},
+                  {"mode", mode},
+                  {"guestWorkdir", work},
+                  {"bindMounts", json::array({{{"hostPath", work}}, {{"hostPath", repos}},
+                                              {{"hostPath", config}, {"readOnly", true}}})},
+                  {"protectedPaths", {orig, group_orig}},
+                  {"runnerStateDirs", {state}},
+                  {"egressAllowlist", json::array()}};
+        if (home_bound) j["bindMounts"].push_back({{"hostPath", home}, {"readOnly", true}});
+        spec = root + "/spec.json";
+        spit(spec, j.dump());
+    }
+    cc::test::RunResult wrap(const std::vector<std::string>& cmd, std::vector<std::string> flags = {},
+                             RunOptions o = {}) {
+        std::vector<std::string> argv = {bin("cc-wrap"), "--spec", spec, "--egress", ready, "--drop-filename-denies"};
+        argv.insert(argv.end(), flags.begin(), flags.end());
+        argv.push_back("--");
+        argv.insert(argv.end(), cmd.begin(), cmd.end());
+        if (!o.env.count("HOME")) o.env["HOME"] = home;
+        o.timeout_ms = 30000;
+        return run(argv, o);
+    }
+    cc::test::RunResult sh(const std::string& script, std::vector<std::string> flags = {}, RunOptions o = {}) {
+        return wrap({"sh", "-c", script}, std::move(flags), std::move(o));
+    }
+};
+
+// --- process tree helpers (by PID, never by name) ---
+std::map<pid_t, pid_t> parents() {
+    std::map<pid_t, pid_t> m;
+    for (const auto& e : fs::directory_iterator("/proc")) {
+        std::string n = e.path().filename();
+        if (n.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::string st = slurp("/proc/" + n + "/stat");
+        auto rp = st.rfind(')');
+        if (rp == std::string::npos) continue;
+        std::istringstream rest(st.substr(rp + 2));
+        std::string state;
+        pid_t pp;
+        rest >> state >> pp;
+        m[std::stoi(n)] = pp;
+    }
+    return m;
+}
+std::set<pid_t> descendants(pid_t root) {
+    auto m = parents();
+    std::set<pid_t> out;
+    bool grew = true;
+    while (grew) {
+        grew = false;
+        for (auto [p, pp] : m)
+            if ((pp == root || out.count(pp)) && out.insert(p).second) grew = true;
+    }
+    return out;
+}
+bool alive(pid_t p) {
+    std::string st = slurp("/proc/" + std::to_string(p) + "/stat");
+    if (st.empty()) return false;
+    auto rp = st.rfind(')');
+    return rp != std::string::npos && st.size() > rp + 2 && st[rp + 2] != 'Z';
+}
+template <typename Pred>
+bool eventually(Pred p, int ms = 10000) {
+    for (int i = 0; i < ms / 20; ++i) {
+        if (p()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return p();
+}
+
+struct Async {
+    pid_t pid = -1;
+    std::string out;
+    Async(const std::vector<std::string>& argv, const std::string& out_path, const std::string& home) : out(out_path) {
+        pid = ::fork();
+        if (pid == 0) {
+            int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            ::dup2(fd, 1);
+            ::setenv("HOME", home.c_str(), 1);
+            std::vector<char*> a;
+            for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+            a.push_back(nullptr);
+            ::execv(a[0], a.data());
+            _exit(127);
+        }
+    }
+    int wait() {
+        int st = 0;
+        ::waitpid(pid, &st, 0);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+};
+
+std::vector<json> events_of(const std::string& out) {
+    std::vector<json> v;
+    std::istringstream in(out);
+    std::string line;
+    while (std::getline(in, line))
+        if (!line.empty()) v.push_back(json::parse(line));
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("launch: allowed paths work, statuses pass through", "[launch]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    Tree t("allowed");
+    auto r = t.sh("echo hello > made.txt && cat made.txt && pwd");
+    CHECK(r.status == 0);
+    CHECK(r.out == "hello\n" + t.work + "\n");
+    CHECK(slurp(t.work + "/made.txt") == "hello\n");
+    CHECK(t.sh("echo shared > " + t.repos + "/new.txt").status == 0);
+    CHECK(slurp(t.repos + "/new.txt") == "shared\n");
+    CHECK(t.sh("exit 7").status == 7);
+    CHECK(t.sh("kill -TERM $$").status == 128 + SIGTERM);
+    CHECK(t.wrap({"/no/such/program"}).status == 127);
+    CHECK(t.wrap({"/etc/passwd"}).status == 126);
+    CHECK(t.sh("cat " + t.config + "/../config >/dev/null 2>&1; ls " + t.config).status == 0);
+    // --pty: the child has a terminal of its own (and keeps its status).
+    auto tty = t.sh("test -t 0 && test -t 1 && echo on-a-tty; exit 5", {"--pty"});
+    CHECK(tty.status == 5);
+    CHECK(tty.out.find("on-a-tty") != std::string::npos);
+    // A git commit in the work dir still works with hooks and config read-only.
+    auto g = t.sh("git -c user.name=a -c user.email=a@b commit -q --allow-empty -m x && git log --oneline | wc -l");
+    CHECK(g.status == 0);
+    CHECK(g.out == "1\n");
+}
+
+TEST_CASE("launch: the escape battery is refused", "[launch][escape]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    Tree t("escape");
+
+    SECTION("a host Unix socket that was not bound") {
+        int l = unix_listener(t.outside + "/daemon.sock", true);
+        auto r = t.sh("socat -u OPEN:/dev/null UNIX-CONNECT:" + t.outside + "/daemon.sock");
+        CHECK(r.status != 0);
+        CHECK(nobody_connected(l));
+        ::close(l);
+    }
+    SECTION("writes outside the binds") {
+        CHECK(t.sh("touch " + t.outside + "/x").status != 0);
+        CHECK_FALSE(fs::exists(t.outside + "/x"));
+        CHECK(t.sh("touch /usr/x").status != 0);
+        CHECK(t.sh("touch /x").status != 0);
+        CHECK(t.sh("echo x >> /etc/passwd").status != 0);
+    }
+    SECTION("a protected checkout: directly, through a symlink, by renaming its parent") {
+        CHECK(t.sh("echo evil > " + t.orig + "/f").status != 0);
+        CHECK(t.sh("echo evil > link/f").status != 0);
+        CHECK(t.sh("rm -rf " + t.orig).status != 0);
+        CHECK(t.sh("mv " + t.orig + " " + t.repos + "/moved").status != 0);
+        auto r = t.sh("mv " + t.repos + "/group " + t.repos + "/g2 && mkdir -p " + t.group_orig + " && echo evil > " +
+                      t.group_orig + "/f");
+        CHECK(r.status != 0);
+        CHECK(slurp(t.orig + "/f") == "original\n");
+        CHECK(slurp(t.group_orig + "/f") == "original\n");
+        CHECK_FALSE(fs::exists(t.repos + "/g2"));
+        CHECK_FALSE(fs::exists(t.repos + "/moved"));
+    }
+    SECTION("a planted ~/.ssh/id_rsa") {
+        t.write_spec("chat", true);
+        auto r = t.sh("cat $HOME/.ssh/id_rsa");
+        CHECK(r.status != 0);
+        CHECK(r.out.find("PRIVATE") == std::string::npos);
+        CHECK(t.sh("ls $HOME/.ssh").status != 0);
+        // the terminal profile: $HOME writable, secrets still unreadable
+        t.write_spec("chat", false);
+        auto term = t.sh("cat $HOME/.ssh/id_rsa; echo mine > $HOME/notes.txt", {"--profile", "terminal"});
+        CHECK(term.out.find("PRIVATE") == std::string::npos);
+        CHECK(slurp(t.home + "/notes.txt") == "mine\n");
+    }
+    SECTION(".git/hooks in a writable repo") {
+        CHECK(t.sh("echo '#!/bin/sh' > .git/hooks/pre-commit").status != 0);
+        CHECK(t.sh("mv .git/hooks .git/h2").status != 0);
+        CHECK(t.sh("git config core.hooksPath /tmp/h").status != 0);
+        CHECK_FALSE(fs::exists(t.work + "/.git/hooks/pre-commit"));
+        CHECK(slurp(t.work + "/.git/config").find("hooksPath") == std::string::npos);
+    }
+    SECTION("writing in plan mode; runner state stays writable") {
+        t.write_spec("plan", false);
+        CHECK(t.sh("touch " + t.work + "/x").status != 0);
+        CHECK(t.sh("touch " + t.repos + "/x").status != 0);
+        CHECK_FALSE(fs::exists(t.work + "/x"));
+        CHECK(t.sh("echo s > " + t.state + "/log").status == 0);
+        CHECK(slurp(t.state + "/log") == "s\n");
+    }
+    SECTION("a sibling agent's directory") {
+        auto r = t.sh("ls " + t.sibling + "; cat " + t.sibling + "/secret.txt");
+        CHECK(r.status != 0);
+        CHECK(r.out.find("sibling") == std::string::npos);
+    }
+    SECTION("LD_PRELOAD and friends do not reach the child") {
+        RunOptions o;
+        o.env = {{"LD_PRELOAD", ""}, {"BASH_ENV", "/tmp/evil"}, {"NODE_OPTIONS", "--require /tmp/evil.js"},
+                 {"GIT_CONFIG_COUNT", "1"}};
+        auto r = t.sh("echo \"[${LD_PRELOAD-unset}][${BASH_ENV-unset}][${NODE_OPTIONS-unset}][${GIT_CONFIG_COUNT-unset}]\"",
+                      {}, o);
+        CHECK(r.out == "[unset][unset][unset][unset]\n");
+    }
+    SECTION("a direct TCP connection to a host service on 127.0.0.1") {
+        int port = 0;
+        int l = tcp_listener(port);
+        auto r = t.sh("socat -u OPEN:/dev/null TCP:127.0.0.1:" + std::to_string(port) + ",connect-timeout=2");
+        CHECK(r.status != 0);
+        CHECK(nobody_connected(l));
+        ::close(l);
+    }
+}
+
+TEST_CASE("launch: refused writes become violation events", "[launch][events]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    Tree t("violations");
+    auto r = t.sh("echo out; touch " + t.orig + "/x; printf '\\377'; exit 3", {"--events"});
+    CHECK(r.status == 3);
+    auto ev = events_of(r.out);
+    REQUIRE(ev.size() >= 5);
+    CHECK(ev.front()["event"] == "starting");
+    CHECK(ev.front()["plan"]["backend"] == "native");
+    CHECK(ev.back()["event"] == "exit");
+    CHECK(ev.back()["exitCode"] == 3);
+    bool saw_violation = false, saw_bytes = false, saw_ready = false;
+    for (std::size_t i = 0; i < ev.size(); ++i) {
+        CHECK(ev[i]["seq"] == i + 1);
+        CHECK(ev[i]["sessionId"] == "t-" + fs::path(t.root).filename().string());
+        if (ev[i]["event"] == "violation" && ev[i]["target"] == t.orig + "/x") {
+            saw_violation = true;
+            CHECK(ev[i]["action"] == "write");
+        }
+        if (ev[i]["event"] == "stdout" && ev[i].contains("bytes")) saw_bytes = ev[i]["bytes"] == "/w==";
+        if (ev[i]["event"] == "ready") saw_ready = true;
+    }
+    CHECK(saw_violation);
+    CHECK(saw_bytes);
+    CHECK(saw_ready);
+}
+
+TEST_CASE("launch: --timeout kills the whole sandbox, nothing is orphaned", "[launch][orphans]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    Tree t("timeout");
+    Async a({bin("cc-wrap"), "--spec", t.spec, "--egress", t.ready, "--drop-filename-denies", "--events", "--timeout",
+             "2", "--", "sh", "-c", "sleep 60 & sleep 61"},
+            t.root + "/out.jsonl", t.home);
+    std::set<pid_t> seen;
+    REQUIRE(eventually([&] {
+        seen = descendants(a.pid);
+        return seen.size() >= 4;  // bwrap, its pid 1, sh, the sleeps, socat
+    }));
+    CHECK(a.wait() == 137);
+    auto ev = events_of(slurp(a.out));
+    REQUIRE(ev.size() >= 2);
+    CHECK(ev[ev.size() - 2]["event"] == "killed");
+    CHECK(ev[ev.size() - 2]["reason"] == "timeout");
+    CHECK(ev.back()["exitCode"] == 137);
+    CHECK(eventually([&] {
+        for (pid_t p : seen)
+            if (alive(p)) return false;
+        return true;
+    }));
+    // the runtime directory is gone too
+    CHECK(t.sh("true").status == 0);
+}
+
+TEST_CASE("launch: SIGTERM is forwarded; SIGKILL of cc-wrap leaves no orphans", "[launch][orphans]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    Tree t("signals");
+    for (int sig : {SIGTERM, SIGKILL}) {
+        Async a({bin("cc-wrap"), "--spec", t.spec, "--egress", t.ready, "--drop-filename-denies", "--kill-after", "2",
+                 "--", "sh", "-c", "sleep 60 & sleep 61; echo after"},
+                t.root + "/out-" + std::to_string(sig), t.home);
+        std::set<pid_t> seen;
+        REQUIRE(eventually([&] {
+            seen = descendants(a.pid);
+            return seen.size() >= 4;
+        }));
+        ::kill(a.pid, sig);
+        int status = a.wait();
+        if (sig == SIGTERM) {
+            // sh got SIGTERM (or the grace period ran out): no normal exit.
+            CHECK((status == 128 + SIGTERM || status == 128 + SIGKILL));
+        } else {
+            CHECK(status == 128 + SIGKILL);
+        }
+        CHECK(eventually([&] {
+            for (pid_t p : seen)
+                if (alive(p)) return false;
+            return true;
+        }));
+    }
+}
+
+// Plays cc-egress's side of the fd inbox contract: one message with
+// SCM_RIGHTS and {"http":[0],"socks":[1]}, answer {"ok":true}, then serve one
+// HTTP request on the handed-over listener. Proves the sockets were made
+// inside the sandbox's namespace and reach the host with no bridge.
+TEST_CASE("launch: fd handover: listeners made inside are accepted outside", "[launch][network]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!cc::test::have_program("curl")) CC_SKIP("curl not installed");
+    Tree t("handover");
+    std::string inbox = t.root + "/eg/inbox.sock";
+    int l = unix_listener(inbox, true);
+    int fl = ::fcntl(l, F_GETFL);
+    ::fcntl(l, F_SETFL, fl & ~O_NONBLOCK);
+    spit(t.ready, json{{"event", "ready"}, {"fdInbox", inbox}}.dump());
+    std::string payload;
+    int received = 0;
+    std::thread egress([&] {
+        int c = ::accept(l, nullptr, nullptr);
+        if (c < 0) return;
+        char data[256] = {};
+        alignas(cmsghdr) char ctl[CMSG_SPACE(4 * sizeof(int))] = {};
+        iovec iov{data, sizeof data - 1};
+        msghdr m{};
+        m.msg_iov = &iov;
+        m.msg_iovlen = 1;
+        m.msg_control = ctl;
+        m.msg_controllen = sizeof ctl;
+        ssize_t n = ::recvmsg(c, &m, 0);
+        int fds[4] = {-1, -1, -1, -1};
+        for (cmsghdr* h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
+            if (h->cmsg_type == SCM_RIGHTS) {
+                received = static_cast<int>((h->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+                std::memcpy(fds, CMSG_DATA(h), std::min(received, 4) * sizeof(int));
+            }
+        if (n > 0) payload.assign(data, static_cast<std::size_t>(n));
+        std::string ok = "{\"ok\":true}\n";
+        ssize_t w = ::write(c, ok.data(), ok.size());
+        (void)w;
+        ::close(c);
+        if (fds[0] < 0) return;
+        int fl2 = ::fcntl(fds[0], F_GETFL);
+        ::fcntl(fds[0], F_SETFL, fl2 & ~O_NONBLOCK);
+        int conn = ::accept(fds[0], nullptr, nullptr);  // the HTTP proxy listener
+        if (conn >= 0) {
+            char buf[4096];
+            ssize_t r = ::read(conn, buf, sizeof buf);
+            (void)r;
+            std::string resp = "HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nproxied\n";
+            w = ::write(conn, resp.data(), resp.size());
+            ::close(conn);
+        }
+        for (int fd : fds)
+            if (fd >= 0) ::close(fd);
+    });
+    auto r = t.wrap({"curl", "-sS", "--max-time", "10", "http://example.invalid/"}, {"--events"});
+    egress.join();
+    ::close(l);
+    CHECK(received == 2);
+    CHECK(json::parse(payload) == json{{"http", {0}}, {"socks", {1}}});
+    CHECK(r.status == 0);
+    auto ev = events_of(r.out);
+    REQUIRE_FALSE(ev.empty());
+    CHECK(ev.front()["plan"]["proxyTransport"] == "fd-handover");
+    bool saw = false;
+    for (const auto& e : ev)
+        if (e["event"] == "stdout" && e.value("text", "") == "proxied\n") saw = true;
+    CHECK(saw);
+}
+
+TEST_CASE("launch: network through the session's own cc-egress", "[launch][network]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (::access(bin("cc-egress").c_str(), X_OK) != 0) CC_SKIP("cc-egress not built");
+    if (!cc::test::have_program("curl")) CC_SKIP("curl not installed");
+    Tree t("network");
+    // A tiny HTTP server on 127.0.0.1 (the test's own thread).
+    int port = 0;
+    int l = tcp_listener(port);
+    int fl = ::fcntl(l, F_GETFL);
+    ::fcntl(l, F_SETFL, fl & ~O_NONBLOCK);
+    std::thread server([l] {
+        for (;;) {
+            int c = ::accept(l, nullptr, nullptr);
+            if (c < 0) return;
+            char buf[4096];
+            ssize_t n = ::read(c, buf, sizeof buf);
+            (void)n;
+            std::string resp = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nhello\n";
+            ssize_t w = ::write(c, resp.data(), resp.size());
+            (void)w;
+            ::close(c);
+        }
+    });
+    json spec = json::parse(slurp(t.spec));
+    spec["egressAllowlist"] = {"127.0.0.1"};
+    spit(t.spec, spec.dump());
+    std::string url = "http://127.0.0.1:" + std::to_string(port) + "/";
+    std::vector<std::string> base = {bin("cc-wrap"), "--spec", t.spec, "--drop-filename-denies", "--"};
+    RunOptions o;
+    o.env["HOME"] = t.home;
+    auto argv = base;
+    argv.insert(argv.end(), {"curl", "-sS", "--max-time", "10", url});
+    auto ok = run(argv, o);
+    CHECK(ok.status == 0);
+    CHECK(ok.out == "hello\n");
+    argv = base;
+    argv.insert(argv.end(), {"curl", "-sS", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}",
+                             "http://denied.example.invalid/"});
+    auto denied = run(argv, o);
+    CHECK(denied.out != "200");
+    ::shutdown(l, SHUT_RDWR);
+    ::close(l);
+    server.join();
+}
+
+TEST_CASE("cli: bad input exits 2, unavailable backends 125, backend none says so", "[cli]") {
+    Tree t("cli");
+    auto wrap = [&](std::vector<std::string> args, RunOptions o = {}) {
+        std::vector<std::string> argv = {bin("cc-wrap")};
+        argv.insert(argv.end(), args.begin(), args.end());
+        o.env["HOME"] = t.home;
+        return run(argv, o);
+    };
+    spit(t.root + "/bad.json", R"({"sessionId":"x","workspaceId":"w","bogus":1})");
+    auto bad = wrap({"--spec", t.root + "/bad.json", "--", "true"});
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find("bogus") != std::string::npos);
+    CHECK(wrap({"--spec", t.spec, "--backend", "docker2", "--", "true"}).status == 2);
+    CHECK(wrap({"--spec", t.spec, "--"}).status == 2);
+    CHECK(wrap({"--spec", t.spec, "--sandbox", "maybe", "--", "true"}).status == 2);
+    CHECK(wrap({"--spec", t.spec, "--inherit-env", "--backend", "native", "--drop-filename-denies", "--egress", t.ready,
+                "--", "true"}).status == (bwrap_works() ? 2 : 125));
+    auto vm = wrap({"--spec", t.spec, "--backend", "microvm", "--", "true"});
+    CHECK(vm.status == 125);
+    CHECK(vm.err.find("microvm") != std::string::npos);
+    // Dispatch with a writable bind and the standard filename rules: refused.
+    auto f11 = wrap({"--spec", t.spec, "--backend", "native", "--egress", t.ready, "--", "true"});
+    if (bwrap_works()) {
+        CHECK(f11.status == 125);
+        CHECK(f11.err.find("'.env'") != std::string::npos);
+    }
+    // --sandbox off: backend none, said on stderr; the environment is still sanitised
+    // unless --inherit-env.
+    RunOptions o;
+    o.env["NODE_OPTIONS"] = "--require /x.js";
+    auto none = wrap({"--spec", t.spec, "--sandbox", "off", "--", "sh", "-c", "echo \"[${NODE_OPTIONS-unset}]\"; exit 4"}, o);
+    CHECK(none.status == 4);
+    CHECK(none.out == "[unset]\n");
+    CHECK(none.err.find("backend none") != std::string::npos);
+    auto inherit = wrap({"--spec", t.spec, "--sandbox", "off", "--inherit-env", "--", "sh", "-c",
+                         "echo \"[${NODE_OPTIONS-unset}]\""}, o);
+    CHECK(inherit.out == "[--require /x.js]\n");
+    CHECK(wrap({"--spec", t.spec, "--sandbox", "off", "--", "/no/such"}).status == 127);
+    // The terminal profile never runs as a host shell with a native badge.
+    CHECK(wrap({"--spec", t.spec, "--sandbox", "off", "--profile", "terminal", "--", "true"}).status == 125);
+    // --print launches nothing and validates against the plan schema.
+    auto p = wrap({"--spec", t.spec, "--backend", "none", "--print", "--", "true"});
+    CHECK(p.status == 0);
+    CHECK(json::parse(p.out)["backend"] == "none");
+}
+
+TEST_CASE("schemas: live --print and --events output validate", "[cli][schema]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (run({"python3", "-c", "import jsonschema"}).status != 0) CC_SKIP("python3-jsonschema not installed");
+    Tree t("schema");
+    auto plan = run({bin("cc-wrap"), "--spec", t.spec, "--egress", t.ready, "--drop-filename-denies", "--print", "--", "true"});
+    REQUIRE(plan.status == 0);
+    auto ev = t.sh("echo hi; touch /usr/x; printf '\\377'; exit 1", {"--events"});
+    spit(t.root + "/plan.json", plan.out);
+    spit(t.root + "/events.jsonl", ev.out);
+    std::string share = std::getenv("CC_DATA_DIR") ? std::getenv("CC_DATA_DIR") : cc::test::source_dir() + "/share/cc";
+    std::string script =
+        "import json,sys,jsonschema\n"
+        "d=sys.argv[1]; r=sys.argv[2]\n"
+        "V=lambda n: jsonschema.Draft202012Validator(json.load(open(d+'/schema/'+n)))\n"
+        "V('wrap-plan.schema.json').validate(json.load(open(r+'/plan.json')))\n"
+        "v=V('wrap-event.schema.json')\n"
+        "[v.validate(json.loads(l)) for l in open(r+'/events.jsonl') if l.strip()]\n"
+        "print('valid')\n";
+    auto r = run({"python3", "-c", script, share, t.root});
+    CHECK(r.out == "valid\n");
+    CHECK(r.err == "");
+}
