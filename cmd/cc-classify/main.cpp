@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "cc/classify/cli.hpp"
+#include "cc/core/cli.hpp"
 #include "cc/core/tool.hpp"
 #include "cc/policy/approver.hpp"
 
@@ -26,16 +27,7 @@ int main(int argc, char** argv) {
         app.add_option("--approver-timeout", approver_timeout_ms, "milliseconds to wait for the approver (default 30000)");
         app.add_option("line", words, "the command line (several words are joined with spaces)");
         app.set_version_flag("--version", std::string("cc-classify ") + CC_VERSION);
-        try {
-            app.parse(argc, argv);
-        } catch (const CLI::CallForHelp& e) {
-            return app.exit(e);
-        } catch (const CLI::CallForVersion& e) {
-            return app.exit(e);
-        } catch (const CLI::ParseError& e) {
-            std::cerr << "cc-classify: " << e.what() << '\n';
-            return cc::tool::exit_usage;
-        }
+        if (auto rc = cc::tool::parse(app, argc, argv, "cc-classify")) return *rc;
         auto usage = [](const std::string& msg) {
             std::cerr << "cc-classify: " << msg << '\n';
             return cc::tool::exit_usage;

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cc/core/io.hpp"
+#include "cc/core/cli.hpp"
 #include "cc/core/tool.hpp"
 #include "cc/fs/confine.hpp"
 
@@ -33,15 +34,7 @@ int main(int argc, char** argv) {
         r->excludes(w);
         app.add_flag("--no-openat2", no_openat2, "use the O_NOFOLLOW component walk instead of openat2");
         app.add_option("paths", paths, "paths to check");
-        try {
-            app.parse(argc, argv);
-        } catch (const CLI::ParseError& e) {
-            if (e.get_exit_code() == 0) return app.exit(e);  // --help
-            std::string what = e.what();
-            if (!what.empty()) what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
-            std::cerr << name << ": " << what << '\n';
-            return cc::tool::exit_usage;
-        }
+        if (auto rc = cc::tool::parse(app, argc, argv, "cc-confine")) return *rc;
         bool opening = r->count() + w->count() > 0;
         if (opening && !paths.empty()) return cc::tool::report(name, cc::input_error("paths", "not taken with --open-read or --open-write"));
         if (!opening && paths.empty()) return cc::tool::report(name, cc::input_error("paths", "no path given"));

@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "cc/core/cli.hpp"
 #include "cc/core/tool.hpp"
 #include "cc/net/egress.hpp"
 
@@ -32,18 +33,7 @@ int main(int argc, char** argv) {
         app.add_flag("--exit-with-stdin", o.exit_with_stdin, "exit when stdin (a pipe) reaches end of file");
         bool no_sni = false;
         app.add_flag("--no-sni-check", no_sni, "do not compare a tunnel's TLS server name with its target");
-        try {
-            app.parse(argc, argv);
-        } catch (const CLI::CallForHelp& e) {
-            return app.exit(e);
-        } catch (const CLI::CallForVersion& e) {
-            return app.exit(e);
-        } catch (const CLI::ParseError& e) {
-            std::string msg = e.what();
-            if (!msg.empty()) msg[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(msg[0])));
-            std::cerr << "cc-egress: " << msg << '\n';
-            return cc::tool::exit_usage;
-        }
+        if (auto rc = cc::tool::parse(app, argc, argv, "cc-egress")) return *rc;
         if (!spec.empty()) o.spec_path = spec;
         if (!policy.empty()) o.policy_path = policy;
         if (!network.empty()) o.network = network;

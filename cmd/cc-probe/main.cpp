@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "cc/core/cli.hpp"
 #include "cc/core/tool.hpp"
 #include "cc/probe/command.hpp"
 
@@ -17,13 +18,7 @@ int main(int argc, char** argv) {
         app.add_flag("--diagnose", o.diagnose, "exercise every mechanism for real and report each check");
         app.add_option("--data-dir", o.data_dir, "directory whose filesystem is checked for reflink (with --diagnose)");
         app.set_version_flag("--version", CC_VERSION);
-        try {
-            app.parse(argc, argv);
-        } catch (const CLI::ParseError& e) {
-            if (e.get_exit_code() == 0) return app.exit(e);
-            std::cerr << "cc-probe: " << e.what() << '\n';
-            return cc::tool::exit_usage;
-        }
+        if (auto rc = cc::tool::parse(app, argc, argv, "cc-probe")) return *rc;
         if (const char* env = std::getenv("CC_SERVER_SANDBOX")) o.sandbox_env = env;
         return cc::probe::run_command(o, *cc::probe::real_host(), std::cout, std::cerr);
     });

@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "cc/core/cli.hpp"
 #include "cc/core/tool.hpp"
 #include "cc/git/gateway.hpp"
 #include "cc/git/receive_pack.hpp"
@@ -31,11 +32,7 @@ int main(int argc, char** argv) {
         std::string url;
         auto* gc = app.add_subcommand("git-config", "Print the agent-side git configuration for a gateway URL");
         gc->add_option("--url", url, "The gateway URL from the ready event")->required();
-        try {
-            app.parse(argc, argv);
-        } catch (const CLI::ParseError& e) {
-            return app.exit(e) == 0 ? cc::tool::exit_ok : cc::tool::exit_usage;
-        }
+        if (auto rc = cc::tool::parse(app, argc, argv, "cc-pushgate")) return *rc;
         if (*gc) {
             if (url.rfind("http://", 0) != 0)
                 return cc::tool::report("cc-pushgate", cc::input_error("--url", "'" + url + "' is not an http URL"));

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <iostream>
 
+#include "cc/core/cli.hpp"
 #include "cc/core/tool.hpp"
 #include "cc/fs/worktree.hpp"
 
@@ -33,15 +34,7 @@ int main(int argc, char** argv) {
         create->add_option("--repo", repos, "registered repo to clone (repeatable)")->required()->allow_extra_args(false);
         create->add_option("--agent", agents, "agent that gets a private directory (repeatable)")->allow_extra_args(false);
         create->add_option("--backend", backend, "reflink (default) or git-worktree");
-        try {
-            app.parse(argc, argv);
-        } catch (const CLI::ParseError& e) {
-            if (e.get_exit_code() == 0) return app.exit(e);  // --help
-            std::string what = e.what();
-            if (!what.empty()) what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
-            std::cerr << name << ": " << what << '\n';
-            return cc::tool::exit_usage;
-        }
+        if (auto rc = cc::tool::parse(app, argc, argv, "cc-worktree")) return *rc;
 
         if (*create) {
             auto b = cc::fs::parse_backend(backend);

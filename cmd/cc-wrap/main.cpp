@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "cc/core/cli.hpp"
 #include "cc/core/tool.hpp"
 #include "cc/sandbox/launch.hpp"
 #include "cc/sandbox/sandbox_init.hpp"
@@ -35,12 +36,7 @@ int main(int argc, char** argv) {
         app.add_option("--kill-after", rq.grace, "SECONDS between a forwarded SIGTERM/SIGINT and SIGKILL (default 3)")
             ->check(CLI::NonNegativeNumber);
         app.add_option("command", rq.command, "the command and its arguments, after --");
-        try {
-            app.parse(argc, argv);
-        } catch (const CLI::ParseError& e) {
-            int rc = app.exit(e);
-            return rc == 0 ? 0 : cc::tool::exit_usage;
-        }
+        if (auto rc = cc::tool::parse(app, argc, argv, "cc-wrap")) return *rc;
         return cc::sandbox::wrap(rq);
     });
 }
