@@ -96,9 +96,19 @@ std::string head(const std::string& repo) {
     return r.out.substr(0, 40);
 }
 
+// The gateway writes a push's event line after it has answered git, so git can
+// exit first: wait until the log has stopped growing (and holds an event of
+// that kind), at most 5 s.
 std::vector<json> events(const Gateway& g, const std::string& kind) {
     std::vector<json> out;
     std::string text = g.stdout_text();
+    for (int i = 0; i < 50; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        std::string again = g.stdout_text();
+        bool stable = again == text;
+        text = std::move(again);
+        if (stable && text.find("\"event\":\"" + kind + "\"") != std::string::npos) break;
+    }
     std::size_t pos = 0;
     while (pos < text.size()) {
         auto nl = text.find('\n', pos);
