@@ -17,16 +17,14 @@
 #include "cc/fs/confine.hpp"
 #include "confine_cases.hpp"
 #include "harness.hpp"
+#include "cc/core/io.hpp"
 
 namespace {
 
 namespace sfs = std::filesystem;
 
 // share/cc/schema as the tests see it ($CC_DATA_DIR is staged for as_user runs).
-std::string schema_dir() {
-    const char* d = std::getenv("CC_DATA_DIR");
-    return std::string(d ? d : cc::test::source_dir() + "/share/cc") + "/schema";
-}
+std::string schema_dir() { return cc::io::data_dir() + "/schema"; }
 using cc::test::bin;
 using cc::test::run;
 
