@@ -973,8 +973,9 @@ std::string take_fds(Server& srv, const std::string& payload, const std::vector<
     return "";
 }
 
-awaitable<void> serve_inbox_client(Server& srv, Sock s) {
+awaitable<bool> serve_inbox_client(Server& srv, Sock s) {
     auto c = std::make_shared<Conn>(std::move(s));
+    bool adopted_any = false;
     Deadline deadline(srv.io, c, srv.cfg.handshake_timeout_ms);
     std::string reply;
     try {
@@ -1021,14 +1022,20 @@ awaitable<void> serve_inbox_client(Server& srv, Sock s) {
             }
         reply = err.empty() ? json{{"ok", true}}.dump() : json{{"ok", false}, {"error", err}}.dump();
         if (!err.empty()) srv.log("fd inbox: " + err);
+        adopted_any = err.empty();
         reply += "\n";
         co_await write_all(c->client, reply);
     } catch (const std::exception&) {
     }
     c->close();
+    co_return adopted_any;
 }
 
-awaitable<void> inbox_loop(Server& srv, Acceptor& acc) {
+// One handover per session: clients are served one at a time, and after the
+// first one whose listeners were adopted the inbox is closed and its path
+// removed, so nothing that runs later in the sandbox (where the inbox may be
+// visible) can hand in listeners of its own.
+awaitable<void> inbox_loop(Server& srv, Acceptor& acc, std::string path) {
     while (!srv.stopping) {
         ErrorCode ec;
         Sock s = co_await acc.async_accept(asio::redirect_error(use_awaitable, ec));
@@ -1036,7 +1043,13 @@ awaitable<void> inbox_loop(Server& srv, Acceptor& acc) {
             if (srv.stopping || ec == asio::error::operation_aborted) co_return;
             continue;
         }
-        asio::co_spawn(srv.io, serve_inbox_client(srv, std::move(s)), asio::detached);
+        if (co_await serve_inbox_client(srv, std::move(s))) {
+            ErrorCode ignored;
+            acc.close(ignored);
+            ::unlink(path.c_str());
+            srv.log("fd inbox: handover done; inbox closed");
+            co_return;
+        }
     }
 }
 
@@ -1102,7 +1115,7 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
         ErrorCode ec;
         acc->assign(Proto(AF_UNIX, 0), *fd, ec);
         if (ec) return fail(io_error(*cfg.fd_inbox, "cannot use inbox socket", ec.value()));
-        asio::co_spawn(srv.io, inbox_loop(srv, *acc), asio::detached);
+        asio::co_spawn(srv.io, inbox_loop(srv, *acc, *cfg.fd_inbox), asio::detached);
         srv.acceptors.push_back(std::move(acc));
         ready["fdInbox"] = *cfg.fd_inbox;
     }

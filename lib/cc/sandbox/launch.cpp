@@ -91,28 +91,44 @@ Status make_masks(const Plan& plan) {
     return ok();
 }
 
-bool wait_with_deadline(pid_t pid, int ms) {
-    for (int i = 0; i < ms / 10; ++i) {
-        if (::waitpid(pid, nullptr, WNOHANG) == pid) return true;
-        ::usleep(10000);
+// Waits up to `ms` for `pid` (a child) to exit and reaps it; its wait status,
+// or nullopt if it is still running. A pidfd wakes us the moment it exits;
+// kernels without pidfd_open get a 1 ms polling loop.
+std::optional<int> wait_exit(pid_t pid, int ms) {
+    int st = 0;
+    if (::waitpid(pid, &st, WNOHANG) == pid) return st;
+    int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (fd >= 0) {
+        pollfd p{fd, POLLIN, 0};
+        while (::poll(&p, 1, ms) < 0 && errno == EINTR) {}
+        ::close(fd);
+        if (::waitpid(pid, &st, WNOHANG) == pid) return st;
+        return std::nullopt;
     }
-    return false;
+    for (int i = 0; i < ms; ++i) {
+        if (::waitpid(pid, &st, WNOHANG) == pid) return st;
+        ::usleep(1000);
+    }
+    return std::nullopt;
 }
 
-// The session's own cc-egress: started before planning, stopped on every exit
-// path (destructor), and told to exit when cc-wrap's pipe closes even if
-// cc-wrap is killed outright (--exit-with-stdin, plus PDEATHSIG).
+// The session's own cc-egress: started alongside the sandbox (its ready line
+// is checked while bubblewrap sets up; the command itself waits in the init
+// step until cc-egress has taken the listeners), stopped on every exit path
+// (destructor), and told to exit when cc-wrap's pipe closes even if cc-wrap is
+// killed outright (--exit-with-stdin, plus PDEATHSIG).
 struct Egress {
     pid_t pid = -1;
     int stdin_w = -1;
     int stdout_r = -1;
-    json ready;
+    bool ready_seen = false;
+    std::string head;  // stdout up to the end of the ready line
     ~Egress() { stop(); }
     void stop() {
         if (stdin_w >= 0) ::close(std::exchange(stdin_w, -1));
         if (pid > 0) {
             ::kill(pid, SIGTERM);
-            if (!wait_with_deadline(pid, 3000)) {
+            if (!wait_exit(pid, 3000)) {
                 ::kill(pid, SIGKILL);
                 ::waitpid(pid, nullptr, 0);
             }
@@ -157,11 +173,11 @@ struct ChildSetup {
     }
 };
 
-Status start_egress(Egress& eg, const std::string& exe, const std::string& spec_file, const std::string& dir) {
+Status start_egress(Egress& eg, const std::string& exe, const std::string& spec_file, const std::string& dir,
+                    const std::string& inbox) {
     int in[2], out[2];
     if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) return io_error("pipe", "cannot create");
-    std::vector<std::string> args = {"--spec", spec_file, "--unix-dir", dir, "--fd-inbox", dir + "/inbox.sock",
-                                     "--exit-with-stdin"};
+    std::vector<std::string> args = {"--spec", spec_file, "--unix-dir", dir, "--fd-inbox", inbox, "--exit-with-stdin"};
     try {
         bp::child c(exe, bp::args(args), bp::posix::fd.bind(0, in[0]), bp::posix::fd.bind(1, out[1]),
                     bp::extend::on_exec_setup = [](auto&) {
@@ -178,24 +194,22 @@ Status start_egress(Egress& eg, const std::string& exe, const std::string& spec_
     ::close(out[1]);
     eg.stdin_w = in[1];
     eg.stdout_r = out[0];
-    // The first line is the ready object; wait for it, bounded.
-    std::string line;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (true) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        if (left.count() <= 0) return unavailable_error("cc-egress", "not ready within 10 s");
-        pollfd p{eg.stdout_r, POLLIN, 0};
-        if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-        char ch;
-        ssize_t n = ::read(eg.stdout_r, &ch, 1);
-        if (n <= 0) return unavailable_error("cc-egress", "exited before it was ready");
-        if (ch == '\n') break;
-        line.push_back(ch);
+    return ok();
+}
+
+// The runtime copy of the spec for cc-egress: private to this run, removed
+// with the runtime directory, so no fsync (it is read once, milliseconds later).
+Status write_private(const std::string& path, const std::string& text) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return io_error(path, "cannot create");
+    std::size_t off = 0;
+    while (off < text.size()) {
+        ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) { ::close(fd); return io_error(path, "cannot write"); }
+        off += static_cast<std::size_t>(n);
     }
-    auto j = json::parse(line, nullptr, false);
-    if (!j.is_object() || j.value("event", "") != "ready")
-        return unavailable_error("cc-egress", "first line is not a ready object: " + line.substr(0, 200));
-    eg.ready = j;
+    ::close(fd);
     return ok();
 }
 
@@ -214,10 +228,6 @@ Status wiring_from_ready(const json& j, EgressWiring& w, const std::string& subj
     return ok();
 }
 
-bool is_socket(const std::string& p) {
-    struct stat st {};
-    return ::stat(p.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
-}
 
 // ---------------------------------------------------------------------------
 // Running a plan: one asio loop over the child's pipes, bwrap's status fd,
@@ -278,7 +288,7 @@ public:
         }
         if (status_fd) read_status(st[0]);
         else if (rq_.events) emit(ev_.line("ready", {{"pid", pid_}}));
-        if (eg_ && eg_->stdout_r >= 0) drain_egress(::dup(eg_->stdout_r));
+        if (eg_ && eg_->stdout_r >= 0) watch_egress(::dup(eg_->stdout_r));
         if (rq_.timeout > 0) {
             timeout_.expires_after(std::chrono::milliseconds(static_cast<long>(rq_.timeout * 1000)));
             timeout_.async_wait([this](auto ec) {
@@ -348,6 +358,7 @@ private:
         exited_ = true;
         status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         if (killed_) status_ = 128 + SIGKILL;
+        if (failure_) status_ = *failure_;
         // Leftovers in the group (backend none: daemons the command started).
         ::kill(-pid_, SIGKILL);
         timeout_.cancel();
@@ -498,18 +509,58 @@ private:
         return pp;
     }
 
-    // cc-egress writes one line per connection; nobody may let its pipe fill.
-    void drain_egress(int fd) {
+    // cc-egress's stdout: first its ready line, checked here while the
+    // sandbox starts (the command waits in the init step until cc-egress has
+    // taken the listeners); then one line per connection, drained so its pipe
+    // never fills. An egress that fails before it is ready stops the sandbox.
+    void watch_egress(int fd) {
         egress_sd_ = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
         auto buf = std::make_shared<std::array<char, 4096>>();
         auto loop = std::make_shared<std::function<void()>>();
         *loop = [this, buf, loop] {
-            egress_sd_->async_read_some(asio::buffer(*buf), [buf, loop](auto ec, std::size_t n) {
-                if (ec || n == 0) return;
+            egress_sd_->async_read_some(asio::buffer(*buf), [this, buf, loop](auto ec, std::size_t n) {
+                if (ec == asio::error::operation_aborted) return;
+                if (ec || n == 0) {
+                    if (!eg_->ready_seen) egress_failed("exited before it was ready");
+                    return;
+                }
+                if (!eg_->ready_seen) {
+                    eg_->head.append(buf->data(), n);
+                    auto nl = eg_->head.find('\n');
+                    if (nl != std::string::npos) {
+                        auto j = json::parse(eg_->head.substr(0, nl), nullptr, false);
+                        if (!j.is_object() || j.value("event", "") != "ready") {
+                            egress_failed("first line is not a ready object: " + eg_->head.substr(0, std::min<std::size_t>(nl, 200)));
+                            return;
+                        }
+                        eg_->ready_seen = true;
+                        eg_->head.clear();
+                    } else if (eg_->head.size() > 65536) {
+                        egress_failed("no ready line in its first 64 KiB of output");
+                        return;
+                    }
+                }
                 (*loop)();
             });
         };
         (*loop)();
+    }
+
+    void egress_failed(const std::string& why) {
+        if (exited_) return;
+        // cc-egress refusing its input (exit 2: a bad allowlist pattern, say)
+        // is the caller's bad input; anything else is our own failure.
+        int code = exit_own_failure;
+        if (eg_->pid > 0) {
+            ::kill(eg_->pid, SIGTERM);
+            if (auto st = wait_exit(eg_->pid, 1000)) {
+                eg_->pid = -1;
+                if (WIFEXITED(*st) && WEXITSTATUS(*st) == tool::exit_usage) code = tool::exit_usage;
+            }
+        }
+        log("cc-egress " + why + ": the sandbox is stopped before the command runs");
+        failure_ = code;
+        kill_all();
     }
 
     const Plan& plan_;
@@ -524,6 +575,7 @@ private:
     std::string status_text_;
     pid_t pid_ = -1, pid1_ = -1;
     int status_ = exit_own_failure;
+    std::optional<int> failure_;
     int open_streams_ = 0;
     bool exited_ = false, killed_ = false, forwarded_ = false, stdout_gone_ = false;
 };
@@ -600,19 +652,20 @@ int wrap(const WrapRequest& rq) {
             if (auto s = wiring_from_ready(*j, in.egress, *rq.egressReady); !s) return fail(s.error());
         } else if (rq.print || rq.printSeatbelt) {
             in.egress.source = EgressWiring::Source::own;
-            in.egress.inbox = in.runtimeDir + "/egress/inbox.sock";
+            in.egress.inbox = in.runtimeDir + "/inbox/inbox.sock";
+            in.egress.inboxDir = in.runtimeDir + "/inbox";
         } else {
             auto exe = find_egress();
             if (!exe) return fail(unavailable_error("cc-egress", "not found next to cc-wrap or on PATH; the sandbox's only way out is its proxy"));
-            std::string dir = rt.path + "/egress";
-            ::mkdir(dir.c_str(), 0700);
-            if (auto s = io::write_file_atomic(rt.path + "/spec.json", spec::to_json(*spec).dump(), 0600); !s) return fail(s.error());
-            if (auto s = start_egress(egress, *exe, rt.path + "/spec.json", dir); !s) return fail(s.error());
-            json ready = egress.ready;
-            if (!ready.contains("fdInbox") && is_socket(dir + "/inbox.sock")) ready["fdInbox"] = dir + "/inbox.sock";
+            std::string dir = rt.path + "/egress", inbox_dir = rt.path + "/inbox";
+            if (::mkdir(dir.c_str(), 0700) != 0 || ::mkdir(inbox_dir.c_str(), 0700) != 0)
+                return fail(io_error(rt.path, "cannot create the egress directories"));
+            if (auto s = write_private(rt.path + "/spec.json", spec::to_json(*spec).dump()); !s) return fail(s.error());
+            if (auto s = start_egress(egress, *exe, rt.path + "/spec.json", dir, inbox_dir + "/inbox.sock"); !s)
+                return fail(s.error());
             in.egress.source = EgressWiring::Source::own;
-            if (auto s = wiring_from_ready(ready, in.egress, "cc-egress ready line"); !s)
-                return fail(unavailable_error("cc-egress", s.error().message));
+            in.egress.inbox = inbox_dir + "/inbox.sock";
+            in.egress.inboxDir = inbox_dir;
         }
     }
 

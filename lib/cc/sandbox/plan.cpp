@@ -334,7 +334,11 @@ struct Builder {
         if (!in.egress.inbox.empty()) {
             p.transport = "fd-handover";
             p.why = "listening sockets made inside the sandbox are handed to cc-egress over its inbox; no copy hop";
-            add("ro-bind", in.egress.inbox, std::string(guest_egress_dir) + "/inbox.sock", "cc-egress fd inbox");
+            if (!in.egress.inboxDir.empty())
+                add("ro-bind", in.egress.inboxDir, guest_egress_dir,
+                    "cc-egress fd inbox (its directory: cc-egress starts alongside the sandbox and makes the socket there)");
+            else
+                add("ro-bind", in.egress.inbox, std::string(guest_egress_dir) + "/inbox.sock", "cc-egress fd inbox");
         } else {
             p.transport = "socat-bridge";
             p.why = "the egress offers no fd inbox: socat inside bridges loopback to its Unix sockets (one copy hop)";

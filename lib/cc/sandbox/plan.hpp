@@ -38,6 +38,8 @@ struct EgressWiring {
     enum class Source { none, own, handed };
     Source source = Source::none;
     std::string inbox;      // host path of the fd inbox socket; empty: none
+    std::string inboxDir;   // set when the socket may not exist yet at launch:
+                            // its directory is bound instead (own cc-egress)
     std::string httpUnix;   // host paths of the Unix sockets (socat bridge)
     std::string socksUnix;
     std::string http, socks;  // host TCP addresses (backend none / reporting)

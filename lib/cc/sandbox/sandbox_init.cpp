@@ -55,8 +55,17 @@ bool hand_over(const std::string& inbox, int http_fd, int socks_fd, std::string&
     a.sun_family = AF_UNIX;
     if (inbox.size() >= sizeof a.sun_path) { err = "inbox path too long"; ::close(s); return false; }
     std::memcpy(a.sun_path, inbox.c_str(), inbox.size() + 1);
-    if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        err = "'" + inbox + "': " + std::strerror(errno);
+    // cc-egress may still be starting (cc-wrap starts it alongside the
+    // sandbox): until its inbox exists and listens, try again every 0.2 ms,
+    // for up to 10 s. cc-wrap stops the sandbox if cc-egress fails instead.
+    for (int tries = 0;; ++tries) {
+        if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) break;
+        int e = errno;
+        if ((e == ENOENT || e == ECONNREFUSED || e == EINTR) && tries < 50000) {
+            ::usleep(200);
+            continue;
+        }
+        err = "'" + inbox + "': " + std::strerror(e);
         ::close(s);
         return false;
     }
