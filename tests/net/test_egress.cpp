@@ -638,6 +638,18 @@ TEST_CASE("egress: listening sockets handed over the fd inbox serve like the TCP
     CHECK_THAT(bad["error"].get<std::string>(), Catch::Contains("index"));
     auto good = send_inbox(R"({"http":[0],"socks":[1]})", 2);
     CHECK(good["ok"] == true);
+    // One handover per session: the inbox is closed and its path removed, so
+    // a later process (inside the sandbox, where the inbox was visible)
+    // cannot hand in listeners of its own.
+    CHECK(::access(inbox.c_str(), F_OK) != 0);
+    {
+        int u = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        sockaddr_un un{};
+        un.sun_family = AF_UNIX;
+        std::strcpy(un.sun_path, inbox.c_str());
+        CHECK(::connect(u, reinterpret_cast<sockaddr*>(&un), sizeof un) != 0);
+        ::close(u);
+    }
     ::close(fds[0]);
     ::close(fds[1]);
     auto r = curl({"-x", "http://127.0.0.1:" + std::to_string(ports[0]), origin.url("/hello")});

@@ -519,6 +519,25 @@ TEST_CASE("launch: network through the session's own cc-egress", "[launch][netwo
     server.join();
 }
 
+TEST_CASE("launch: cc-egress refusing its input stops the sandbox before the command runs", "[launch][network]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (::access(bin("cc-egress").c_str(), X_OK) != 0) CC_SKIP("cc-egress not built");
+    Tree t("egress-fails");
+    // cc-egress starts alongside the sandbox and refuses this pattern (exit 2);
+    // the command waits in the init step for the handover and must never run.
+    json spec = json::parse(slurp(t.spec));
+    spec["egressAllowlist"] = {"foo*.example.com"};
+    spit(t.spec, spec.dump());
+    std::string marker = t.work + "/ran";
+    RunOptions o;
+    o.env["HOME"] = t.home;
+    auto r = run({bin("cc-wrap"), "--spec", t.spec, "--drop-filename-denies", "--", "touch", marker}, o);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains("foo*.example.com"));
+    CHECK_THAT(r.err, Catch::Contains("before the command runs"));
+    CHECK(::access(marker.c_str(), F_OK) != 0);
+}
+
 TEST_CASE("cli: bad input exits 2, unavailable backends 125, backend none says so", "[cli]") {
     Tree t("cli");
     auto wrap = [&](std::vector<std::string> args, RunOptions o = {}) {

@@ -973,7 +973,7 @@ std::string take_fds(Server& srv, const std::string& payload, const std::vector<
     return "";
 }
 
-awaitable<bool> serve_inbox_client(Server& srv, Sock s) {
+awaitable<bool> serve_inbox_client(Server& srv, Sock s, const std::function<void()>& on_adopted) {
     auto c = std::make_shared<Conn>(std::move(s));
     bool adopted_any = false;
     Deadline deadline(srv.io, c, srv.cfg.handshake_timeout_ms);
@@ -1023,6 +1023,7 @@ awaitable<bool> serve_inbox_client(Server& srv, Sock s) {
         reply = err.empty() ? json{{"ok", true}}.dump() : json{{"ok", false}, {"error", err}}.dump();
         if (!err.empty()) srv.log("fd inbox: " + err);
         adopted_any = err.empty();
+        if (adopted_any) on_adopted();  // before the reply: the sender may look at once
         reply += "\n";
         co_await write_all(c->client, reply);
     } catch (const std::exception&) {
@@ -1043,13 +1044,13 @@ awaitable<void> inbox_loop(Server& srv, Acceptor& acc, std::string path) {
             if (srv.stopping || ec == asio::error::operation_aborted) co_return;
             continue;
         }
-        if (co_await serve_inbox_client(srv, std::move(s))) {
+        auto close_inbox = [&] {
             ErrorCode ignored;
             acc.close(ignored);
             ::unlink(path.c_str());
             srv.log("fd inbox: handover done; inbox closed");
-            co_return;
-        }
+        };
+        if (co_await serve_inbox_client(srv, std::move(s), close_inbox)) co_return;
     }
 }
 
