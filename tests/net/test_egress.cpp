@@ -638,22 +638,68 @@ TEST_CASE("egress: listening sockets handed over the fd inbox serve like the TCP
     CHECK_THAT(bad["error"].get<std::string>(), Catch::Contains("index"));
     auto good = send_inbox(R"({"http":[0],"socks":[1]})", 2);
     CHECK(good["ok"] == true);
-    // One handover per session: the inbox is closed and its path removed, so
-    // a later process (inside the sandbox, where the inbox was visible)
-    // cannot hand in listeners of its own.
-    CHECK(::access(inbox.c_str(), F_OK) != 0);
-    {
-        int u = ::socket(AF_UNIX, SOCK_STREAM, 0);
-        sockaddr_un un{};
-        un.sun_family = AF_UNIX;
-        std::strcpy(un.sun_path, inbox.c_str());
-        CHECK(::connect(u, reinterpret_cast<sockaddr*>(&un), sizeof un) != 0);
-        ::close(u);
-    }
     ::close(fds[0]);
     ::close(fds[1]);
     auto r = curl({"-x", "http://127.0.0.1:" + std::to_string(ports[0]), origin.url("/hello")});
     CHECK(r.out == "hello\n");
+    // "hold": listeners live as long as the sender's connection (cc-wrap holds
+    // it for the sandbox's lifetime), so a session proxy serving many launches
+    // does not keep listeners of namespaces that are gone.
+    {
+        int held[2];
+        std::uint16_t held_ports[2];
+        for (int i = 0; i < 2; ++i) {
+            held[i] = ::socket(AF_INET, SOCK_STREAM, 0);
+            sockaddr_in a{};
+            a.sin_family = AF_INET;
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            REQUIRE(::bind(held[i], reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+            REQUIRE(::listen(held[i], 16) == 0);
+            socklen_t l = sizeof a;
+            ::getsockname(held[i], reinterpret_cast<sockaddr*>(&a), &l);
+            held_ports[i] = ntohs(a.sin_port);
+        }
+        int u = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        sockaddr_un un{};
+        un.sun_family = AF_UNIX;
+        std::strcpy(un.sun_path, inbox.c_str());
+        REQUIRE(::connect(u, reinterpret_cast<sockaddr*>(&un), sizeof un) == 0);
+        std::string payload = R"({"http":[0],"socks":[1],"hold":true})";
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof held)];
+        iovec iov{payload.data(), payload.size()};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof held);
+        std::memcpy(CMSG_DATA(cm), held, sizeof held);
+        REQUIRE(::sendmsg(u, &msg, 0) == static_cast<ssize_t>(payload.size()));
+        std::string reply;
+        char c;
+        while (::read(u, &c, 1) == 1 && c != '\n') reply += c;
+        CHECK(json::parse(reply)["ok"] == true);
+        ::close(held[0]);
+        ::close(held[1]);
+        auto h = curl({"-x", "http://127.0.0.1:" + std::to_string(held_ports[0]), origin.url("/hello")});
+        CHECK(h.out == "hello\n");
+        ::close(u);  // the sender goes: cc-egress closes both listeners
+        bool closed = false;
+        for (int i = 0; i < 200 && !closed; ++i) {
+            int probe = ::socket(AF_INET, SOCK_STREAM, 0);
+            sockaddr_in a{};
+            a.sin_family = AF_INET;
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            a.sin_port = htons(held_ports[1]);
+            closed = ::connect(probe, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0;
+            ::close(probe);
+            if (!closed) ::usleep(10000);
+        }
+        CHECK(closed);
+    }
     r = curl({"--socks5-hostname", "127.0.0.1:" + std::to_string(ports[1]), origin.url("/hello")});
     CHECK(r.out == "hello\n");
     r = curl({"--socks5-hostname", "127.0.0.1:" + std::to_string(ports[1]), "http://evil.test/"});

@@ -407,9 +407,11 @@ TEST_CASE("launch: SIGTERM is forwarded; SIGKILL of cc-wrap leaves no orphans", 
 }
 
 // Plays cc-egress's side of the fd inbox contract: one message with
-// SCM_RIGHTS and {"http":[0],"socks":[1]}, answer {"ok":true}, then serve one
-// HTTP request on the handed-over listener. Proves the sockets were made
-// inside the sandbox's namespace and reach the host with no bridge.
+// SCM_RIGHTS and {"http":[0],"socks":[1],"hold":true}, answer {"ok":true},
+// then serve one HTTP request on the handed-over listener. Proves cc-wrap made
+// the sockets inside the sandbox's namespace (from outside, before the command
+// ran) and that they reach the host with no bridge; and that the inbox is not
+// visible inside.
 TEST_CASE("launch: fd handover: listeners made inside are accepted outside", "[launch][network]") {
     if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
     if (!cc::test::have_program("curl")) CC_SKIP("curl not installed");
@@ -459,19 +461,23 @@ TEST_CASE("launch: fd handover: listeners made inside are accepted outside", "[l
         for (int fd : fds)
             if (fd >= 0) ::close(fd);
     });
-    auto r = t.wrap({"curl", "-sS", "--max-time", "10", "http://example.invalid/"}, {"--events"});
+    auto r = t.wrap({"sh", "-c", "ls /run/cc/egress 2>&1; curl -sS --max-time 10 http://example.invalid/"}, {"--events"});
     egress.join();
     ::close(l);
     CHECK(received == 2);
-    CHECK(json::parse(payload) == json{{"http", {0}}, {"socks", {1}}});
+    CHECK(json::parse(payload) == json{{"http", {0}}, {"socks", {1}}, {"hold", true}});
     CHECK(r.status == 0);
     auto ev = events_of(r.out);
     REQUIRE_FALSE(ev.empty());
     CHECK(ev.front()["plan"]["proxyTransport"] == "fd-handover");
     bool saw = false;
     for (const auto& e : ev)
-        if (e["event"] == "stdout" && e.value("text", "") == "proxied\n") saw = true;
+        if (e["event"] == "stdout" && e.value("text", "").find("proxied\n") != std::string::npos) saw = true;
     CHECK(saw);
+    std::string all;
+    for (const auto& e : ev)
+        if (e["event"] == "stdout") all += e.value("text", "");
+    CHECK_THAT(all, Catch::Contains("No such file"));  // no /run/cc/egress inside
 }
 
 TEST_CASE("launch: network through the session's own cc-egress", "[launch][network]") {

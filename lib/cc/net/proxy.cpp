@@ -931,8 +931,12 @@ Result<int> listen_unix(Server& srv, const std::string& path) {
 // A client sends one message: SCM_RIGHTS with listening stream sockets and a
 // JSON payload naming them by index, {"http":[0],"socks":[1]}. Each becomes a
 // listener of that kind; the reply is one line {"ok":true} or {"ok":false,...}.
+// With "hold":true the listeners live only as long as the client keeps its
+// connection open (cc-wrap holds it for the sandbox's lifetime), so a
+// long-lived session proxy serving many launches never piles up listeners in
+// network namespaces that are gone.
 std::string take_fds(Server& srv, const std::string& payload, const std::vector<int>& fds,
-                     std::vector<bool>& used) {
+                     std::vector<bool>& used, bool& hold, std::vector<int>& adopted) {
     json j;
     try {
         j = json::parse(payload);
@@ -942,6 +946,11 @@ std::string take_fds(Server& srv, const std::string& payload, const std::vector<
     if (!j.is_object()) return "payload must be a JSON object";
     std::vector<std::pair<int, Kind>> plan;
     for (auto& [key, val] : j.items()) {
+        if (key == "hold") {
+            if (!val.is_boolean()) return "'hold' must be true or false";
+            hold = val.get<bool>();
+            continue;
+        }
         Kind kind;
         if (key == "http") kind = Kind::http;
         else if (key == "socks") kind = Kind::socks;
@@ -968,75 +977,96 @@ std::string take_fds(Server& srv, const std::string& payload, const std::vector<
         ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
         auto r = add_listener(srv, fd, kind, "");
         if (!r) return r.error().one_line();
-        srv.log("fd inbox: listening for " + std::string(kind == Kind::http ? "http" : "socks") + " on " + *r);
+        adopted.push_back(fd);
+        srv.log("fd inbox: listening for " + std::string(kind == Kind::http ? "http" : "socks") + " on " + *r +
+                (hold ? " (while the sender holds its connection)" : ""));
     }
     return "";
 }
 
-awaitable<bool> serve_inbox_client(Server& srv, Sock s, const std::function<void()>& on_adopted) {
+awaitable<void> serve_inbox_client(Server& srv, Sock s) {
     auto c = std::make_shared<Conn>(std::move(s));
-    bool adopted_any = false;
-    Deadline deadline(srv.io, c, srv.cfg.handshake_timeout_ms);
-    std::string reply;
+    std::vector<int> adopted;
+    bool hold = false;
     try {
-        c->client.native_non_blocking(true);
-        char data[8192];
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 64)];
-        ssize_t n;
-        msghdr msg{};
-        while (true) {
-            iovec iov{data, sizeof data};
-            msg = msghdr{};
-            msg.msg_iov = &iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = control;
-            msg.msg_controllen = sizeof control;
-            n = ::recvmsg(c->client.native_handle(), &msg, MSG_CMSG_CLOEXEC);
-            if (n < 0 && errno == EAGAIN) {
-                co_await c->client.async_wait(Sock::wait_read, use_awaitable);
-                continue;
+        std::string reply;
+        {
+            Deadline deadline(srv.io, c, srv.cfg.handshake_timeout_ms);
+            c->client.native_non_blocking(true);
+            char data[8192];
+            alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 64)];
+            ssize_t n;
+            msghdr msg{};
+            while (true) {
+                iovec iov{data, sizeof data};
+                msg = msghdr{};
+                msg.msg_iov = &iov;
+                msg.msg_iovlen = 1;
+                msg.msg_control = control;
+                msg.msg_controllen = sizeof control;
+                n = ::recvmsg(c->client.native_handle(), &msg, MSG_CMSG_CLOEXEC);
+                if (n < 0 && errno == EAGAIN) {
+                    co_await c->client.async_wait(Sock::wait_read, use_awaitable);
+                    continue;
+                }
+                break;
             }
-            break;
+            std::vector<int> fds;
+            for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); n >= 0 && cm; cm = CMSG_NXTHDR(&msg, cm)) {
+                if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+                std::size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                for (std::size_t i = 0; i < count; ++i) {
+                    int fd;
+                    std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+                    fds.push_back(fd);
+                }
+            }
+            std::string err;
+            std::vector<bool> used(fds.size(), false);
+            if (n <= 0) err = "no message";
+            else if (msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) err = "message or descriptors truncated";
+            else err = take_fds(srv, std::string(data, static_cast<std::size_t>(n)), fds, used, hold, adopted);
+            // Descriptors not adopted (unused, or all of them after an error) are closed.
+            for (std::size_t i = 0; i < fds.size(); ++i)
+                if (std::find(adopted.begin(), adopted.end(), fds[i]) == adopted.end()) ::close(fds[i]);
+            if (!err.empty()) {
+                // Listeners adopted before the error are dropped too: all or nothing.
+                for (auto& a : srv.acceptors)
+                    if (std::find(adopted.begin(), adopted.end(), a->native_handle()) != adopted.end()) {
+                        ErrorCode ignored;
+                        a->close(ignored);
+                    }
+                adopted.clear();
+            }
+            reply = err.empty() ? json{{"ok", true}}.dump() : json{{"ok", false}, {"error", err}}.dump();
+            if (!err.empty()) srv.log("fd inbox: " + err);
+            reply += "\n";
+            co_await write_all(c->client, reply);
         }
-        std::vector<int> fds;
-        for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); n >= 0 && cm; cm = CMSG_NXTHDR(&msg, cm)) {
-            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
-            std::size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            for (std::size_t i = 0; i < count; ++i) {
-                int fd;
-                std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-                fds.push_back(fd);
-            }
+        if (hold && !adopted.empty()) {
+            // Nothing more is expected: wait for the sender to close, or for
+            // shutdown (which closes every live connection, this one too).
+            std::uint64_t id = srv.next_id++;
+            srv.live[id] = c;
+            std::array<char, 64> sink;
+            ErrorCode ec;
+            while (!ec && !srv.stopping)
+                co_await c->client.async_read_some(asio::buffer(sink), asio::redirect_error(use_awaitable, ec));
+            for (auto& a : srv.acceptors)
+                if (std::find(adopted.begin(), adopted.end(), a->native_handle()) != adopted.end()) {
+                    ErrorCode ignored;
+                    a->close(ignored);
+                }
+            srv.live.erase(id);
+            if (!srv.stopping)
+                srv.log("fd inbox: sender gone; " + std::to_string(adopted.size()) + " handed-over listeners closed");
         }
-        std::string err;
-        std::vector<bool> used(fds.size(), false);
-        if (n <= 0) err = "no message";
-        else if (msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) err = "message or descriptors truncated";
-        else err = take_fds(srv, std::string(data, static_cast<std::size_t>(n)), fds, used);
-        // Descriptors not adopted (unused, or all of them after an error) are closed.
-        for (std::size_t i = 0; i < fds.size(); ++i)
-            if (!used[i] || !err.empty()) {
-                bool adopted = false;
-                for (auto& a : srv.acceptors) adopted = adopted || a->native_handle() == fds[i];
-                if (!adopted) ::close(fds[i]);
-            }
-        reply = err.empty() ? json{{"ok", true}}.dump() : json{{"ok", false}, {"error", err}}.dump();
-        if (!err.empty()) srv.log("fd inbox: " + err);
-        adopted_any = err.empty();
-        if (adopted_any) on_adopted();  // before the reply: the sender may look at once
-        reply += "\n";
-        co_await write_all(c->client, reply);
     } catch (const std::exception&) {
     }
     c->close();
-    co_return adopted_any;
 }
 
-// One handover per session: clients are served one at a time, and after the
-// first one whose listeners were adopted the inbox is closed and its path
-// removed, so nothing that runs later in the sandbox (where the inbox may be
-// visible) can hand in listeners of its own.
-awaitable<void> inbox_loop(Server& srv, Acceptor& acc, std::string path) {
+awaitable<void> inbox_loop(Server& srv, Acceptor& acc) {
     while (!srv.stopping) {
         ErrorCode ec;
         Sock s = co_await acc.async_accept(asio::redirect_error(use_awaitable, ec));
@@ -1044,13 +1074,7 @@ awaitable<void> inbox_loop(Server& srv, Acceptor& acc, std::string path) {
             if (srv.stopping || ec == asio::error::operation_aborted) co_return;
             continue;
         }
-        auto close_inbox = [&] {
-            ErrorCode ignored;
-            acc.close(ignored);
-            ::unlink(path.c_str());
-            srv.log("fd inbox: handover done; inbox closed");
-        };
-        if (co_await serve_inbox_client(srv, std::move(s), close_inbox)) co_return;
+        asio::co_spawn(srv.io, serve_inbox_client(srv, std::move(s)), asio::detached);
     }
 }
 
@@ -1116,7 +1140,7 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
         ErrorCode ec;
         acc->assign(Proto(AF_UNIX, 0), *fd, ec);
         if (ec) return fail(io_error(*cfg.fd_inbox, "cannot use inbox socket", ec.value()));
-        asio::co_spawn(srv.io, inbox_loop(srv, *acc, *cfg.fd_inbox), asio::detached);
+        asio::co_spawn(srv.io, inbox_loop(srv, *acc), asio::detached);
         srv.acceptors.push_back(std::move(acc));
         ready["fdInbox"] = *cfg.fd_inbox;
     }

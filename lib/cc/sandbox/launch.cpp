@@ -35,6 +35,7 @@
 #include "cc/core/tool.hpp"
 #include "cc/probe/probe.hpp"
 #include "cc/sandbox/events.hpp"
+#include "cc/sandbox/handover.hpp"
 #include "cc/sandbox/plan.hpp"
 #include "cc/sandbox/seatbelt.hpp"
 #include "cc/sandbox/violation.hpp"
@@ -252,6 +253,9 @@ public:
         }
         const bool status_fd = plan_.backend == spec::Backend::native && plan_.seatbelt.empty();
         if (status_fd && ::pipe2(st, O_CLOEXEC) != 0) return fail(io_error("pipe", "cannot create"));
+        const bool handover = status_fd && plan_.proxy.transport == "fd-handover";
+        int blk[2] = {-1, -1};
+        if (handover && ::pipe2(blk, O_CLOEXEC) != 0) return fail(io_error("pipe", "cannot create"));
 
         // Handlers first: a child that exits at once must still be reaped.
         sigs_.add(SIGCHLD);
@@ -263,20 +267,37 @@ public:
         std::vector<std::string> args(plan_.argv.begin() + 1, plan_.argv.end());
         std::string cwd = plan_.backend == spec::Backend::none && !plan_.chdir.empty() ? plan_.chdir : fs::current_path().string();
         try {
-            ChildSetup setup{status_fd ? 4 : 3, rq_.pty};
+            ChildSetup setup{handover ? 5 : status_fd ? 4 : 3, rq_.pty};
+            // fd 4 is bubblewrap's --block-fd with the handover; else a second copy of fd 3.
+            int block = handover ? blk[0] : status_fd ? st[1] : 2;
             int o = rq_.pty ? pty_slave : out[1], e = rq_.pty ? pty_slave : err[1], i = rq_.pty ? pty_slave : 0;
             bp::child c = (o >= 0)
                 ? bp::child(plan_.argv[0], bp::args(args), env, bp::start_dir(cwd), bp::posix::fd.bind(0, i),
                             bp::posix::fd.bind(1, o), bp::posix::fd.bind(2, e),
-                            bp::posix::fd.bind(3, status_fd ? st[1] : 2), bp::extend::on_exec_setup = setup)
+                            bp::posix::fd.bind(3, status_fd ? st[1] : 2), bp::posix::fd.bind(4, block),
+                            bp::extend::on_exec_setup = setup)
                 : bp::child(plan_.argv[0], bp::args(args), env, bp::start_dir(cwd),
-                            bp::posix::fd.bind(3, status_fd ? st[1] : 2), bp::extend::on_exec_setup = setup);
+                            bp::posix::fd.bind(3, status_fd ? st[1] : 2), bp::posix::fd.bind(4, block),
+                            bp::extend::on_exec_setup = setup);
             pid_ = c.id();
             c.detach();
         } catch (const std::exception& ex) {
             return fail(unavailable_error(plan_.argv[0], std::string("cannot start: ") + ex.what()));
         }
-        for (int fd : {out[1], err[1], st[1], pty_slave}) if (fd >= 0) ::close(fd);
+        for (int fd : {out[1], err[1], st[1], pty_slave, blk[0]}) if (fd >= 0) ::close(fd);
+        if (handover) {
+            // Synchronous and bounded: bubblewrap holds the command until fd 4
+            // is written or closed; closed without a byte, it runs nothing.
+            if (auto s = hand_over_listeners(st[0]); !s) {
+                log(s.error().one_line() + ": the sandbox is stopped before the command runs");
+                if (!failure_) failure_ = exit_own_failure;
+                kill_all();
+            } else {
+                ssize_t w = ::write(blk[1], "1", 1);
+                (void)w;
+            }
+            ::close(blk[1]);
+        }
 
         wait_signal();
         if (rq_.pty) {
@@ -286,9 +307,10 @@ public:
             read_stream(out[0], "stdout", false);
             read_stream(err[0], "stderr", native && plan_.seatbelt.empty());
         }
-        if (status_fd) read_status(st[0]);
+        if (status_fd && pid1_ < 0) read_status(st[0]);
+        else if (status_fd) ::close(st[0]);
         else if (rq_.events) emit(ev_.line("ready", {{"pid", pid_}}));
-        if (eg_ && eg_->stdout_r >= 0) watch_egress(::dup(eg_->stdout_r));
+        if (eg_ && eg_->stdout_r >= 0 && !failure_) watch_egress(::dup(eg_->stdout_r));
         if (rq_.timeout > 0) {
             timeout_.expires_after(std::chrono::milliseconds(static_cast<long>(rq_.timeout * 1000)));
             timeout_.async_wait([this](auto ec) {
@@ -306,6 +328,86 @@ public:
     }
 
 private:
+    // The fd-handover, before bubblewrap lets the command run: bubblewrap's
+    // first status line names the sandbox's PID 1 and its network namespace;
+    // the listeners are made there (handover.cpp), our own cc-egress must be
+    // ready, then they go to its inbox. The inbox connection is held until
+    // cc-wrap exits: cc-egress drops the listeners when it closes.
+    Status hand_over_listeners(int status_fd) {
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        auto left_ms = [&] {
+            return static_cast<int>(std::max<long>(
+                0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+                       .count()));
+        };
+        auto line = read_line(status_fd, status_text_, left_ms());
+        if (!line) return unavailable_error("bubblewrap", "no status line (it failed to set up the sandbox)");
+        auto j = json::parse(*line, nullptr, false);
+        pid_t p = j.is_object() ? j.value("child-pid", -1) : -1;
+        if (p <= 0 || parent_of(p) != pid_) return unavailable_error("bubblewrap", "status line names no child of it");
+        pid1_ = p;
+        if (rq_.events) emit(ev_.line("ready", {{"pid", pid_}}));
+        std::optional<unsigned long> net_ino;
+        if (j.contains("net-namespace") && j["net-namespace"].is_number_unsigned())
+            net_ino = j["net-namespace"].get<unsigned long>();
+        auto fds = listeners_in_netns(pid1_, net_ino, plan_.proxy.httpPort, plan_.proxy.socksPort);
+        if (!fds) return fds.error();
+        struct Closer {
+            Listeners l;
+            ~Closer() { ::close(l.http); ::close(l.socks); }
+        } closer{*fds};
+        if (eg_ && eg_->stdout_r >= 0 && !eg_->ready_seen) {
+            auto ready = read_line(eg_->stdout_r, eg_->head, left_ms());
+            if (!ready) return egress_gone("exited before it was ready");
+            auto r = json::parse(*ready, nullptr, false);
+            if (!r.is_object() || r.value("event", "") != "ready")
+                return egress_gone("first line is not a ready object: " + ready->substr(0, 200));
+            eg_->ready_seen = true;
+        }
+        auto conn = hand_over(plan_.proxy.inbox, fds->http, fds->socks, std::max(left_ms(), 1));
+        if (!conn) return conn.error();
+        inbox_conn_ = *conn;
+        return ok();
+    }
+
+    // One line from a blocking fd, bounded; what follows it stays in `buf`.
+    static std::optional<std::string> read_line(int fd, std::string& buf, int ms) {
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+        while (true) {
+            auto nl = buf.find('\n');
+            if (nl != std::string::npos) {
+                std::string line = buf.substr(0, nl);
+                buf.erase(0, nl + 1);
+                return line;
+            }
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0 || buf.size() > 65536) return std::nullopt;
+            pollfd pf{fd, POLLIN, 0};
+            int r = ::poll(&pf, 1, static_cast<int>(left.count()));
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) return std::nullopt;
+            char tmp[4096];
+            ssize_t n = ::read(fd, tmp, sizeof tmp);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return std::nullopt;
+            buf.append(tmp, static_cast<std::size_t>(n));
+        }
+    }
+
+    // cc-egress refusing its input (exit 2: a bad allowlist pattern, say) is
+    // the caller's bad input; anything else is our own failure.
+    Error egress_gone(const std::string& why) {
+        if (!failure_) failure_ = exit_own_failure;
+        if (eg_->pid > 0) {
+            ::kill(eg_->pid, SIGTERM);
+            if (auto st = wait_exit(eg_->pid, 1000)) {
+                eg_->pid = -1;
+                if (WIFEXITED(*st) && WEXITSTATUS(*st) == tool::exit_usage) failure_ = tool::exit_usage;
+            }
+        }
+        return unavailable_error("cc-egress", why);
+    }
+
     void emit(const std::string& line) {
         if (!tool::emit_line(line)) stdout_gone_ = true;
     }
@@ -547,19 +649,8 @@ private:
     }
 
     void egress_failed(const std::string& why) {
-        if (exited_) return;
-        // cc-egress refusing its input (exit 2: a bad allowlist pattern, say)
-        // is the caller's bad input; anything else is our own failure.
-        int code = exit_own_failure;
-        if (eg_->pid > 0) {
-            ::kill(eg_->pid, SIGTERM);
-            if (auto st = wait_exit(eg_->pid, 1000)) {
-                eg_->pid = -1;
-                if (WIFEXITED(*st) && WEXITSTATUS(*st) == tool::exit_usage) code = tool::exit_usage;
-            }
-        }
-        log("cc-egress " + why + ": the sandbox is stopped before the command runs");
-        failure_ = code;
+        if (exited_ || failure_) return;
+        log(egress_gone(why).one_line() + ": the sandbox is stopped");
         kill_all();
     }
 
@@ -576,6 +667,12 @@ private:
     pid_t pid_ = -1, pid1_ = -1;
     int status_ = exit_own_failure;
     std::optional<int> failure_;
+    int inbox_conn_ = -1;  // held open while the sandbox runs (fd-handover)
+
+public:
+    ~Runner() {
+        if (inbox_conn_ >= 0) ::close(inbox_conn_);
+    }
     int open_streams_ = 0;
     bool exited_ = false, killed_ = false, forwarded_ = false, stdout_gone_ = false;
 };
@@ -652,20 +749,17 @@ int wrap(const WrapRequest& rq) {
             if (auto s = wiring_from_ready(*j, in.egress, *rq.egressReady); !s) return fail(s.error());
         } else if (rq.print || rq.printSeatbelt) {
             in.egress.source = EgressWiring::Source::own;
-            in.egress.inbox = in.runtimeDir + "/inbox/inbox.sock";
-            in.egress.inboxDir = in.runtimeDir + "/inbox";
+            in.egress.inbox = in.runtimeDir + "/egress/inbox.sock";
         } else {
             auto exe = find_egress();
             if (!exe) return fail(unavailable_error("cc-egress", "not found next to cc-wrap or on PATH; the sandbox's only way out is its proxy"));
-            std::string dir = rt.path + "/egress", inbox_dir = rt.path + "/inbox";
-            if (::mkdir(dir.c_str(), 0700) != 0 || ::mkdir(inbox_dir.c_str(), 0700) != 0)
-                return fail(io_error(rt.path, "cannot create the egress directories"));
+            std::string dir = rt.path + "/egress";
+            if (::mkdir(dir.c_str(), 0700) != 0) return fail(io_error(dir, "cannot create"));
             if (auto s = write_private(rt.path + "/spec.json", spec::to_json(*spec).dump()); !s) return fail(s.error());
-            if (auto s = start_egress(egress, *exe, rt.path + "/spec.json", dir, inbox_dir + "/inbox.sock"); !s)
+            if (auto s = start_egress(egress, *exe, rt.path + "/spec.json", dir, dir + "/inbox.sock"); !s)
                 return fail(s.error());
             in.egress.source = EgressWiring::Source::own;
-            in.egress.inbox = inbox_dir + "/inbox.sock";
-            in.egress.inboxDir = inbox_dir;
+            in.egress.inbox = dir + "/inbox.sock";
         }
     }
 

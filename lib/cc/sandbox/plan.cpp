@@ -333,12 +333,10 @@ struct Builder {
         p.egress = in.egress.source == EgressWiring::Source::handed ? "handed" : "own";
         if (!in.egress.inbox.empty()) {
             p.transport = "fd-handover";
-            p.why = "listening sockets made inside the sandbox are handed to cc-egress over its inbox; no copy hop";
-            if (!in.egress.inboxDir.empty())
-                add("ro-bind", in.egress.inboxDir, guest_egress_dir,
-                    "cc-egress fd inbox (its directory: cc-egress starts alongside the sandbox and makes the socket there)");
-            else
-                add("ro-bind", in.egress.inbox, std::string(guest_egress_dir) + "/inbox.sock", "cc-egress fd inbox");
+            p.inbox = in.egress.inbox;
+            p.why = "cc-wrap makes the listening sockets inside the sandbox's network namespace (setns) and hands them "
+                    "to cc-egress's fd inbox before the command starts; no copy hop, and the inbox is never visible "
+                    "inside";
         } else {
             p.transport = "socat-bridge";
             p.why = "the egress offers no fd inbox: socat inside bridges loopback to its Unix sockets (one copy hop)";
@@ -377,10 +375,10 @@ struct Builder {
     std::vector<std::string> init_argv(const std::string& exe) const {
         std::vector<std::string> a = {exe, "--internal-sandbox-init", "--transport", plan.proxy.transport};
         if (in.pty) a.insert(a.end(), {"--pty", "1"});
-        if (plan.proxy.transport == "fd-handover" || plan.proxy.transport == "socat-bridge") {
+        if (plan.proxy.transport == "socat-bridge") {
             a.insert(a.end(), {"--http-port", std::to_string(plan.proxy.httpPort), "--socks-port",
                                std::to_string(plan.proxy.socksPort), "--egress-dir", guest_egress_dir});
-            if (plan.proxy.transport == "socat-bridge") a.insert(a.end(), {"--socat", in.socat});
+            a.insert(a.end(), {"--socat", in.socat});
         }
         a.push_back("--");
         a.insert(a.end(), in.command.begin(), in.command.end());
@@ -396,6 +394,9 @@ struct Builder {
         a.insert(a.end(), {"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"});
         if (plan.proxy.transport != "host") a.push_back("--unshare-net");
         a.insert(a.end(), {"--cap-drop", "ALL", "--hostname", "cc-sandbox", "--json-status-fd", "3"});
+        // fd-handover: bubblewrap waits on fd 4 until cc-wrap has handed the
+        // listeners over, so the command never starts without its proxies.
+        if (plan.proxy.transport == "fd-handover") a.insert(a.end(), {"--block-fd", "4"});
         for (const auto& m : plan.mounts) {
             a.push_back("--" + m.op);
             if (m.op == "bind" || m.op == "ro-bind" || m.op == "symlink") a.push_back(m.src);
@@ -521,7 +522,7 @@ nlohmann::json to_json(const Plan& p) {
                           {"spellings", d.spellings}, {"enforcement", d.enforcement}});
     json env = json::object();
     for (const auto& [k, v] : p.env) env[k] = v;
-    return {
+    json j = {
         {"sessionId", p.spec.sessionId},
         {"backend", spec::to_string(p.backend)},
         {"backendLog", p.backendLog},
@@ -540,6 +541,8 @@ nlohmann::json to_json(const Plan& p) {
         {"runtimeDir", p.runtimeDir},
         {"notes", p.notes},
     };
+    if (!p.proxy.inbox.empty()) j["proxy"]["inbox"] = p.proxy.inbox;
+    return j;
 }
 
 nlohmann::json summary(const Plan& p) {

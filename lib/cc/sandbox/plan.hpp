@@ -38,8 +38,6 @@ struct EgressWiring {
     enum class Source { none, own, handed };
     Source source = Source::none;
     std::string inbox;      // host path of the fd inbox socket; empty: none
-    std::string inboxDir;   // set when the socket may not exist yet at launch:
-                            // its directory is bound instead (own cc-egress)
     std::string httpUnix;   // host paths of the Unix sockets (socat bridge)
     std::string socksUnix;
     std::string http, socks;  // host TCP addresses (backend none / reporting)
@@ -89,6 +87,7 @@ struct ProxyWiring {
     std::string transport = "none";
     int httpPort = 3128, socksPort = 1080;  // loopback ports inside the sandbox
     std::string egress;                     // "own", "handed" or ""
+    std::string inbox;                      // fd-handover: cc-egress's inbox (host path, never bound inside)
     std::string why;
 };
 

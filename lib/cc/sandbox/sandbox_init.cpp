@@ -29,84 +29,6 @@ int fail(const std::string& what, int status = 125) {
     return status;
 }
 
-int listen_loopback(int port, std::string& err) {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) { err = std::string("socket: ") + std::strerror(errno); return -1; }
-    int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, SOMAXCONN) != 0) {
-        err = "127.0.0.1:" + std::to_string(port) + ": " + std::strerror(errno);
-        ::close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-// One sendmsg carrying both listeners and {"http":[0],"socks":[1]}; the
-// answer is one line {"ok":true} or {"ok":false,"error":...}.
-bool hand_over(const std::string& inbox, int http_fd, int socks_fd, std::string& err) {
-    int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s < 0) { err = std::string("socket: ") + std::strerror(errno); return false; }
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    if (inbox.size() >= sizeof a.sun_path) { err = "inbox path too long"; ::close(s); return false; }
-    std::memcpy(a.sun_path, inbox.c_str(), inbox.size() + 1);
-    // cc-egress may still be starting (cc-wrap starts it alongside the
-    // sandbox): until its inbox exists and listens, try again every 0.2 ms,
-    // for up to 10 s. cc-wrap stops the sandbox if cc-egress fails instead.
-    for (int tries = 0;; ++tries) {
-        if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) break;
-        int e = errno;
-        if ((e == ENOENT || e == ECONNREFUSED || e == EINTR) && tries < 50000) {
-            ::usleep(200);
-            continue;
-        }
-        err = "'" + inbox + "': " + std::strerror(e);
-        ::close(s);
-        return false;
-    }
-    std::string payload = R"({"http":[0],"socks":[1]})" "\n";
-    iovec iov{payload.data(), payload.size()};
-    alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))] = {};
-    msghdr m{};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = ctl;
-    m.msg_controllen = sizeof ctl;
-    cmsghdr* c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(2 * sizeof(int));
-    int fds[2] = {http_fd, socks_fd};
-    std::memcpy(CMSG_DATA(c), fds, sizeof fds);
-    if (::sendmsg(s, &m, MSG_NOSIGNAL) != static_cast<ssize_t>(payload.size())) {
-        err = std::string("sendmsg: ") + std::strerror(errno);
-        ::close(s);
-        return false;
-    }
-    timeval tv{10, 0};
-    ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    std::string line;
-    char ch;
-    while (line.size() < 4096) {
-        ssize_t n = ::read(s, &ch, 1);
-        if (n <= 0 || ch == '\n') break;
-        line.push_back(ch);
-    }
-    ::close(s);
-    // {"ok":true} with any spacing; this binary links no JSON library.
-    std::string compact;
-    for (char k : line)
-        if (k != ' ' && k != '\t' && k != '\r') compact.push_back(k);
-    if (compact.find("\"ok\":true") != std::string::npos) return true;
-    err = line.empty() ? "no answer from the egress inbox" : "egress refused the sockets: " + line;
-    return false;
-}
-
 // Is something listening on 127.0.0.1:port? (/proc/net/tcp, state 0A)
 bool listening(int port) {
     std::ifstream f("/proc/net/tcp");
@@ -173,16 +95,9 @@ int sandbox_init_main(const std::vector<std::string>& args) {
     }
     if (i >= args.size()) return fail("no command");
 
-    if (transport == "fd-handover") {
-        std::string err;
-        int h = listen_loopback(http_port, err);
-        if (h < 0) return fail("http listener " + err);
-        int s = listen_loopback(socks_port, err);
-        if (s < 0) return fail("socks listener " + err);
-        if (!hand_over(egress_dir + "/inbox.sock", h, s, err)) return fail("fd handover: " + err);
-        ::close(h);
-        ::close(s);
-    } else if (transport == "socat-bridge") {
+    // fd-handover: the listeners were made from outside, by cc-wrap, before
+    // bubblewrap let this step run (lib/cc/sandbox/handover.cpp).
+    if (transport == "socat-bridge") {
         std::string err;
         if (!start_bridge(socat, http_port, egress_dir + "/http.sock", err) ||
             !start_bridge(socat, socks_port, egress_dir + "/socks.sock", err) || !wait_listening(http_port, err) ||

@@ -1,0 +1,40 @@
+// The fd-handover proxy transport, done from outside the sandbox.
+//
+// bubblewrap reports the sandbox's PID 1 on its status fd and then waits on
+// its block fd before running anything. Meanwhile cc-wrap forks a helper that
+// joins the sandbox's user and network namespaces (setns; the caller owns
+// them, so no privilege is needed), makes the two loopback listeners there and
+// passes them back over a socketpair; cc-wrap hands them to cc-egress's fd
+// inbox and keeps that connection open for the sandbox's lifetime (cc-egress
+// closes the listeners when it closes). Nothing inside the sandbox ever sees
+// the inbox, and there is no userspace copy hop between sandbox and proxy.
+//
+//   auto fds = listeners_in_netns(pid1, net_ino, 3128, 1080);   // {http, socks}
+//   auto conn = hand_over(inbox_path, fds->http, fds->socks);   // hold this fd
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+#include "cc/core/result.hpp"
+
+namespace cc::sandbox {
+
+struct Listeners {
+    int http = -1, socks = -1;
+};
+
+// Listening TCP sockets on 127.0.0.1:http_port and :socks_port inside the
+// network namespace of `pid` (checked against `expect_net_ino` when given,
+// so a recycled PID is refused).
+Result<Listeners> listeners_in_netns(pid_t pid, std::optional<unsigned long> expect_net_ino, int http_port,
+                                     int socks_port);
+
+// One SCM_RIGHTS message {"http":[0],"socks":[1],"hold":true} to the inbox;
+// returns the connected socket once cc-egress answered {"ok":true}. The
+// listeners live as long as that socket stays open.
+Result<int> hand_over(const std::string& inbox, int http_fd, int socks_fd, int timeout_ms);
+
+}  // namespace cc::sandbox
