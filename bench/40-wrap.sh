@@ -49,12 +49,13 @@ PY
 fi
 
 # 1. Startup. Bare bwrap gets cc-wrap's own argv up to `--` (mask files made
-# here, no status fd) and runs true directly.
+# here, no status fd, no block fd) and runs true directly.
 cc-wrap --spec "$w/spec.json" --egress "$w/ready.json" --drop-filename-denies --print -- true 2>/dev/null > "$w/plan.json"
 transport=$(jq -r .proxy.transport "$w/plan.json")
 mkdir -m 0 "$w/rt/mask-dir"; install -m 0 /dev/null "$w/rt/mask-file"
 bare=$(jq -r --arg rt "$w/rt" '.argv | .[: index("--")] | map(gsub("/tmp/cc-wrap.XXXXXX"; $rt))
-        | (index("--json-status-fd")) as $i | del(.[$i, $i+1]) | join(" ")' "$w/plan.json")
+        | (index("--json-status-fd")) as $i | del(.[$i, $i+1])
+        | (index("--block-fd")) as $b | (if $b then del(.[$b, $b+1]) else . end) | join(" ")' "$w/plan.json")
 hyperfine -N -w 5 -r "$RUNS" --export-json "$w/h1.json" \
   -n bare-bwrap "$bare -- /bin/true" \
   -n cc-wrap-handed "cc-wrap --spec $w/spec.json --egress $w/ready.json --drop-filename-denies -- /bin/true" \

@@ -189,12 +189,18 @@ bool eventually(Pred p, int ms = 10000) {
 struct Async {
     pid_t pid = -1;
     std::string out;
-    Async(const std::vector<std::string>& argv, const std::string& out_path, const std::string& home) : out(out_path) {
+    Async(const std::vector<std::string>& argv, const std::string& out_path, const std::string& home,
+          const std::string& tmpdir = "")
+        : out(out_path) {
         pid = ::fork();
         if (pid == 0) {
             int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
             ::dup2(fd, 1);
             ::setenv("HOME", home.c_str(), 1);
+            if (!tmpdir.empty()) {
+                ::setenv("TMPDIR", tmpdir.c_str(), 1);
+                ::unsetenv("XDG_RUNTIME_DIR");
+            }
             std::vector<char*> a;
             for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
             a.push_back(nullptr);
@@ -294,6 +300,16 @@ TEST_CASE("launch: the escape battery is refused", "[launch][escape]") {
         CHECK_FALSE(fs::exists(t.work + "/.git/hooks/pre-commit"));
         CHECK(slurp(t.work + "/.git/config").find("hooksPath") == std::string::npos);
     }
+    SECTION("the repository's own agent settings") {
+        fs::create_directories(t.work + "/.claude");
+        spit(t.work + "/.claude/settings.json", "{}\n");
+        CHECK(t.sh("echo '{\"hooks\":{}}' > .claude/settings.json").status != 0);
+        CHECK(t.sh("echo x > .claude/settings.local.json").status != 0);
+        CHECK(t.sh("mv .claude .claude-old").status != 0);
+        CHECK(slurp(t.work + "/.claude/settings.json") == "{}\n");
+        CHECK_FALSE(fs::exists(t.work + "/.claude/settings.local.json"));
+        CHECK(t.sh("echo notes > notes.md").status == 0);  // the rest of the checkout stays writable
+    }
     SECTION("writing in plan mode; runner state stays writable") {
         t.write_spec("plan", false);
         CHECK(t.sh("touch " + t.work + "/x").status != 0);
@@ -381,10 +397,18 @@ TEST_CASE("launch: --timeout kills the whole sandbox, nothing is orphaned", "[la
 TEST_CASE("launch: SIGTERM is forwarded; SIGKILL of cc-wrap leaves no orphans", "[launch][orphans]") {
     if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
     Tree t("signals");
+    std::string base = t.root + "/runtime-base";
+    fs::create_directories(base);
+    auto runtime_dirs = [&] {
+        int n = 0;
+        for (const auto& e : fs::directory_iterator(base))
+            if (e.path().filename().string().rfind("cc-wrap.", 0) == 0) ++n;
+        return n;
+    };
     for (int sig : {SIGTERM, SIGKILL}) {
         Async a({bin("cc-wrap"), "--spec", t.spec, "--egress", t.ready, "--drop-filename-denies", "--kill-after", "2",
                  "--", "sh", "-c", "sleep 60 & sleep 61; echo after"},
-                t.root + "/out-" + std::to_string(sig), t.home);
+                t.root + "/out-" + std::to_string(sig), t.home, base);
         std::set<pid_t> seen;
         REQUIRE(eventually([&] {
             seen = descendants(a.pid);
@@ -403,7 +427,17 @@ TEST_CASE("launch: SIGTERM is forwarded; SIGKILL of cc-wrap leaves no orphans", 
                 if (alive(p)) return false;
             return true;
         }));
+        // SIGTERM: cc-wrap cleans its runtime directory itself. SIGKILL: it
+        // cannot; the next cc-wrap start removes it (its lock is free).
+        CHECK(runtime_dirs() == (sig == SIGKILL ? 1 : 0));
     }
+    RunOptions o;
+    o.env["TMPDIR"] = base;
+    o.env["XDG_RUNTIME_DIR"] = "";
+    auto r = t.wrap({"true"}, {}, o);
+    CHECK(r.status == 0);
+    CHECK_THAT(r.err, Catch::Contains("removed 1 runtime directory"));
+    CHECK(runtime_dirs() == 0);
 }
 
 // Plays cc-egress's side of the fd inbox contract: one message with
@@ -513,6 +547,7 @@ TEST_CASE("launch: network through the session's own cc-egress", "[launch][netwo
     auto argv = base;
     argv.insert(argv.end(), {"curl", "-sS", "--max-time", "10", url});
     auto ok = run(argv, o);
+    INFO(ok.err);
     CHECK(ok.status == 0);
     CHECK(ok.out == "hello\n");
     argv = base;

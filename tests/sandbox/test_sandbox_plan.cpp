@@ -86,6 +86,8 @@ FakeHost standard_host() {
     h.dir("/srv/cc/conv1/agents/a2/work");  // a sibling agent
     h.dir("/srv/cc/conv1/repos/app/.git/hooks");
     h.file("/srv/cc/conv1/repos/app/.git/config");
+    h.dir("/srv/cc/conv1/repos/app/.claude");  // per-repository agent settings
+    h.file("/srv/cc/conv1/repos/app/.mcp.json");
     h.dir("/srv/cc/config/a1");
     h.dir("/srv/cc/state/a1");
     h.dir("/srv/repos/app");  // the registered original checkout
@@ -207,6 +209,9 @@ TEST_CASE("plan: question table for chat mode", "[plan]") {
     CHECK_FALSE(can_write_host(p, work + "/.git/config"));
     CHECK_FALSE(can_write_host(p, "/srv/cc/conv1/repos/app/.git/hooks/pre-commit"));
     CHECK(can_write_host(p, work + "/.git/index"));                    // commits still work
+    CHECK_FALSE(can_write_host(p, "/srv/cc/conv1/repos/app/.claude/settings.json"));  // repo agent settings
+    CHECK_FALSE(can_write_host(p, "/srv/cc/conv1/repos/app/.mcp.json"));
+    CHECK(can_write_host(p, "/srv/cc/conv1/repos/app/.claude-notes.md"));  // only the exact names
     CHECK_FALSE(can_write_host(p, "/srv/cc/conv1/repos/orig/file"));  // protected inside writable
     CHECK(is_mount_point(p, "/srv/cc/conv1/repos"));                   // its parent cannot be renamed
     CHECK(is_mount_point(p, "/srv/cc/conv1/repos/orig"));

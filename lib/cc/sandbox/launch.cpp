@@ -1,6 +1,8 @@
 #include "cc/sandbox/launch.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
@@ -23,6 +25,7 @@
 #include <array>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -63,23 +66,86 @@ std::string self_exe() {
 }
 
 // Removed on every exit path; the mask directory is mode 0 and is opened up
-// first so remove_all can walk it as an unprivileged user.
+// first so remove_all can walk it as an unprivileged user. While cc-wrap runs
+// it holds an flock on <dir>/lock; a cc-wrap killed outright (SIGKILL) cannot
+// clean up, so every start sweeps the directories whose lock nobody holds.
+void remove_runtime_dir(const std::string& path) {
+    ::chmod((path + "/mask-dir").c_str(), 0700);
+    std::error_code ec;
+    fs::remove_all(path, ec);
+}
+
 struct RuntimeDir {
     std::string path;
+    int lock = -1;
+    RuntimeDir() = default;
+    RuntimeDir(RuntimeDir&& o) noexcept : path(std::exchange(o.path, {})), lock(std::exchange(o.lock, -1)) {}
+    RuntimeDir& operator=(RuntimeDir&& o) noexcept {
+        std::swap(path, o.path);
+        std::swap(lock, o.lock);
+        return *this;
+    }
     ~RuntimeDir() {
         if (path.empty()) return;
-        ::chmod((path + "/mask-dir").c_str(), 0700);
-        std::error_code ec;
-        fs::remove_all(path, ec);
+        remove_runtime_dir(path);
+        if (lock >= 0) ::close(lock);
     }
 };
 
-Result<std::string> make_runtime_dir() {
-    const char* base = std::getenv("XDG_RUNTIME_DIR");
-    std::string dir = base && ::access(base, W_OK) == 0 ? base : (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
-    std::string tmpl = dir + "/cc-wrap.XXXXXX";
-    if (!::mkdtemp(tmpl.data())) return io_error(dir, "cannot create the runtime directory");
-    return tmpl;
+std::string runtime_base() {
+    const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+    if (xdg && *xdg && ::access(xdg, W_OK) == 0) return xdg;
+    const char* tmp = std::getenv("TMPDIR");
+    return tmp && *tmp ? tmp : "/tmp";
+}
+
+// Leftovers of cc-wrap runs that were killed outright: ours (same owner), named
+// cc-wrap.*, with a lock file nobody holds. Returns how many were removed.
+int sweep_stale_runtime_dirs(const std::string& base) {
+    int removed = 0;
+    DIR* d = ::opendir(base.c_str());
+    if (!d) return 0;
+    while (dirent* e = ::readdir(d)) {
+        if (std::strncmp(e->d_name, "cc-wrap.", 8) != 0) continue;
+        std::string dir = base + "/" + e->d_name;
+        struct stat st {};
+        if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
+        int fd = ::open((dir + "/lock").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0) continue;  // not ours to judge (or a run between mkdtemp and its lock)
+        bool dead = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+        ::close(fd);
+        if (dead) {
+            remove_runtime_dir(dir);
+            ++removed;
+        }
+    }
+    ::closedir(d);
+    return removed;
+}
+
+Result<RuntimeDir> make_runtime_dir() {
+    std::string base = runtime_base();
+    if (int n = sweep_stale_runtime_dirs(base))
+        log("removed " + std::to_string(n) + " runtime director" + (n == 1 ? "y" : "ies") +
+            " left by cc-wrap runs that were killed outright");
+    // Made under a name the sweep ignores, locked, then renamed into place:
+    // a concurrent sweep never sees a cc-wrap.* directory whose lock is free.
+    for (int attempt = 0; attempt < 8; ++attempt) {
+        std::string tmpl = base + "/.cc-wrap-new.XXXXXX";
+        if (!::mkdtemp(tmpl.data())) return io_error(base, "cannot create the runtime directory");
+        RuntimeDir rt;
+        rt.path = tmpl;
+        rt.lock = ::open((tmpl + "/lock").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (rt.lock < 0 || ::flock(rt.lock, LOCK_EX) != 0) return io_error(tmpl + "/lock", "cannot create or lock");
+        std::string final_path = base + "/cc-wrap." + tmpl.substr(tmpl.size() - 6);
+        if (::rename(tmpl.c_str(), final_path.c_str()) != 0) {
+            if (errno == EEXIST || errno == ENOTEMPTY) continue;  // that name is taken: the destructor removes ours
+            return io_error(final_path, "cannot rename the runtime directory into place");
+        }
+        rt.path = final_path;
+        return rt;
+    }
+    return io_error(base, "cannot find a free runtime directory name");
 }
 
 Status make_masks(const Plan& plan) {
@@ -737,7 +803,8 @@ int wrap(const WrapRequest& rq) {
     } else {
         auto d = make_runtime_dir();
         if (!d) return fail(d.error());
-        rt.path = in.runtimeDir = *d;
+        rt = std::move(*d);
+        in.runtimeDir = rt.path;
     }
     if (wants_egress) {
         if (rq.egressReady) {

@@ -27,6 +27,10 @@ const std::vector<std::string> k_home_write = {
     "~/.claude", "~/.claude.json", "~/.codex", "~/.gemini",
 };
 
+// The same agent CLIs read per-repository settings from the checkout (hooks
+// and permission rules run code on the host's next session there).
+const std::vector<std::string> k_repo_agent_config = {".claude", ".mcp.json", ".codex", ".gemini"};
+
 const std::vector<std::string> k_filename = {".env", ".env.*", "*.key", "*.pem"};
 
 // System files a process running as uid 0 inside could otherwise read.
@@ -268,6 +272,14 @@ struct Builder {
                     if (seen.insert(g).second) {
                         if (auto st = write_deny(g + "/hooks", "mandatory", false); !st) return st;
                         if (auto st = write_deny(g + "/config", "mandatory", false); !st) return st;
+                        // Per-repository agent settings: covered when present;
+                        // a missing one cannot be covered without a host
+                        // placeholder, which cc-wrap never creates (the deny
+                        // rule's enforcement says "absent on the host").
+                        std::string repo = g.substr(0, g.size() - 5);
+                        for (const auto& name : k_repo_agent_config)
+                            if (auto st = write_deny(repo + "/" + name, "mandatory (repository agent settings)", true); !st)
+                                return st;
                     }
         }
         for (const auto& p : in.denyWrite) {
