@@ -18,6 +18,7 @@ echo "hello from a local server" > "$d/site/index.html"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 python3 -m http.server --bind 127.0.0.1 --directory "$d/site" "$port" >/dev/null 2>&1 &
 srv=$!
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.05; done
 cat > "$d/spec.json" <<JSON
 {"sessionId": "demo-1", "workspaceId": "ws", "mode": "chat",
  "bindMounts": [{"hostPath": "$d/agents/a1/work"}, {"hostPath": "$d/repos"}],
