@@ -593,26 +593,28 @@ TEST_CASE("egress: listening sockets handed over the fd inbox serve like the TCP
     CHECK(eg.ready["socksUnix"] == dir + "/socks.sock");
     // Two listening sockets made here (cc-wrap makes them inside the sandbox's
     // network namespace), passed with SCM_RIGHTS and a JSON payload.
-    int fds[2];
-    std::uint16_t ports[2];
-    for (int i = 0; i < 2; ++i) {
-        fds[i] = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        REQUIRE(::bind(fds[i], reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-        REQUIRE(::listen(fds[i], 16) == 0);
-        socklen_t l = sizeof a;
-        ::getsockname(fds[i], reinterpret_cast<sockaddr*>(&a), &l);
-        ports[i] = ntohs(a.sin_port);
-    }
-    auto send_inbox = [&](const std::string& payload, int nfds) {
+    auto listen_pair = [](int* fds, std::uint16_t* ports) {
+        for (int i = 0; i < 2; ++i) {
+            fds[i] = ::socket(AF_INET, SOCK_STREAM, 0);
+            sockaddr_in a{};
+            a.sin_family = AF_INET;
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            REQUIRE(::bind(fds[i], reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+            REQUIRE(::listen(fds[i], 16) == 0);
+            socklen_t l = sizeof a;
+            ::getsockname(fds[i], reinterpret_cast<sockaddr*>(&a), &l);
+            ports[i] = ntohs(a.sin_port);
+        }
+    };
+    // One message; the reply line. With `keep`, the connection stays open
+    // and its descriptor is stored there.
+    auto send_inbox = [&](const std::string& payload, const int* fds, int nfds, int* keep = nullptr) {
         int u = ::socket(AF_UNIX, SOCK_STREAM, 0);
         sockaddr_un un{};
         un.sun_family = AF_UNIX;
         std::strcpy(un.sun_path, inbox.c_str());
         REQUIRE(::connect(u, reinterpret_cast<sockaddr*>(&un), sizeof un) == 0);
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)];
+        alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))];
         iovec iov{const_cast<char*>(payload.data()), payload.size()};
         msghdr msg{};
         msg.msg_iov = &iov;
@@ -630,13 +632,17 @@ TEST_CASE("egress: listening sockets handed over the fd inbox serve like the TCP
         std::string reply;
         char c;
         while (::read(u, &c, 1) == 1 && c != '\n') reply += c;
-        ::close(u);
+        if (keep) *keep = u;
+        else ::close(u);
         return json::parse(reply);
     };
-    auto bad = send_inbox(R"({"http":[5]})", 2);
+    int fds[2];
+    std::uint16_t ports[2];
+    listen_pair(fds, ports);
+    auto bad = send_inbox(R"({"http":[5]})", fds, 2);
     CHECK(bad["ok"] == false);
     CHECK_THAT(bad["error"].get<std::string>(), Catch::Contains("index"));
-    auto good = send_inbox(R"({"http":[0],"socks":[1]})", 2);
+    auto good = send_inbox(R"({"http":[0],"socks":[1]})", fds, 2);
     CHECK(good["ok"] == true);
     ::close(fds[0]);
     ::close(fds[1]);
@@ -648,40 +654,9 @@ TEST_CASE("egress: listening sockets handed over the fd inbox serve like the TCP
     {
         int held[2];
         std::uint16_t held_ports[2];
-        for (int i = 0; i < 2; ++i) {
-            held[i] = ::socket(AF_INET, SOCK_STREAM, 0);
-            sockaddr_in a{};
-            a.sin_family = AF_INET;
-            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            REQUIRE(::bind(held[i], reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-            REQUIRE(::listen(held[i], 16) == 0);
-            socklen_t l = sizeof a;
-            ::getsockname(held[i], reinterpret_cast<sockaddr*>(&a), &l);
-            held_ports[i] = ntohs(a.sin_port);
-        }
-        int u = ::socket(AF_UNIX, SOCK_STREAM, 0);
-        sockaddr_un un{};
-        un.sun_family = AF_UNIX;
-        std::strcpy(un.sun_path, inbox.c_str());
-        REQUIRE(::connect(u, reinterpret_cast<sockaddr*>(&un), sizeof un) == 0);
-        std::string payload = R"({"http":[0],"socks":[1],"hold":true})";
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof held)];
-        iovec iov{payload.data(), payload.size()};
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof held);
-        std::memcpy(CMSG_DATA(cm), held, sizeof held);
-        REQUIRE(::sendmsg(u, &msg, 0) == static_cast<ssize_t>(payload.size()));
-        std::string reply;
-        char c;
-        while (::read(u, &c, 1) == 1 && c != '\n') reply += c;
-        CHECK(json::parse(reply)["ok"] == true);
+        listen_pair(held, held_ports);
+        int u = -1;
+        CHECK(send_inbox(R"({"http":[0],"socks":[1],"hold":true})", held, 2, &u)["ok"] == true);
         ::close(held[0]);
         ::close(held[1]);
         auto h = curl({"-x", "http://127.0.0.1:" + std::to_string(held_ports[0]), origin.url("/hello")});
