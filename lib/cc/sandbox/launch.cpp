@@ -240,11 +240,11 @@ struct ChildSetup {
     }
 };
 
-Status start_egress(Egress& eg, const std::string& exe, const std::string& spec_file, const std::string& dir,
-                    const std::string& inbox) {
+Status start_egress(Egress& eg, const std::string& exe, const std::string& spec_file, const std::string& inbox) {
     int in[2], out[2];
     if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) return io_error("pipe", "cannot create");
-    std::vector<std::string> args = {"--spec", spec_file, "--unix-dir", dir, "--fd-inbox", inbox, "--exit-with-stdin"};
+    // Only the inbox: cc-wrap hands it the listeners; no Unix proxy sockets needed.
+    std::vector<std::string> args = {"--spec", spec_file, "--fd-inbox", inbox, "--exit-with-stdin"};
     try {
         bp::child c(exe, bp::args(args), bp::posix::fd.bind(0, in[0]), bp::posix::fd.bind(1, out[1]),
                     bp::extend::on_exec_setup = [](auto&) {
@@ -823,7 +823,7 @@ int wrap(const WrapRequest& rq) {
             std::string dir = rt.path + "/egress";
             if (::mkdir(dir.c_str(), 0700) != 0) return fail(io_error(dir, "cannot create"));
             if (auto s = write_private(rt.path + "/spec.json", spec::to_json(*spec).dump()); !s) return fail(s.error());
-            if (auto s = start_egress(egress, *exe, rt.path + "/spec.json", dir, dir + "/inbox.sock"); !s)
+            if (auto s = start_egress(egress, *exe, rt.path + "/spec.json", dir + "/inbox.sock"); !s)
                 return fail(s.error());
             in.egress.source = EgressWiring::Source::own;
             in.egress.inbox = dir + "/inbox.sock";
