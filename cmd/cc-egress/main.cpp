@@ -31,6 +31,11 @@ int main(int argc, char** argv) {
         app.add_option("--unix-dir", unix_dir, "also listen on DIR/http.sock and DIR/socks.sock");
         app.add_option("--fd-inbox", fd_inbox, "Unix socket accepting listening sockets over SCM_RIGHTS");
         app.add_flag("--exit-with-stdin", o.exit_with_stdin, "exit when stdin (a pipe) reaches end of file");
+        app.add_option("--header-timeout", o.header_timeout,
+                       "seconds for a request head, SOCKS5 handshake or TLS ClientHello (default 10; 0 = off)");
+        app.add_option("--idle-timeout", o.idle_timeout,
+                       "close a tunnel, request or kept-alive connection idle this many seconds (default 300; 0 = off)");
+        app.add_option("--threads", o.threads, "event loops (default 0: one per CPU, at most 8)");
         bool no_sni = false;
         app.add_flag("--no-sni-check", no_sni, "do not compare a tunnel's TLS server name with its target");
         if (auto rc = cc::tool::parse(app, argc, argv, "cc-egress")) return *rc;

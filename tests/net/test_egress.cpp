@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <thread>
 
@@ -785,4 +786,165 @@ TEST_CASE("egress: a kept-alive upstream that closed while idle is redialled for
     CHECK(one().rfind("HTTP/1.1 200", 0) == 0);
     ::close(fd);
     CHECK(eg.stop() == 0);
+}
+
+namespace {
+
+// Read until the peer closes (or SO_RCVTIMEO); how long that took, in seconds.
+double read_to_eof(int fd, std::string& out) {
+    auto t0 = std::chrono::steady_clock::now();
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Read until `marker` has been seen; false on EOF first.
+bool read_until(int fd, const std::string& marker, std::string& out) {
+    char buf[4096];
+    ssize_t n;
+    while (out.find(marker) == std::string::npos) {
+        if ((n = ::read(fd, buf, sizeof buf)) <= 0) return false;
+        out.append(buf, static_cast<std::size_t>(n));
+    }
+    return true;
+}
+
+}  // namespace
+
+TEST_CASE("egress: --header-timeout closes slow request heads and SOCKS5 handshakes, and says so") {
+    Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--header-timeout", "0.4", "--idle-timeout", "0"});
+    REQUIRE(eg.ready["headerTimeoutMs"] == 400);
+    CHECK(eg.ready["idleTimeoutMs"] == 0);
+    CHECK(eg.ready["threads"].get<int>() >= 1);
+    // Slowloris: a head that never ends, one byte at a time.
+    int h = connect_to(port_of(eg.http()));
+    REQUIRE(h >= 0);
+    std::string partial = "GET http://127.0.0.1/ HTTP/1.1\r\nX-Slow: ";
+    (void)!::write(h, partial.data(), partial.size());
+    std::thread drip([h] {
+        for (int i = 0; i < 8; ++i) {
+            ::usleep(100000);
+            if (::send(h, "a", 1, MSG_NOSIGNAL) <= 0) break;
+        }
+    });
+    std::string out;
+    double took = read_to_eof(h, out);
+    drip.join();
+    ::close(h);
+    CHECK(out.empty());
+    CHECK(took < 5);  // closed by the proxy, not by the 10 s read timeout
+    // A SOCKS5 client that sends half a greeting.
+    int s = connect_to(port_of(eg.socks()));
+    REQUIRE(s >= 0);
+    (void)!::write(s, "\x05", 1);
+    out.clear();
+    took = read_to_eof(s, out);
+    ::close(s);
+    CHECK(out.empty());
+    CHECK(took < 5);
+    CHECK(eg.stop() == 0);
+    int timeouts = 0;
+    for (const auto& l : eg.lines) {
+        if (l.value("closed", "") != "header-timeout") continue;
+        ++timeouts;
+        CHECK(l["decision"] == "deny");
+        CHECK(l["rule"] == "timeout");
+        CHECK_THAT(l["reason"].get<std::string>(), Catch::Contains("400 ms"));
+    }
+    CHECK(timeouts == 2);
+    CHECK_THAT(eg.stderr_text(), Catch::Contains("header-timeout: closed socks5"));
+}
+
+TEST_CASE("egress: --idle-timeout closes idle tunnels and kept-alive connections, not busy ones") {
+    Origin origin;
+    REQUIRE(origin.port);
+    Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--idle-timeout", "0.6"});
+    REQUIRE(eg.ready["idleTimeoutMs"] == 600);
+    std::string get = "GET /hello HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+
+    // A SOCKS5 tunnel kept busy past the timeout (a request every 0.2 s for 1.6 s) stays open...
+    int s = connect_to(port_of(eg.socks()));
+    REQUIRE(s >= 0);
+    std::string req("\x05\x01\x00\x05\x01\x00\x01\x7f\x00\x00\x01", 11);
+    req += static_cast<char>(origin.port >> 8);
+    req += static_cast<char>(origin.port & 0xff);
+    (void)!::write(s, req.data(), req.size());
+    char rep[12];
+    REQUIRE(::read(s, rep, 2) == 2);
+    std::string r;
+    for (int i = 0; i < 8; ++i) {
+        (void)!::write(s, get.data(), get.size());
+        CHECK(read_until(s, "hello\n", r));
+        r.clear();
+        ::usleep(200000);
+    }
+    // ...and is closed once it has been idle for the timeout.
+    auto t0 = std::chrono::steady_clock::now();
+    std::string rest;
+    read_to_eof(s, rest);
+    double idle = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(idle > 0.3);
+    CHECK(idle < 5);
+    ::close(s);
+
+    // A CONNECT tunnel idle from the start.
+    int c = connect_to(port_of(eg.http()));
+    std::string connect = "CONNECT 127.0.0.1:" + std::to_string(origin.port) + " HTTP/1.1\r\n\r\n";
+    (void)!::write(c, connect.data(), connect.size());
+    std::string head;
+    CHECK(read_until(c, "\r\n\r\n", head));
+    CHECK(head.rfind("HTTP/1.1 200", 0) == 0);
+    std::string none;
+    CHECK(read_to_eof(c, none) < 5);
+    ::close(c);
+
+    // An absolute-form keep-alive connection after its answer.
+    int k = connect_to(port_of(eg.http()));
+    std::string abs = "GET " + origin.url("/hello") + " HTTP/1.1\r\nHost: x\r\n\r\n";
+    (void)!::write(k, abs.data(), abs.size());
+    std::string ans;
+    CHECK(read_until(k, "hello\n", ans));
+    CHECK(read_to_eof(k, none) < 5);
+    ::close(k);
+
+    CHECK(eg.stop() == 0);
+    const json* socks = eg.find("127.0.0.1", "socks5");
+    REQUIRE(socks);
+    CHECK((*socks)["closed"] == "idle-timeout");
+    CHECK((*socks)["decision"] == "allow");
+    CHECK((*socks)["bytesDown"].get<int>() > 8 * 6);
+    const json* tunnel = eg.find("127.0.0.1", "http-connect");
+    REQUIRE(tunnel);
+    CHECK((*tunnel)["closed"] == "idle-timeout");
+    const json* fwd = eg.find("127.0.0.1", "http");
+    REQUIRE(fwd);
+    CHECK(fwd->value("closed", "") == "");  // the request itself completed
+    CHECK_THAT(eg.stderr_text(), Catch::Contains("idle-timeout: closed kept-alive connection"));
+}
+
+TEST_CASE("egress: an HTTP/1.0 client gets a chunked upstream answer de-chunked, close-delimited") {
+    Origin origin;
+    REQUIRE(origin.port);
+    Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+    // curl speaking HTTP/1.0 through the proxy.
+    auto r = curl({"--http1.0", "-x", "http://" + eg.http(), "-D", "-", origin.url("/chunked")});
+    CHECK(r.status == 0);
+    CHECK_THAT(r.out, Catch::EndsWith("\r\n\r\na\nb\nc\n"));
+    CHECK_THAT(r.out, !Catch::Contains("chunked"));
+    CHECK_THAT(r.out, Catch::Contains("Connection: close"));
+    // A raw HTTP/1.0 client: the body is exactly the payload, then EOF.
+    std::string out = talk(port_of(eg.http()), "GET " + origin.url("/chunked") + " HTTP/1.0\r\n\r\n");
+    auto body = out.find("\r\n\r\n");
+    REQUIRE(body != std::string::npos);
+    CHECK(out.substr(body + 4) == "a\nb\nc\n");
+    CHECK_THAT(out.substr(0, body), !Catch::Contains("Transfer-Encoding"));
+    // An HTTP/1.1 client still gets the chunked framing passed through.
+    out = talk(port_of(eg.http()), "GET " + origin.url("/chunked") + " HTTP/1.1\r\nConnection: close\r\n\r\n");
+    CHECK_THAT(out, Catch::Contains("Transfer-Encoding: chunked"));
+    CHECK_THAT(out, Catch::EndsWith("0\r\n\r\n"));
+    CHECK(eg.stop() == 0);
+    int dechunked = 0;
+    for (const auto& l : eg.lines) dechunked += l.value("dechunked", false) ? 1 : 0;
+    CHECK(dechunked == 2);
 }

@@ -216,6 +216,13 @@ TEST_CASE("http: chunked scanner finds the end of a body, refuses junk") {
     for (std::size_t i = 0; i < body.size() && !s.done(); ++i) used += s.feed(body.substr(i, 1));
     CHECK(s.done());
     CHECK(used == body.size() - 4);
+    // De-chunking: only the payload comes out, whole or one byte at a time.
+    std::string whole, bytewise;
+    http::ChunkedScanner a, b;
+    CHECK(a.feed(body, &whole) == body.size() - 4);
+    for (std::size_t i = 0; i < body.size() && !b.done(); ++i) b.feed(body.substr(i, 1), &bytewise);
+    CHECK(whole == "helloabc");
+    CHECK(bytewise == "helloabc");
     http::ChunkedScanner bad;
     bad.feed("zz\r\n");
     CHECK(bad.failed());

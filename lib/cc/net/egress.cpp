@@ -194,6 +194,10 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     // The spec on stdin is read to its end, which would look like a parent dying.
     if (o.exit_with_stdin && o.spec_path && *o.spec_path == "-")
         return input_error("--exit-with-stdin", "cannot be used with --spec -");
+    for (auto [name, v] : {std::pair{"--header-timeout", o.header_timeout}, std::pair{"--idle-timeout", o.idle_timeout}})
+        if (!(v >= 0 && v <= 86400 * 7))
+            return input_error(std::string(name) + " " + std::to_string(v), "must be 0 (off) to 604800 seconds");
+    if (o.threads < 0 || o.threads > 64) return input_error("--threads " + std::to_string(o.threads), "must be 0 (one per CPU) to 64");
     auto plan = make_plan(o);
     if (!plan) return plan.error();
     if (o.dry_run) {
@@ -215,12 +219,17 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     cfg.fd_inbox = o.fd_inbox;
     cfg.exit_with_stdin = o.exit_with_stdin;
     cfg.sni_check = o.sni_check;
+    cfg.handshake_timeout_ms = static_cast<int>(o.header_timeout * 1000);
+    cfg.idle_timeout_ms = static_cast<int>(o.idle_timeout * 1000);
+    cfg.threads = o.threads;
     cfg.ready = {{"sessionId", plan->session_id},
                  {"network", plan->network ? "on" : "off"},
                  {"networkRule", plan->network_rule},
                  {"allowNames", rules->allow_names.size()},
                  {"allowAddresses", rules->allow_addresses.size()},
-                 {"pid", static_cast<long>(::getpid())}};
+                 {"pid", static_cast<long>(::getpid())},
+                 {"headerTimeoutMs", cfg.handshake_timeout_ms},
+                 {"idleTimeoutMs", cfg.idle_timeout_ms}};
     std::uint64_t dropped = 0;
     Result<ProxyStats> stats = ProxyStats{};
     {

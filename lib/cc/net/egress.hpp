@@ -34,6 +34,9 @@ struct EgressOptions {
     std::optional<std::string> unix_dir, fd_inbox;
     bool exit_with_stdin = false;
     bool sni_check = true;
+    double header_timeout = 10;  // seconds; 0 = off: request head, SOCKS5 handshake, TLS ClientHello
+    double idle_timeout = 300;   // seconds; 0 = off: nothing relayed on a tunnel, request or kept-alive connection
+    int threads = 0;             // event loops; 0 = one per CPU (at most 8)
 };
 
 struct Plan {

@@ -11,8 +11,11 @@
 
 #include <boost/asio.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "cc/net/wire.hpp"
@@ -37,6 +40,18 @@ constexpr int pipe_size = 256 * 1024;
 
 enum class Kind { http, socks };
 
+// Why the proxy itself ended a connection (the connection line's "closed").
+enum class Closed { none, header_timeout, idle_timeout, shutdown };
+const char* to_string(Closed c) {
+    switch (c) {
+    case Closed::header_timeout: return "header-timeout";
+    case Closed::idle_timeout: return "idle-timeout";
+    case Closed::shutdown: return "shutdown";
+    case Closed::none: break;
+    }
+    return "";
+}
+
 // Both legs of one client connection. Deadlines and shutdown close it by
 // weak reference, so a late timer never touches a finished connection.
 struct Conn {
@@ -45,8 +60,12 @@ struct Conn {
     std::optional<Sock> upstream;
     std::string upstream_key;  // "host:port" of a kept-alive upstream (absolute-form)
     std::uint64_t up = 0, down = 0;
-    void close() {
+    Closed closed = Closed::none;
+    std::optional<asio::steady_timer> idle_timer;  // armed by watch_idle
+    void close(Closed why = Closed::none) {
+        if (closed == Closed::none) closed = why;
         ErrorCode ec;
+        if (idle_timer) idle_timer->cancel();
         client.close(ec);
         if (upstream) upstream->close(ec);
     }
@@ -67,10 +86,29 @@ struct Pipe {
     int r = -1, w = -1;
 };
 
-struct Server {
+struct Server;
+
+// What every event loop shares: the configuration, the resolver, the log.
+// Each loop is a Server of its own; a connection lives on the loop that
+// accepted it, so per-connection state needs no locks.
+struct Shared {
     const ProxyConfig& cfg;
+    std::vector<std::unique_ptr<Server>> loops;
+    std::mutex resolver_mu;
+    std::unique_ptr<Resolver> resolver;  // reset on stop: pending lookups complete with an error
+    std::mutex out_mu;                   // on_connection and on_log are called under it
+    std::atomic<bool> stopping{false};
+
+    explicit Shared(const ProxyConfig& c) : cfg(c) {}
+    void stop_all();
+};
+
+struct Server {
+    Shared& sh;
+    const ProxyConfig& cfg;
+    std::size_t index = 0;
     asio::io_context io{1};
-    std::unique_ptr<Resolver> resolver;
+    asio::executor_work_guard<asio::io_context::executor_type> keep{io.get_executor()};  // until stop
     std::vector<std::unique_ptr<Acceptor>> acceptors;
     std::unordered_map<std::uint64_t, std::weak_ptr<Conn>> live;
     std::uint64_t next_id = 0;
@@ -81,13 +119,15 @@ struct Server {
     bool stopping = false;
     ProxyStats stats;
 
-    explicit Server(const ProxyConfig& c) : cfg(c) {}
+    Server(Shared& s, std::size_t i) : sh(s), cfg(s.cfg), index(i) {}
     ~Server() {
         for (auto& p : pipes) ::close(p.r), ::close(p.w);
     }
 
     void log(const std::string& line) {
-        if (cfg.on_log) cfg.on_log(line);
+        if (!cfg.on_log) return;
+        std::lock_guard<std::mutex> lock(sh.out_mu);
+        cfg.on_log(line);
     }
 
     std::optional<Pipe> acquire_pipe() {
@@ -106,19 +146,32 @@ struct Server {
         else ::close(p.r), ::close(p.w);
     }
 
-    void stop() {
+    // This loop only, on its own thread: close the listeners and every connection.
+    void stop_here() {
         if (stopping) return;
         stopping = true;
+        keep.reset();
         ErrorCode ec;
         for (auto& a : acceptors) a->close(ec);
         for (auto& [id, w] : live)
-            if (auto c = w.lock()) c->close();
+            if (auto c = w.lock()) c->close(Closed::shutdown);
         if (signals) signals->cancel(ec);
         if (stdin_watch) stdin_watch->close(ec);
-        // Joining the resolver thread completes pending lookups with an error.
-        resolver.reset();
     }
+    // Every loop (callable from any loop's thread).
+    void stop() { sh.stop_all(); }
 };
+
+void Shared::stop_all() {
+    if (stopping.exchange(true)) return;
+    for (auto& l : loops) asio::post(l->io, [s = l.get()] { s->stop_here(); });
+    // Destroying the resolver joins its thread; pending lookups complete with an error.
+    std::unique_ptr<Resolver> r;
+    {
+        std::lock_guard<std::mutex> lock(resolver_mu);
+        r = std::move(resolver);
+    }
+}
 
 // One log record: emitted once, when the request or tunnel ends.
 struct Record {
@@ -142,29 +195,47 @@ struct Record {
     }
     ~Record() {
         if (!armed) return;
+        if (conn->closed != Closed::none) {
+            j["closed"] = to_string(conn->closed);
+            j.erase("error");  // the aborted read or write the close caused
+            if (conn->closed == Closed::header_timeout && !j.contains("decision")) {
+                j["rule"] = "timeout";
+                j["reason"] = "handshake not complete within " + std::to_string(srv.cfg.handshake_timeout_ms) + " ms";
+            }
+        }
         if (!j.contains("decision")) j["decision"] = "deny";
         if (!j.contains("rule")) j["rule"] = "malformed";
         if (j["decision"] == "deny") ++srv.stats.denied;
         j["bytesUp"] = conn->up - up0;
         j["bytesDown"] = conn->down - down0;
         j["durationMs"] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-        if (j["decision"] == "deny") {
+        if (conn->closed == Closed::header_timeout || conn->closed == Closed::idle_timeout) {
+            std::string what = j.value("host", std::string("?"));
+            if (j.contains("port")) what += ":" + std::to_string(j["port"].get<int>());
+            srv.log(std::string(to_string(conn->closed)) + ": closed " + j["proto"].get<std::string>() + " " + what +
+                    " from " + j["client"].get<std::string>());
+        } else if (j["decision"] == "deny") {
             std::string what = j.value("host", std::string("?"));
             if (j.contains("port")) what += ":" + std::to_string(j["port"].get<int>());
             srv.log("deny " + j["proto"].get<std::string>() + " " + what + ": " + j.value("reason", std::string()));
         }
-        if (srv.cfg.on_connection) srv.cfg.on_connection(j);
+        if (srv.cfg.on_connection) {
+            std::lock_guard<std::mutex> lock(srv.sh.out_mu);
+            srv.cfg.on_connection(j);
+        }
     }
 };
 
 // Closes the connection if the deadline passes before it is destroyed.
+// A deadline of 0 ms (or less) is no deadline.
 class Deadline {
 public:
-    Deadline(asio::io_context& io, const std::shared_ptr<Conn>& c, int ms) : timer_(io) {
+    Deadline(asio::io_context& io, const std::shared_ptr<Conn>& c, int ms, Closed why = Closed::none) : timer_(io) {
+        if (ms <= 0) return;
         timer_.expires_after(std::chrono::milliseconds(ms));
-        timer_.async_wait([w = std::weak_ptr<Conn>(c)](ErrorCode ec) {
+        timer_.async_wait([w = std::weak_ptr<Conn>(c), why](ErrorCode ec) {
             if (ec) return;
-            if (auto conn = w.lock()) conn->close();
+            if (auto conn = w.lock()) conn->close(why);
         });
     }
     ~Deadline() { timer_.cancel(); }
@@ -172,6 +243,38 @@ public:
 private:
     asio::steady_timer timer_;
 };
+
+// Closes the connection once no byte has been relayed either way for
+// `idle_timeout_ms`. The timer looks at the byte counters a few times per
+// period rather than being re-armed on every read, so busy tunnels pay nothing.
+void watch_idle(asio::io_context& io, const std::shared_ptr<Conn>& c, int ms) {
+    if (ms <= 0 || c->idle_timer) return;
+    c->idle_timer.emplace(io);
+    auto step = std::chrono::milliseconds(std::max(1, ms / 8));
+    struct Tick {
+        std::weak_ptr<Conn> w;
+        std::chrono::milliseconds step, limit;
+        std::uint64_t seen;
+        Clock::time_point since;
+        void operator()(ErrorCode ec) {
+            if (ec) return;
+            auto c = w.lock();
+            if (!c || !c->idle_timer) return;
+            auto now = Clock::now();
+            if (c->up + c->down != seen) {
+                seen = c->up + c->down;
+                since = now;
+            } else if (now - since >= limit) {
+                c->close(Closed::idle_timeout);
+                return;
+            }
+            c->idle_timer->expires_after(step);
+            c->idle_timer->async_wait(std::move(*this));
+        }
+    };
+    c->idle_timer->expires_after(step);
+    c->idle_timer->async_wait(Tick{c, step, std::chrono::milliseconds(ms), c->up + c->down, Clock::now()});
+}
 
 // Append up to `max` bytes to `buf`; 0 at end of stream. Reads go through one
 // scratch buffer right after readiness (no suspension between the read and
@@ -202,8 +305,9 @@ awaitable<void> write_all(Sock& s, std::string_view data) {
 // 64 KiB read/write when a socket type cannot splice.
 awaitable<void> pump(Server& srv, Sock& from, Sock& to, std::uint64_t& count, std::uint64_t limit,
                      bool half_close) {
-    from.native_non_blocking(true);
-    to.native_non_blocking(true);
+    // splice(2) needs non-blocking sockets; the getter reads a flag, the setter is an ioctl.
+    if (!from.native_non_blocking()) from.native_non_blocking(true);
+    if (!to.native_non_blocking()) to.native_non_blocking(true);
     int in = from.native_handle(), out = to.native_handle();
     std::optional<Pipe> pipe;
     std::size_t in_pipe = 0;
@@ -324,11 +428,12 @@ auto async_resolve(Server& s, std::string name, Token&& token) {
         [&s](auto handler, std::string n) {
             auto work = asio::make_work_guard(s.io);
             auto h = std::make_shared<decltype(handler)>(std::move(handler));
-            if (!s.resolver) {
+            std::lock_guard<std::mutex> lock(s.sh.resolver_mu);
+            if (!s.sh.resolver) {
                 asio::post(s.io, [h] { (*h)(Resolution{false, "shutting down", {}}); });
                 return;
             }
-            s.resolver->resolve(std::move(n), [&s, h, work](Resolution r) mutable {
+            s.sh.resolver->resolve(std::move(n), [&s, h, work](Resolution r) mutable {
                 asio::post(s.io, [h, r = std::move(r), work]() mutable { (*h)(std::move(r)); });
             });
         },
@@ -416,6 +521,7 @@ awaitable<void> tunnel(Server& srv, std::shared_ptr<Conn> c, const Target& t, st
     auto ex = co_await asio::this_coro::executor;
     auto done = std::make_shared<asio::steady_timer>(ex, asio::steady_timer::time_point::max());
     auto finished = std::make_shared<bool>(false);
+    watch_idle(srv.io, c, srv.cfg.idle_timeout_ms);
     asio::co_spawn(ex, pump_detached(&srv, c, done, finished), asio::detached);
     try {
         if (srv.cfg.sni_check) {
@@ -424,7 +530,8 @@ awaitable<void> tunnel(Server& srv, std::shared_ptr<Conn> c, const Target& t, st
                 std::string sni;
                 tls::Sni s = tls::peek_sni(pending, sni);
                 if (s == tls::Sni::more) {
-                    if (!pending.empty() && !deadline) deadline.emplace(srv.io, c, srv.cfg.handshake_timeout_ms);
+                    if (!pending.empty() && !deadline)
+                        deadline.emplace(srv.io, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
                     if (co_await read_more(c->client, pending, 16 * 1024) == 0) break;
                     continue;
                 }
@@ -484,7 +591,7 @@ awaitable<void> serve_socks(Server& srv, std::shared_ptr<Conn> c, std::string cl
     Record rec(srv, c, "socks5", client);
     std::string buf;
     try {
-        std::optional<Deadline> deadline(std::in_place, srv.io, c, srv.cfg.handshake_timeout_ms);
+        std::optional<Deadline> deadline(std::in_place, srv.io, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
         socks5::Greeting g;
         Parse p;
         while ((p = socks5::parse_greeting(buf, g)) == Parse::more)
@@ -578,9 +685,10 @@ awaitable<void> send_error(Server& srv, std::shared_ptr<Conn> c, int status, con
     }
 }
 
-// Forward a body of known framing from `from` (with `buf` already read) to `to`.
+// Forward a body of known framing from `from` (with `buf` already read) to
+// `to`; `dechunk` sends a chunked body's payload only (the client reads to EOF).
 awaitable<void> forward_body(Server& srv, Sock& from, std::string& buf, Sock& to, const http::Framing& f,
-                             std::uint64_t& count) {
+                             std::uint64_t& count, bool dechunk = false) {
     using http::BodyKind;
     if (f.kind == BodyKind::none) co_return;
     if (f.kind == BodyKind::length || f.kind == BodyKind::until_close) {
@@ -596,12 +704,15 @@ awaitable<void> forward_body(Server& srv, Sock& from, std::string& buf, Sock& to
         co_return;
     }
     http::ChunkedScanner scan;
+    std::string data;
     while (true) {
-        std::size_t n = scan.feed(buf);
+        data.clear();
+        std::size_t n = scan.feed(buf, dechunk ? &data : nullptr);
         if (scan.failed()) throw std::runtime_error("malformed chunked body");
         if (n) {
-            co_await write_all(to, std::string_view(buf).substr(0, n));
-            count += n;
+            std::string_view out = dechunk ? std::string_view(data) : std::string_view(buf).substr(0, n);
+            if (!out.empty()) co_await write_all(to, out);
+            count += out.size();
             buf.erase(0, n);
         }
         if (scan.done()) co_return;
@@ -781,11 +892,16 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
     http::Framing rf = http::response_framing(resp, h.method);
     bool upstream_close = rf.kind == http::BodyKind::until_close || http::has_token(resp.headers, "connection", "close") ||
                           (resp.version == "HTTP/1.0" && !http::has_token(resp.headers, "connection", "keep-alive"));
-    bool close_after = client_close || rf.kind == http::BodyKind::until_close;
-    std::string down_head = http::client_response_head(resp, rf, close_after);
+    // An HTTP/1.0 client cannot read chunked framing: the payload is sent
+    // de-chunked and the end of the body is the end of the connection.
+    bool dechunk = rf.kind == http::BodyKind::chunked && h.version == "HTTP/1.0";
+    if (dechunk) rec.j["dechunked"] = true;
+    bool close_after = client_close || rf.kind == http::BodyKind::until_close || dechunk;
+    std::string down_head =
+        http::client_response_head(resp, dechunk ? http::Framing{http::BodyKind::until_close, 0} : rf, close_after);
     co_await write_all(c->client, down_head);
     c->down += down_head.size();
-    co_await forward_body(srv, *c->upstream, ubuf, c->client, rf, c->down);
+    co_await forward_body(srv, *c->upstream, ubuf, c->client, rf, c->down, dechunk);
     if (upstream_close || !ubuf.empty()) c->close_upstream();
     co_return !close_after;
 }
@@ -797,9 +913,22 @@ awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string cli
         while (!srv.stopping) {
             std::string head;
             bool too_big = false;
-            {
-                Deadline deadline(srv.io, c, first ? srv.cfg.handshake_timeout_ms : srv.cfg.idle_timeout_ms);
+            if (!first && buf.empty()) {
+                // Keep-alive: the idle watch bounds the wait for the next request.
+                ErrorCode ec;
+                co_await c->client.async_wait(Sock::wait_read, asio::redirect_error(use_awaitable, ec));
+                if (c->closed == Closed::idle_timeout)
+                    srv.log("idle-timeout: closed kept-alive connection from " + client);
+                if (ec) co_return;
+            }
+            try {
+                Deadline deadline(srv.io, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
                 head = co_await read_head(c->client, buf, too_big);
+            } catch (const std::exception&) {
+                if (c->closed == Closed::header_timeout) {
+                    Record rec(srv, c, "http", client);  // a connection line with "closed":"header-timeout"
+                }
+                co_return;
             }
             if (too_big) {
                 Record rec(srv, c, "http", client);
@@ -809,6 +938,7 @@ awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string cli
             }
             if (head.empty()) co_return;
             first = false;
+            watch_idle(srv.io, c, srv.cfg.idle_timeout_ms);
             auto h = http::parse_request_head(head);
             if (!h) {
                 Record rec(srv, c, "http", client);
@@ -880,6 +1010,17 @@ Result<std::string> add_listener(Server& srv, int fd, Kind kind, const std::stri
     ErrorCode ec;
     acc->assign(Proto(ss.ss_family, IPPROTO_IP), fd, ec);
     if (ec) return io_error(listener, "cannot use listening socket", ec.value());
+    // Every other loop accepts on a duplicate of the same socket: whichever
+    // loop is free takes the next connection.
+    std::vector<int> dups;
+    for (std::size_t i = 1; i < srv.sh.loops.size(); ++i) {
+        int d = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        if (d < 0) {
+            for (int x : dups) ::close(x);
+            return io_error(listener, "cannot duplicate listening socket", errno);
+        }
+        dups.push_back(d);
+    }
     std::string where = listener;
     if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
         auto a = address_of(reinterpret_cast<sockaddr*>(&ss));
@@ -887,8 +1028,28 @@ Result<std::string> add_listener(Server& srv, int fd, Kind kind, const std::stri
                                                            : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
         where = (a->v4() ? a->to_string() : "[" + a->to_string() + "]") + ":" + std::to_string(port);
     }
-    asio::co_spawn(srv.io, accept_loop(srv, *acc, kind, listener.empty() ? where : listener), asio::detached);
+    std::string name = listener.empty() ? where : listener;
+    asio::co_spawn(srv.io, accept_loop(srv, *acc, kind, name), asio::detached);
     srv.acceptors.push_back(std::move(acc));
+    for (std::size_t i = 1; i < srv.sh.loops.size(); ++i) {
+        Server* other = srv.sh.loops[i].get();
+        asio::post(other->io, [other, d = dups[i - 1], family = ss.ss_family, kind, name] {
+            if (other->stopping) {
+                ::close(d);
+                return;
+            }
+            auto a = std::make_unique<Acceptor>(other->io);
+            ErrorCode e;
+            a->assign(Proto(family, IPPROTO_IP), d, e);
+            if (e) {
+                ::close(d);
+                other->log("loop " + std::to_string(other->index) + ": cannot use listening socket " + name);
+                return;
+            }
+            asio::co_spawn(other->io, accept_loop(*other, *a, kind, name), asio::detached);
+            other->acceptors.push_back(std::move(a));
+        });
+    }
     return where;
 }
 
@@ -1045,7 +1206,7 @@ awaitable<void> watch_stdin(Server& srv) {
     std::array<char, 512> buf;
     ErrorCode ec;
     while (!ec) co_await srv.stdin_watch->async_read_some(asio::buffer(buf), asio::redirect_error(use_awaitable, ec));
-    if (!srv.stopping) {
+    if (!srv.sh.stopping) {
         srv.log("stdin closed: stopping");
         srv.stop();
     }
@@ -1060,14 +1221,27 @@ void raise_fd_limit() {
     }
 }
 
+
+// Event loops: --threads, or one per CPU this process may run on (at most 8).
+std::size_t loop_count(int asked) {
+    if (asked > 0) return static_cast<std::size_t>(asked);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int n = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    return static_cast<std::size_t>(std::clamp(n, 1, 8));
+}
+
 }  // namespace
 
 Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
     raise_fd_limit();
-    Server srv(cfg);
+    Shared sh(cfg);
+    std::size_t n = loop_count(cfg.threads);
+    for (std::size_t i = 0; i < n; ++i) sh.loops.push_back(std::make_unique<Server>(sh, i));
+    Server& srv = *sh.loops[0];
     auto resolver = Resolver::create(cfg.dns);
     if (!resolver) return resolver.error();
-    srv.resolver = std::move(*resolver);
+    sh.resolver = std::move(*resolver);
 
     json ready = {{"event", "ready"}};
     auto cleanup = [&] {
@@ -1075,6 +1249,7 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
     };
     auto fail = [&](const Error& e) -> Result<ProxyStats> {
         srv.stop();
+        for (auto& l : sh.loops) l->io.poll();  // listeners handed to the other loops are closed too
         cleanup();
         return e;
     };
@@ -1123,12 +1298,21 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
             ready["exitWithStdin"] = false;
         }
     }
+    ready["threads"] = n;
     for (auto& [k, v] : cfg.ready.items()) ready[k] = v;
     if (cfg.on_ready) cfg.on_ready(ready);
 
+    std::vector<std::thread> threads;
+    for (std::size_t i = 1; i < n; ++i) threads.emplace_back([l = sh.loops[i].get()] { l->io.run(); });
     srv.io.run();
+    for (auto& t : threads) t.join();
     cleanup();
-    return srv.stats;
+    ProxyStats total;
+    for (auto& l : sh.loops) {
+        total.connections += l->stats.connections;
+        total.denied += l->stats.denied;
+    }
+    return total;
 }
 
 }  // namespace cc::net

@@ -367,7 +367,7 @@ std::string error_response(int status, std::string_view proxy_error, std::string
     return out;
 }
 
-std::size_t ChunkedScanner::feed(std::string_view buf) {
+std::size_t ChunkedScanner::feed(std::string_view buf, std::string* data) {
     constexpr std::size_t max_line = 4096, max_trailers = 16 * 1024;
     std::size_t i = 0;
     while (i < buf.size() && state_ != State::done && state_ != State::failed) {
@@ -404,6 +404,7 @@ std::size_t ChunkedScanner::feed(std::string_view buf) {
         case State::data: {
             std::size_t take = static_cast<std::size_t>(
                 std::min<std::uint64_t>(remaining_, buf.size() - i));
+            if (data) data->append(buf.data() + i, take);
             remaining_ -= take;
             i += take;
             if (remaining_ == 0) state_ = State::data_cr;

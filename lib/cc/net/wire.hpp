@@ -117,9 +117,11 @@ std::string error_response(int status, std::string_view proxy_error, std::string
 // Walks chunked framing so the proxy knows where a body ends while passing
 // the bytes through unchanged. feed() returns how many bytes of `buf` belong
 // to the body (all of them until the last chunk and trailers are complete).
+// With `data`, the chunks' payload (no framing, no trailers) is appended to
+// it: the body de-chunked, for an HTTP/1.0 client.
 class ChunkedScanner {
 public:
-    std::size_t feed(std::string_view buf);
+    std::size_t feed(std::string_view buf, std::string* data = nullptr);
     bool done() const { return state_ == State::done; }
     bool failed() const { return state_ == State::failed; }
 
