@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -947,4 +948,63 @@ TEST_CASE("egress: an HTTP/1.0 client gets a chunked upstream answer de-chunked,
     int dechunked = 0;
     for (const auto& l : eg.lines) dechunked += l.value("dechunked", false) ? 1 : 0;
     CHECK(dechunked == 2);
+}
+
+TEST_CASE("egress: --auth-token-file requires Basic proxy credentials and SOCKS5 username/password") {
+    Origin origin;
+    REQUIRE(origin.port);
+    std::string dir = cc::test::scratch_dir();
+    std::string token_file = dir + "/token";
+    std::ofstream(token_file) << "s3cret-Token_42\n";
+    ::chmod(token_file.c_str(), 0600);
+    // A token file other users can read, or an empty one, is refused before listening.
+    std::string open_file = dir + "/token-open";
+    std::ofstream(open_file) << "abc\n";
+    ::chmod(open_file.c_str(), 0644);
+    auto bad = cc::test::run({bin("cc-egress"), "--no-baseline", "--auth-token-file", open_file});
+    CHECK(bad.status == 2);
+    CHECK_THAT(bad.err, Catch::Contains("readable by other users"));
+    std::string empty_file = dir + "/token-empty";
+    std::ofstream(empty_file) << "\n";
+    ::chmod(empty_file.c_str(), 0600);
+    bad = cc::test::run({bin("cc-egress"), "--no-baseline", "--auth-token-file", empty_file});
+    CHECK(bad.status == 2);
+    CHECK_THAT(bad.err, Catch::Contains("1 to 255 bytes"));
+
+    Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--auth-token-file", token_file});
+    REQUIRE(eg.ready["auth"] == true);
+    std::string url = origin.url("/hello");
+    // HTTP: absolute-form and CONNECT with the token as the password (any user name).
+    auto r = curl({"-x", "http://cc:s3cret-Token_42@" + eg.http(), url});
+    CHECK(r.out == "hello\n");
+    r = curl({"-p", "-x", "http://agent:s3cret-Token_42@" + eg.http(), url});
+    CHECK(r.out == "hello\n");
+    // Without credentials, or with the wrong ones: 407 with a Basic challenge.
+    r = curl({"-x", "http://" + eg.http(), "-D", "-", "-o", "/dev/null", url});
+    CHECK(r.out.rfind("HTTP/1.1 407", 0) == 0);
+    CHECK_THAT(r.out, Catch::Contains("Proxy-Authenticate: Basic realm=\"cc-egress\""));
+    r = curl({"-x", "http://cc:wrong@" + eg.http(), "-o", "/dev/null", "-w", "%{http_code}", url});
+    CHECK(http_code(r) == "407");
+    r = curl({"-p", "-x", "http://" + eg.http(), url});
+    CHECK(r.status == 56);
+    CHECK_THAT(r.err, Catch::Contains("407"));
+    // SOCKS5: RFC 1929 with the token; no-auth only or a wrong password is refused.
+    r = curl({"-x", "socks5h://cc:s3cret-Token_42@" + eg.socks(), url});
+    CHECK(r.out == "hello\n");
+    r = curl({"-x", "socks5h://" + eg.socks(), url});
+    CHECK(r.status != 0);
+    r = curl({"-x", "socks5h://cc:nope@" + eg.socks(), url});
+    CHECK(r.status != 0);
+    CHECK(r.out.empty());
+    CHECK(eg.stop() == 0);
+    int auth_denials = 0, allowed = 0;
+    for (const auto& l : eg.lines) {
+        if (l["rule"] == "auth") {
+            ++auth_denials;
+            CHECK(l["decision"] == "deny");
+        }
+        if (l["decision"] == "allow") ++allowed;
+    }
+    CHECK(auth_denials == 5);
+    CHECK(allowed == 3);
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <boost/asio.hpp>
+#include <openssl/crypto.h>
 
 #include <atomic>
 #include <chrono>
@@ -566,17 +567,30 @@ awaitable<void> tunnel(Server& srv, std::shared_ptr<Conn> c, const Target& t, st
     }
 }
 
-std::string describe_client(const Sock& s, const std::string& listener) {
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    if (::getpeername(const_cast<Sock&>(s).native_handle(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
-        if (auto a = address_of(reinterpret_cast<sockaddr*>(&ss))) {
-            std::uint16_t port = ntohs(ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
-                                                               : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+// The peer address accept(2) reported (no getpeername call), or the listener's
+// name for a Unix socket.
+std::string describe_client(const Proto::endpoint& peer, const std::string& listener) {
+    const sockaddr* sa = peer.data();
+    if (peer.size() >= sizeof(sockaddr_in) && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6)) {
+        if (auto a = address_of(sa)) {
+            std::uint16_t port = ntohs(sa->sa_family == AF_INET ? reinterpret_cast<const sockaddr_in*>(sa)->sin_port
+                                                                : reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
             return a->to_string() + ":" + std::to_string(port);
         }
     }
     return listener;
+}
+
+// ------------------------------------------------------------ authentication
+
+// Constant-time comparison with --auth-token-file's token.
+bool token_matches(const ProxyConfig& cfg, std::string_view given) {
+    const std::string& want = *cfg.auth_token;
+    return given.size() == want.size() && CRYPTO_memcmp(given.data(), want.data(), want.size()) == 0;
+}
+
+Verdict auth_denied(std::string reason) {
+    return Verdict{false, "auth", std::move(reason), "http_request_denied"};
 }
 
 // ------------------------------------------------------------ SOCKS5
@@ -601,13 +615,34 @@ awaitable<void> serve_socks(Server& srv, std::shared_ptr<Conn> c, std::string cl
             co_return;
         }
         buf.erase(0, g.consumed);
-        bool noauth = std::find(g.methods.begin(), g.methods.end(), 0) != g.methods.end();
-        if (!noauth) {
-            rec.j["reason"] = "client offered no acceptable authentication method";
-            co_await write_all(c->client, std::string("\x05\xff", 2));
+        // With a token, only username/password (RFC 1929) is acceptable.
+        std::uint8_t method = srv.cfg.auth_token ? socks5::method_userpass : socks5::method_none;
+        if (std::find(g.methods.begin(), g.methods.end(), method) == g.methods.end()) {
+            if (srv.cfg.auth_token) rec.decide(auth_denied("SOCKS5 client offered no username/password method"));
+            else rec.j["reason"] = "client offered no acceptable authentication method";
+            // (GCC 12 cannot keep an initializer_list inside a co_await expression.)
+            std::string refuse(1, '\x05');
+            refuse += static_cast<char>(socks5::method_unacceptable);
+            co_await write_all(c->client, refuse);
             co_return;
         }
-        co_await write_all(c->client, std::string("\x05\x00", 2));
+        std::string chosen(1, '\x05');
+        chosen += static_cast<char>(method);
+        co_await write_all(c->client, chosen);
+        if (srv.cfg.auth_token) {
+            socks5::UserPass up;
+            while ((p = socks5::parse_userpass(buf, up)) == Parse::more)
+                if (co_await read_more(c->client, buf, 600) == 0) break;
+            bool ok = p == Parse::ok && token_matches(srv.cfg, up.password);
+            std::string status(1, '\x01');
+            status += ok ? '\x00' : '\x01';
+            co_await write_all(c->client, status);
+            if (!ok) {
+                rec.decide(auth_denied(p == Parse::ok ? "wrong SOCKS5 password" : "malformed SOCKS5 username/password"));
+                co_return;
+            }
+            buf.erase(0, up.consumed);
+        }
         socks5::Request req;
         while ((p = socks5::parse_request(buf, req)) == Parse::more)
             if (co_await read_more(c->client, buf, 512) == 0) break;
@@ -906,6 +941,21 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
     co_return !close_after;
 }
 
+// With --auth-token-file: Proxy-Authorization Basic with the token as the
+// password, or 407 with Proxy-Authenticate and a connection line.
+awaitable<bool> authorized(Server& srv, std::shared_ptr<Conn> c, const std::string& client, const http::RequestHead& h) {
+    auto pass = http::basic_password(h.headers, "proxy-authorization");
+    if (pass && token_matches(srv.cfg, *pass)) co_return true;
+    bool connect = h.method == "CONNECT";
+    {
+        Record rec(srv, c, connect ? "http-connect" : "http", client);
+        if (!connect) rec.j["method"] = h.method;
+        rec.decide(auth_denied(pass ? "wrong proxy password" : "proxy authentication required"));
+    }
+    co_await send_error(srv, c, 407, "", "proxy authentication required");
+    co_return false;
+}
+
 awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string client) {
     std::string buf;
     bool first = true;
@@ -946,6 +996,7 @@ awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string cli
                 co_await send_error(srv, c, 400, "", "malformed request");
                 co_return;
             }
+            if (srv.cfg.auth_token && !co_await authorized(srv, c, client, *h)) co_return;
             if (h->method == "CONNECT") {
                 c->close_upstream();
                 co_await serve_connect(srv, c, client, *h, std::move(buf));
@@ -957,13 +1008,13 @@ awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string cli
     }
 }
 
-awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener) {
+awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener, Proto::endpoint peer) {
     auto c = std::make_shared<Conn>(std::move(sock));
     std::uint64_t id = srv.next_id++;
     srv.live[id] = c;
     ++srv.stats.connections;
     set_nodelay(c->client);
-    std::string client = describe_client(c->client, listener);
+    std::string client = describe_client(peer, listener);
     try {
         if (kind == Kind::http) co_await serve_http(srv, c, client);
         else co_await serve_socks(srv, c, client);
@@ -976,7 +1027,8 @@ awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener) {
 awaitable<void> accept_loop(Server& srv, Acceptor& acc, Kind kind, std::string listener) {
     while (!srv.stopping) {
         ErrorCode ec;
-        Sock s = co_await acc.async_accept(asio::redirect_error(use_awaitable, ec));
+        Proto::endpoint peer;
+        Sock s = co_await acc.async_accept(peer, asio::redirect_error(use_awaitable, ec));
         if (ec) {
             if (srv.stopping || ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) co_return;
             srv.log("accept on " + listener + ": " + ec.message());
@@ -985,7 +1037,7 @@ awaitable<void> accept_loop(Server& srv, Acceptor& acc, Kind kind, std::string l
             co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
             continue;
         }
-        asio::co_spawn(srv.io, serve(srv, kind, std::move(s), listener), asio::detached);
+        asio::co_spawn(srv.io, serve(srv, kind, std::move(s), listener, peer), asio::detached);
     }
 }
 

@@ -41,6 +41,9 @@ struct ProxyConfig {
     int connect_timeout_ms = 10000;
     int idle_timeout_ms = 300000;         // nothing relayed either way: tunnels, requests, keep-alive waits
     int threads = 0;                      // event loops; 0: one per CPU (at most 8)
+    // When set: HTTP requests need Proxy-Authorization Basic with this password
+    // (any user name), SOCKS5 clients RFC 1929 username/password with it.
+    std::optional<std::string> auth_token;
     // Called once, listening, with the ready event (listen addresses filled in).
     nlohmann::json ready;                  // extra fields merged into the ready line
     std::function<void(const nlohmann::json&)> on_ready;

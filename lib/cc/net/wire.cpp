@@ -1,5 +1,7 @@
 #include "cc/net/wire.hpp"
 
+#include <openssl/evp.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -118,6 +120,20 @@ Parse parse_greeting(std::string_view b, Greeting& out) {
     if (b.size() < 2 + n) return Parse::more;
     out.methods.assign(b.begin() + 2, b.begin() + 2 + static_cast<std::ptrdiff_t>(n));
     out.consumed = 2 + n;
+    return Parse::ok;
+}
+
+Parse parse_userpass(std::string_view b, UserPass& out) {
+    if (b.empty()) return Parse::more;
+    if (byte(b, 0) != 1) return Parse::bad;
+    if (b.size() < 2) return Parse::more;
+    std::size_t ulen = byte(b, 1);
+    if (b.size() < 3 + ulen) return Parse::more;
+    std::size_t plen = byte(b, 2 + ulen);
+    if (b.size() < 3 + ulen + plen) return Parse::more;
+    out.user.assign(b.substr(2, ulen));
+    out.password.assign(b.substr(3 + ulen, plen));
+    out.consumed = 3 + ulen + plen;
     return Parse::ok;
 }
 
@@ -343,11 +359,31 @@ std::string client_response_head(const ResponseHead& h, const Framing& f, bool c
     return out;
 }
 
+std::optional<std::string> basic_password(const Headers& h, std::string_view name) {
+    const Header* x = find(h, name);
+    if (!x) return std::nullopt;
+    std::string_view v = trim(x->value);
+    if (v.size() < 6 || !iequal(v.substr(0, 6), "basic ")) return std::nullopt;
+    std::string_view b64 = trim(v.substr(6));
+    if (b64.empty() || b64.size() % 4 != 0 || b64.size() > 2048) return std::nullopt;
+    std::string raw(b64.size() / 4 * 3, '\0');
+    int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(raw.data()),
+                            reinterpret_cast<const unsigned char*>(b64.data()), static_cast<int>(b64.size()));
+    if (n < 0) return std::nullopt;
+    // EVP_DecodeBlock keeps the bytes the padding stands for: drop them.
+    std::size_t pad = b64.ends_with("==") ? 2 : b64.ends_with("=") ? 1 : 0;
+    raw.resize(static_cast<std::size_t>(n) - pad);
+    auto colon = raw.find(':');
+    if (colon == std::string::npos) return std::nullopt;
+    return raw.substr(colon + 1);
+}
+
 std::string error_response(int status, std::string_view proxy_error, std::string_view details,
                            std::string_view body) {
     const char* reason = status == 400   ? "Bad Request"
                          : status == 403 ? "Forbidden"
                          : status == 405 ? "Method Not Allowed"
+                         : status == 407 ? "Proxy Authentication Required"
                          : status == 408 ? "Request Timeout"
                          : status == 431 ? "Request Header Fields Too Large"
                          : status == 501 ? "Not Implemented"
@@ -357,6 +393,7 @@ std::string error_response(int status, std::string_view proxy_error, std::string
     std::string b(body);
     b += '\n';
     std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\n";
+    if (status == 407) out += "Proxy-Authenticate: Basic realm=\"cc-egress\"\r\n";
     if (!proxy_error.empty()) {
         std::string d;
         for (char c : details) d += (c == '"' || c == '\\') ? '\'' : (c < 0x20 ? ' ' : c);
