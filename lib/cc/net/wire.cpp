@@ -1,6 +1,6 @@
 #include "cc/net/wire.hpp"
 
-#include <openssl/evp.h>
+#include <boost/beast/core/detail/base64.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -366,13 +366,14 @@ std::optional<std::string> basic_password(const Headers& h, std::string_view nam
     if (v.size() < 6 || !iequal(v.substr(0, 6), "basic ")) return std::nullopt;
     std::string_view b64 = trim(v.substr(6));
     if (b64.empty() || b64.size() % 4 != 0 || b64.size() > 2048) return std::nullopt;
-    std::string raw(b64.size() / 4 * 3, '\0');
-    int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(raw.data()),
-                            reinterpret_cast<const unsigned char*>(b64.data()), static_cast<int>(b64.size()));
-    if (n < 0) return std::nullopt;
-    // EVP_DecodeBlock keeps the bytes the padding stands for: drop them.
+    // Boost.Beast's decoder (header-only; libcrypto would add a megabyte to
+    // the idle proxy's resident size). It stops at the first byte that is not
+    // base64: everything but the padding must be read.
+    std::string raw(boost::beast::detail::base64::decoded_size(b64.size()), '\0');
+    auto [written, read] = boost::beast::detail::base64::decode(raw.data(), b64.data(), b64.size());
     std::size_t pad = b64.ends_with("==") ? 2 : b64.ends_with("=") ? 1 : 0;
-    raw.resize(static_cast<std::size_t>(n) - pad);
+    if (read != b64.size() - pad) return std::nullopt;
+    raw.resize(written);
     auto colon = raw.find(':');
     if (colon == std::string::npos) return std::nullopt;
     return raw.substr(colon + 1);
