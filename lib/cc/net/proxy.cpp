@@ -259,7 +259,7 @@ void watch_idle(asio::io_context& io, const std::shared_ptr<Conn>& c, int ms) {
         void operator()(ErrorCode ec) {
             if (ec) return;
             auto c = w.lock();
-            if (!c || !c->idle_timer) return;
+            if (!c || !c->idle_timer || !c->client.is_open()) return;  // finished or closed for another reason
             auto now = Clock::now();
             if (c->up + c->down != seen) {
                 seen = c->up + c->down;
@@ -1275,7 +1275,6 @@ void raise_fd_limit() {
         ::setrlimit(RLIMIT_NOFILE, &rl);
     }
 }
-
 
 // Event loops: --threads, or one per CPU this process may run on (at most 8).
 std::size_t loop_count(int asked) {
