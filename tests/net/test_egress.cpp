@@ -824,7 +824,7 @@ TEST_CASE("egress: --header-timeout closes slow request heads and SOCKS5 handsha
     std::string partial = "GET http://127.0.0.1/ HTTP/1.1\r\nX-Slow: ";
     (void)!::write(h, partial.data(), partial.size());
     std::thread drip([h] {
-        for (int i = 0; i < 8; ++i) {
+        for (int i = 0; i < 20; ++i) {
             ::usleep(100000);
             if (::send(h, "a", 1, MSG_NOSIGNAL) <= 0) break;
         }
@@ -834,7 +834,7 @@ TEST_CASE("egress: --header-timeout closes slow request heads and SOCKS5 handsha
     drip.join();
     ::close(h);
     CHECK(out.empty());
-    CHECK(took < 5);  // closed by the proxy, not by the 10 s read timeout
+    CHECK(took < 1.5);  // closed while still dripping (2 s): the bound is not reset by progress
     // A SOCKS5 client that sends half a greeting.
     int s = connect_to(port_of(eg.socks()));
     REQUIRE(s >= 0);
@@ -860,11 +860,11 @@ TEST_CASE("egress: --header-timeout closes slow request heads and SOCKS5 handsha
 TEST_CASE("egress: --idle-timeout closes idle tunnels and kept-alive connections, not busy ones") {
     Origin origin;
     REQUIRE(origin.port);
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--idle-timeout", "0.6"});
-    REQUIRE(eg.ready["idleTimeoutMs"] == 600);
+    Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--idle-timeout", "1"});
+    REQUIRE(eg.ready["idleTimeoutMs"] == 1000);
     std::string get = "GET /hello HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
 
-    // A SOCKS5 tunnel kept busy past the timeout (a request every 0.2 s for 1.6 s) stays open...
+    // A SOCKS5 tunnel kept busy past the timeout (a request every 0.25 s for 1.5 s) stays open...
     int s = connect_to(port_of(eg.socks()));
     REQUIRE(s >= 0);
     std::string req("\x05\x01\x00\x05\x01\x00\x01\x7f\x00\x00\x01", 11);
@@ -874,18 +874,18 @@ TEST_CASE("egress: --idle-timeout closes idle tunnels and kept-alive connections
     char rep[12];
     REQUIRE(::read(s, rep, 2) == 2);
     std::string r;
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < 6; ++i) {
         (void)!::write(s, get.data(), get.size());
         CHECK(read_until(s, "hello\n", r));
         r.clear();
-        ::usleep(200000);
+        ::usleep(250000);
     }
     // ...and is closed once it has been idle for the timeout.
     auto t0 = std::chrono::steady_clock::now();
     std::string rest;
     read_to_eof(s, rest);
     double idle = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    CHECK(idle > 0.3);
+    CHECK(idle > 0.5);
     CHECK(idle < 5);
     ::close(s);
 
@@ -914,7 +914,7 @@ TEST_CASE("egress: --idle-timeout closes idle tunnels and kept-alive connections
     REQUIRE(socks);
     CHECK((*socks)["closed"] == "idle-timeout");
     CHECK((*socks)["decision"] == "allow");
-    CHECK((*socks)["bytesDown"].get<int>() > 8 * 6);
+    CHECK((*socks)["bytesDown"].get<int>() > 6 * 6);
     const json* tunnel = eg.find("127.0.0.1", "http-connect");
     REQUIRE(tunnel);
     CHECK((*tunnel)["closed"] == "idle-timeout");
