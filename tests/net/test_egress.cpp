@@ -1008,3 +1008,45 @@ TEST_CASE("egress: --auth-token-file requires Basic proxy credentials and SOCKS5
     CHECK(auth_denials == 5);
     CHECK(allowed == 3);
 }
+
+TEST_CASE("egress: several event loops serve concurrent clients; every connection is counted and logged once") {
+    Origin origin;
+    REQUIRE(origin.port);
+    Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--threads", "3"});
+    REQUIRE(eg.ready["threads"] == 3);
+    std::uint16_t sp = port_of(eg.socks()), hp = port_of(eg.http());
+    std::atomic<int> ok{0};
+    std::vector<std::thread> clients;
+    for (int t = 0; t < 6; ++t)
+        clients.emplace_back([&, t] {
+            for (int i = 0; i < 25; ++i) {
+                bool socks = (t + i) % 2 == 0;
+                int fd = connect_to(socks ? sp : hp);
+                if (fd < 0) continue;
+                std::string hello;
+                if (socks) {
+                    std::string req("\x05\x01\x00\x05\x01\x00\x01\x7f\x00\x00\x01", 11);
+                    req += static_cast<char>(origin.port >> 8);
+                    req += static_cast<char>(origin.port & 0xff);
+                    req += "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+                    (void)!::write(fd, req.data(), req.size());
+                } else {
+                    std::string req = "GET " + origin.url("/hello") + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+                    (void)!::write(fd, req.data(), req.size());
+                }
+                if (read_until(fd, "hello\n", hello)) ++ok;
+                ::close(fd);
+            }
+        });
+    for (auto& c : clients) c.join();
+    CHECK(ok == 150);
+    CHECK(eg.stop() == 0);
+    CHECK(eg.lines.size() == 150);
+    int socks = 0;
+    for (const auto& l : eg.lines) {
+        CHECK(l["decision"] == "allow");
+        socks += l["proto"] == "socks5" ? 1 : 0;
+    }
+    CHECK(socks == 75);
+    CHECK_THAT(eg.stderr_text(), Catch::Contains("stopped: 150 connections, 0 denied"));
+}
