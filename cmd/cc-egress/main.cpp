@@ -32,10 +32,12 @@ int main(int argc, char** argv) {
         app.add_option("--fd-inbox", fd_inbox, "Unix socket accepting listening sockets over SCM_RIGHTS");
         app.add_flag("--exit-with-stdin", o.exit_with_stdin, "exit when stdin (a pipe) reaches end of file");
         app.add_option("--header-timeout", o.header_timeout,
-                       "seconds for a request head, SOCKS5 handshake or TLS ClientHello (default 10; 0 = off)");
+                       "seconds for a request head, SOCKS5 handshake or TLS ClientHello (default 10; 0 = off)")
+            ->check(CLI::Range(0.0, 604800.0));
         app.add_option("--idle-timeout", o.idle_timeout,
-                       "close a tunnel, request or kept-alive connection idle this many seconds (default 300; 0 = off)");
-        app.add_option("--threads", o.threads, "event loops (default 0: one per CPU, at most 8)");
+                       "close a tunnel, request or kept-alive connection idle this many seconds (default 300; 0 = off)")
+            ->check(CLI::Range(0.0, 604800.0));
+        app.add_option("--threads", o.threads, "event loops (default 0: one per CPU, at most 8)")->check(CLI::Range(0, 64));
         std::string token_file;
         app.add_option("--auth-token-file", token_file,
                        "require proxy authentication: HTTP Basic / SOCKS5 password = the file's token");

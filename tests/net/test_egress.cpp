@@ -265,6 +265,13 @@ TEST_CASE("egress: bad input is refused with exit 2 naming it, nothing listens")
     CHECK(r.status != 0);
     CHECK_THAT(r.err, Catch::Contains("/nonexistent/x.txt"));
     CHECK(r.out.empty());
+    for (auto [opt, val] : {std::pair{"--header-timeout", "-1"}, std::pair{"--idle-timeout", "never"},
+                            std::pair{"--threads", "100"}, std::pair{"--auth-token-file", "/nonexistent/token"}}) {
+        r = cc::test::run({bin("cc-egress"), "--no-baseline", opt, val});
+        CHECK(r.status == 2);
+        CHECK_THAT(r.err, Catch::Contains(opt));
+        CHECK(r.out.empty());
+    }
 }
 
 TEST_CASE("egress: --check applies the rules without listening") {

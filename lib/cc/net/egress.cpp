@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "cc/core/io.hpp"
@@ -213,8 +214,11 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     if (o.exit_with_stdin && o.spec_path && *o.spec_path == "-")
         return input_error("--exit-with-stdin", "cannot be used with --spec -");
     for (auto [name, v] : {std::pair{"--header-timeout", o.header_timeout}, std::pair{"--idle-timeout", o.idle_timeout}})
-        if (!(v >= 0 && v <= 86400 * 7))
-            return input_error(std::string(name) + " " + std::to_string(v), "must be 0 (off) to 604800 seconds");
+        if (!(v >= 0 && v <= 86400 * 7)) {
+            std::ostringstream text;
+            text << name << " " << v;
+            return input_error(text.str(), "must be 0 (off) to 604800 seconds");
+        }
     if (o.threads < 0 || o.threads > 64) return input_error("--threads " + std::to_string(o.threads), "must be 0 (one per CPU) to 64");
     std::optional<std::string> token;
     if (o.auth_token_file && o.check.empty() && !o.dry_run) {
