@@ -71,6 +71,7 @@ transfer() {  # name pid curl-args...
   speed[$name]=$(printf '%s\n' "${runs[@]}" | median | awk '{printf "%.0f", $1/1048576}')
   cpu[$name]=$(awk -v t=$((c1 - c0)) -v hz="$hz" 'BEGIN {printf "%.2f", t/hz/3}')
 }
+echo "cc-egress: $(head -n 1 "$dir/egress.out" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j.get("threads", 1), "event loop(s)")'); $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "1 GiB transfers (median of 3, MiB/s; proxy CPU seconds per GiB):"
 transfer direct - 
 transfer egress-connect "$eg" -p -x "http://127.0.0.1:$eh"
@@ -87,27 +88,34 @@ printf '  ratios: egress CONNECT / tinyproxy CONNECT %.2fx; egress SOCKS5 / micr
   "$(awk -v a="${speed[egress-connect]}" -v b="${speed[tinyproxy-connect]}" 'BEGIN {print a/b}')" \
   "$(awk -v a="${speed[egress-socks5]}" -v b="${speed[microsocks-socks5]}" 'BEGIN {print a/b}')"
 
-echo "short requests (1 KiB, new connection each, 2,000 per path, 4 clients; median of 3 runs;"
-echo "                proxy CPU from /proc utime+stime over the 6,000 requests, the steadier figure):"
-declare -A rate cpureq
-short() {  # name mode port pid
-  local runs=() c0 c1
+echo "short requests (1 KiB, new connection each, 2,000 per path, 4 clients; median of 3 runs, each"
+echo "                cc-egress run followed by its peer's so both see the same load; proxy CPU from"
+echo "                /proc utime+stime over the 6,000 requests, the steadier figure):"
+echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+declare -A rate cpureq runs_of ticks
+one_run() {  # name mode port pid
+  local c0 c1 r
   c0=$([ "$4" = - ] && echo 0 || cpu_ticks "$4")
-  for _ in 1 2 3; do
-    runs+=("$("$load" rate "$2" "$3" "$web" /small 2000 4 | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["perSecond"] if j["errors"]==0 else 0)')")
-  done
+  r=$("$load" rate "$2" "$3" "$web" /small 2000 4 | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["perSecond"] if j["errors"]==0 else 0)')
   c1=$([ "$4" = - ] && echo 0 || cpu_ticks "$4")
-  rate[$1]=$(printf '%s\n' "${runs[@]}" | median)
-  cpureq[$1]=$(awk -v t=$((c1 - c0)) -v hz="$hz" 'BEGIN {printf "%.0f", t/hz/6000*1e6}')
-  printf '  %-20s %8.0f req/s   proxy cpu %4s us/req\n' "$1" "${rate[$1]}" "${cpureq[$1]}"
+  runs_of[$1]="${runs_of[$1]:-} $r"
+  ticks[$1]=$(( ${ticks[$1]:-0} + c1 - c0 ))
 }
-short direct direct 0 -
-short egress-absolute http "$eh" "$eg"
-short egress-connect connect "$eh" "$eg"
-short egress-socks5 socks "$es" "$eg"
-short tinyproxy-absolute http "$tp" "$tpid"
-short tinyproxy-connect connect "$tp" "$tpid"
-short microsocks-socks5 socks "$ms" "$mpid"
+report() {
+  rate[$1]=$(printf '%s\n' ${runs_of[$1]} | median)
+  cpureq[$1]=$(awk -v t="${ticks[$1]}" -v hz="$hz" 'BEGIN {printf "%.0f", t/hz/6000*1e6}')
+  printf '  %-20s %8.0f req/s   proxy cpu %4s us/req   (runs:%s)\n' "$1" "${rate[$1]}" "${cpureq[$1]}" "${runs_of[$1]}"
+}
+for _ in 1 2 3; do one_run direct direct 0 -; done
+report direct
+for pair in "egress-absolute http $eh $eg tinyproxy-absolute $tp $tpid" \
+            "egress-connect connect $eh $eg tinyproxy-connect $tp $tpid" \
+            "egress-socks5 socks $es $eg microsocks-socks5 $ms $mpid"; do
+  set -- $pair
+  for _ in 1 2 3; do one_run "$1" "$2" "$3" "$4"; one_run "$5" "$2" "$6" "$7"; done
+  report "$1"; report "$5"
+done
+echo "  load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '  ratios (req/s): egress / tinyproxy absolute-form %.2fx; CONNECT %.2fx; egress SOCKS5 / microsocks %.2fx\n' \
   "$(awk -v a="${rate[egress-absolute]}" -v b="${rate[tinyproxy-absolute]}" 'BEGIN {print a/b}')" \
   "$(awk -v a="${rate[egress-connect]}" -v b="${rate[tinyproxy-connect]}" 'BEGIN {print a/b}')" \

@@ -31,6 +31,16 @@ int main(int argc, char** argv) {
         app.add_option("--unix-dir", unix_dir, "also listen on DIR/http.sock and DIR/socks.sock");
         app.add_option("--fd-inbox", fd_inbox, "Unix socket accepting listening sockets over SCM_RIGHTS");
         app.add_flag("--exit-with-stdin", o.exit_with_stdin, "exit when stdin (a pipe) reaches end of file");
+        app.add_option("--header-timeout", o.header_timeout,
+                       "seconds for a request head, SOCKS5 handshake or TLS ClientHello (default 10; 0 = off)")
+            ->check(CLI::Range(0.0, 604800.0));
+        app.add_option("--idle-timeout", o.idle_timeout,
+                       "close a tunnel, request or kept-alive connection idle this many seconds (default 300; 0 = off)")
+            ->check(CLI::Range(0.0, 604800.0));
+        app.add_option("--threads", o.threads, "event loops (default 0: one per CPU, at most 8)")->check(CLI::Range(0, 64));
+        std::string token_file;
+        app.add_option("--auth-token-file", token_file,
+                       "require proxy authentication: HTTP Basic / SOCKS5 password = the file's token");
         bool no_sni = false;
         app.add_flag("--no-sni-check", no_sni, "do not compare a tunnel's TLS server name with its target");
         if (auto rc = cc::tool::parse(app, argc, argv, "cc-egress")) return *rc;
@@ -39,6 +49,7 @@ int main(int argc, char** argv) {
         if (!network.empty()) o.network = network;
         if (!unix_dir.empty()) o.unix_dir = unix_dir;
         if (!fd_inbox.empty()) o.fd_inbox = fd_inbox;
+        if (!token_file.empty()) o.auth_token_file = token_file;
         o.sni_check = !no_sni;
         if (o.resolve && o.check.empty()) {
             std::cerr << "cc-egress: --resolve: only with --check\n";

@@ -216,9 +216,36 @@ TEST_CASE("http: chunked scanner finds the end of a body, refuses junk") {
     for (std::size_t i = 0; i < body.size() && !s.done(); ++i) used += s.feed(body.substr(i, 1));
     CHECK(s.done());
     CHECK(used == body.size() - 4);
+    // De-chunking: only the payload comes out, whole or one byte at a time.
+    std::string whole, bytewise;
+    http::ChunkedScanner a, b;
+    CHECK(a.feed(body, &whole) == body.size() - 4);
+    for (std::size_t i = 0; i < body.size() && !b.done(); ++i) b.feed(body.substr(i, 1), &bytewise);
+    CHECK(whole == "helloabc");
+    CHECK(bytewise == "helloabc");
     http::ChunkedScanner bad;
     bad.feed("zz\r\n");
     CHECK(bad.failed());
+}
+
+TEST_CASE("proxy auth: Basic credentials and RFC 1929 username/password are read") {
+    http::Headers h{{"Proxy-Authorization", "Basic Y2M6czNjcmV0"}};  // cc:s3cret
+    CHECK(http::basic_password(h, "proxy-authorization") == "s3cret");
+    http::Headers pad{{"proxy-authorization", "basic YTpiYw=="}};  // a:bc
+    CHECK(http::basic_password(pad, "proxy-authorization") == "bc");
+    CHECK_FALSE(http::basic_password({{"Proxy-Authorization", "Bearer x"}}, "proxy-authorization"));
+    CHECK_FALSE(http::basic_password({{"Proxy-Authorization", "Basic bm9jb2xvbg=="}}, "proxy-authorization"));  // no colon
+    CHECK_FALSE(http::basic_password({{"Proxy-Authorization", "Basic !!!"}}, "proxy-authorization"));
+    CHECK_FALSE(http::basic_password({}, "proxy-authorization"));
+    socks5::UserPass up;
+    std::string msg = std::string("\x01\x02", 2) + "cc" + "\x03" + "abc" + "REST";
+    CHECK(socks5::parse_userpass(msg.substr(0, 5), up) == Parse::more);
+    REQUIRE(socks5::parse_userpass(msg, up) == Parse::ok);
+    CHECK(up.user == "cc");
+    CHECK(up.password == "abc");
+    CHECK(up.consumed == 8);
+    CHECK(socks5::parse_userpass(std::string("\x05\x00", 2), up) == Parse::bad);
+    CHECK(http::error_response(407, "", "x", "y").find("Proxy-Authenticate: Basic") != std::string::npos);
 }
 
 TEST_CASE("tls: the server name is read from a ClientHello, even across records") {

@@ -1,13 +1,16 @@
 #include "cc/net/egress.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
+#include "cc/core/io.hpp"
 #include "cc/net/proxy.hpp"
 #include "cc/net/resolver.hpp"
 #include "cc/policy/policy.hpp"
@@ -69,6 +72,22 @@ Result<Plan> make_plan(const EgressOptions& o) {
     if (!rules) return rules.error();
     plan.rules = std::move(*rules);
     return plan;
+}
+
+Result<std::string> read_auth_token(const std::string& path) {
+    std::string what = "--auth-token-file '" + path + "'";
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return input_error(what, "cannot read");
+    if (!S_ISREG(st.st_mode)) return input_error(what, "is not a regular file");
+    if (st.st_mode & (S_IRWXG | S_IRWXO)) return input_error(what, "is readable by other users (chmod 600 it)");
+    auto text = io::read_input(path);
+    if (!text) return text.error();
+    std::string token = text->substr(0, text->find('\n'));
+    if (!token.empty() && token.back() == '\r') token.pop_back();
+    if (token.empty() || token.size() > 255) return input_error(what, "the token (first line) must be 1 to 255 bytes");
+    for (unsigned char ch : token)
+        if (ch < 0x21 || ch > 0x7e) return input_error(what, "the token must be printable ASCII without spaces");
+    return token;
 }
 
 bool check_targets(const EgressOptions& o, const Plan& plan, const std::function<void(const json&)>& out) {
@@ -194,6 +213,19 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     // The spec on stdin is read to its end, which would look like a parent dying.
     if (o.exit_with_stdin && o.spec_path && *o.spec_path == "-")
         return input_error("--exit-with-stdin", "cannot be used with --spec -");
+    for (auto [name, v] : {std::pair{"--header-timeout", o.header_timeout}, std::pair{"--idle-timeout", o.idle_timeout}})
+        if (!(v >= 0 && v <= 86400 * 7)) {
+            std::ostringstream text;
+            text << name << " " << v;
+            return input_error(text.str(), "must be 0 (off) to 604800 seconds");
+        }
+    if (o.threads < 0 || o.threads > 64) return input_error("--threads " + std::to_string(o.threads), "must be 0 (one per CPU) to 64");
+    std::optional<std::string> token;
+    if (o.auth_token_file && o.check.empty() && !o.dry_run) {
+        auto t = read_auth_token(*o.auth_token_file);
+        if (!t) return t.error();
+        token = std::move(*t);
+    }
     auto plan = make_plan(o);
     if (!plan) return plan.error();
     if (o.dry_run) {
@@ -215,12 +247,19 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     cfg.fd_inbox = o.fd_inbox;
     cfg.exit_with_stdin = o.exit_with_stdin;
     cfg.sni_check = o.sni_check;
+    cfg.handshake_timeout_ms = static_cast<int>(o.header_timeout * 1000);
+    cfg.idle_timeout_ms = static_cast<int>(o.idle_timeout * 1000);
+    cfg.threads = o.threads;
+    cfg.auth_token = token;
     cfg.ready = {{"sessionId", plan->session_id},
                  {"network", plan->network ? "on" : "off"},
                  {"networkRule", plan->network_rule},
                  {"allowNames", rules->allow_names.size()},
                  {"allowAddresses", rules->allow_addresses.size()},
-                 {"pid", static_cast<long>(::getpid())}};
+                 {"pid", static_cast<long>(::getpid())},
+                 {"headerTimeoutMs", cfg.handshake_timeout_ms},
+                 {"idleTimeoutMs", cfg.idle_timeout_ms},
+                 {"auth", token.has_value()}};
     std::uint64_t dropped = 0;
     Result<ProxyStats> stats = ProxyStats{};
     {

@@ -34,7 +34,15 @@ struct EgressOptions {
     std::optional<std::string> unix_dir, fd_inbox;
     bool exit_with_stdin = false;
     bool sni_check = true;
+    double header_timeout = 10;  // seconds; 0 = off: request head, SOCKS5 handshake, TLS ClientHello
+    double idle_timeout = 300;   // seconds; 0 = off: nothing relayed on a tunnel, request or kept-alive connection
+    int threads = 0;             // event loops; 0 = one per CPU (at most 8)
+    std::optional<std::string> auth_token_file;  // proxy authentication with the token it holds
 };
+
+// The token of --auth-token-file: its first line, 1 to 255 printable bytes
+// (SOCKS5 carries at most 255), in a file no other user can read.
+Result<std::string> read_auth_token(const std::string& path);
 
 struct Plan {
     RuleSet rules;

@@ -11,8 +11,11 @@
 
 #include <boost/asio.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "cc/net/wire.hpp"
@@ -37,6 +40,18 @@ constexpr int pipe_size = 256 * 1024;
 
 enum class Kind { http, socks };
 
+// Why the proxy itself ended a connection (the connection line's "closed").
+enum class Closed { none, header_timeout, idle_timeout, shutdown };
+const char* to_string(Closed c) {
+    switch (c) {
+    case Closed::header_timeout: return "header-timeout";
+    case Closed::idle_timeout: return "idle-timeout";
+    case Closed::shutdown: return "shutdown";
+    case Closed::none: break;
+    }
+    return "";
+}
+
 // Both legs of one client connection. Deadlines and shutdown close it by
 // weak reference, so a late timer never touches a finished connection.
 struct Conn {
@@ -45,8 +60,12 @@ struct Conn {
     std::optional<Sock> upstream;
     std::string upstream_key;  // "host:port" of a kept-alive upstream (absolute-form)
     std::uint64_t up = 0, down = 0;
-    void close() {
+    Closed closed = Closed::none;
+    std::optional<asio::steady_timer> idle_timer;  // armed by watch_idle
+    void close(Closed why = Closed::none) {
+        if (closed == Closed::none) closed = why;
         ErrorCode ec;
+        if (idle_timer) idle_timer->cancel();
         client.close(ec);
         if (upstream) upstream->close(ec);
     }
@@ -67,10 +86,29 @@ struct Pipe {
     int r = -1, w = -1;
 };
 
-struct Server {
+struct Server;
+
+// What every event loop shares: the configuration, the resolver, the log.
+// Each loop is a Server of its own; a connection lives on the loop that
+// accepted it, so per-connection state needs no locks.
+struct Shared {
     const ProxyConfig& cfg;
+    std::vector<std::unique_ptr<Server>> loops;
+    std::mutex resolver_mu;
+    std::unique_ptr<Resolver> resolver;  // reset on stop: pending lookups complete with an error
+    std::mutex out_mu;                   // on_connection and on_log are called under it
+    std::atomic<bool> stopping{false};
+
+    explicit Shared(const ProxyConfig& c) : cfg(c) {}
+    void stop_all();
+};
+
+struct Server {
+    Shared& sh;
+    const ProxyConfig& cfg;
+    std::size_t index = 0;
     asio::io_context io{1};
-    std::unique_ptr<Resolver> resolver;
+    asio::executor_work_guard<asio::io_context::executor_type> keep{io.get_executor()};  // until stop
     std::vector<std::unique_ptr<Acceptor>> acceptors;
     std::unordered_map<std::uint64_t, std::weak_ptr<Conn>> live;
     std::uint64_t next_id = 0;
@@ -81,13 +119,15 @@ struct Server {
     bool stopping = false;
     ProxyStats stats;
 
-    explicit Server(const ProxyConfig& c) : cfg(c) {}
+    Server(Shared& s, std::size_t i) : sh(s), cfg(s.cfg), index(i) {}
     ~Server() {
         for (auto& p : pipes) ::close(p.r), ::close(p.w);
     }
 
     void log(const std::string& line) {
-        if (cfg.on_log) cfg.on_log(line);
+        if (!cfg.on_log) return;
+        std::lock_guard<std::mutex> lock(sh.out_mu);
+        cfg.on_log(line);
     }
 
     std::optional<Pipe> acquire_pipe() {
@@ -106,19 +146,32 @@ struct Server {
         else ::close(p.r), ::close(p.w);
     }
 
-    void stop() {
+    // This loop only, on its own thread: close the listeners and every connection.
+    void stop_here() {
         if (stopping) return;
         stopping = true;
+        keep.reset();
         ErrorCode ec;
         for (auto& a : acceptors) a->close(ec);
         for (auto& [id, w] : live)
-            if (auto c = w.lock()) c->close();
+            if (auto c = w.lock()) c->close(Closed::shutdown);
         if (signals) signals->cancel(ec);
         if (stdin_watch) stdin_watch->close(ec);
-        // Joining the resolver thread completes pending lookups with an error.
-        resolver.reset();
     }
+    // Every loop (callable from any loop's thread).
+    void stop() { sh.stop_all(); }
 };
+
+void Shared::stop_all() {
+    if (stopping.exchange(true)) return;
+    for (auto& l : loops) asio::post(l->io, [s = l.get()] { s->stop_here(); });
+    // Destroying the resolver joins its thread; pending lookups complete with an error.
+    std::unique_ptr<Resolver> r;
+    {
+        std::lock_guard<std::mutex> lock(resolver_mu);
+        r = std::move(resolver);
+    }
+}
 
 // One log record: emitted once, when the request or tunnel ends.
 struct Record {
@@ -142,29 +195,47 @@ struct Record {
     }
     ~Record() {
         if (!armed) return;
+        if (conn->closed != Closed::none) {
+            j["closed"] = to_string(conn->closed);
+            j.erase("error");  // the aborted read or write the close caused
+            if (conn->closed == Closed::header_timeout && !j.contains("decision")) {
+                j["rule"] = "timeout";
+                j["reason"] = "handshake not complete within " + std::to_string(srv.cfg.handshake_timeout_ms) + " ms";
+            }
+        }
         if (!j.contains("decision")) j["decision"] = "deny";
         if (!j.contains("rule")) j["rule"] = "malformed";
         if (j["decision"] == "deny") ++srv.stats.denied;
         j["bytesUp"] = conn->up - up0;
         j["bytesDown"] = conn->down - down0;
         j["durationMs"] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-        if (j["decision"] == "deny") {
+        if (conn->closed == Closed::header_timeout || conn->closed == Closed::idle_timeout) {
+            std::string what = j.value("host", std::string("?"));
+            if (j.contains("port")) what += ":" + std::to_string(j["port"].get<int>());
+            srv.log(std::string(to_string(conn->closed)) + ": closed " + j["proto"].get<std::string>() + " " + what +
+                    " from " + j["client"].get<std::string>());
+        } else if (j["decision"] == "deny") {
             std::string what = j.value("host", std::string("?"));
             if (j.contains("port")) what += ":" + std::to_string(j["port"].get<int>());
             srv.log("deny " + j["proto"].get<std::string>() + " " + what + ": " + j.value("reason", std::string()));
         }
-        if (srv.cfg.on_connection) srv.cfg.on_connection(j);
+        if (srv.cfg.on_connection) {
+            std::lock_guard<std::mutex> lock(srv.sh.out_mu);
+            srv.cfg.on_connection(j);
+        }
     }
 };
 
 // Closes the connection if the deadline passes before it is destroyed.
+// A deadline of 0 ms (or less) is no deadline.
 class Deadline {
 public:
-    Deadline(asio::io_context& io, const std::shared_ptr<Conn>& c, int ms) : timer_(io) {
+    Deadline(asio::io_context& io, const std::shared_ptr<Conn>& c, int ms, Closed why = Closed::none) : timer_(io) {
+        if (ms <= 0) return;
         timer_.expires_after(std::chrono::milliseconds(ms));
-        timer_.async_wait([w = std::weak_ptr<Conn>(c)](ErrorCode ec) {
+        timer_.async_wait([w = std::weak_ptr<Conn>(c), why](ErrorCode ec) {
             if (ec) return;
-            if (auto conn = w.lock()) conn->close();
+            if (auto conn = w.lock()) conn->close(why);
         });
     }
     ~Deadline() { timer_.cancel(); }
@@ -172,6 +243,38 @@ public:
 private:
     asio::steady_timer timer_;
 };
+
+// Closes the connection once no byte has been relayed either way for
+// `idle_timeout_ms`. The timer looks at the byte counters a few times per
+// period rather than being re-armed on every read, so busy tunnels pay nothing.
+void watch_idle(asio::io_context& io, const std::shared_ptr<Conn>& c, int ms) {
+    if (ms <= 0 || c->idle_timer) return;
+    c->idle_timer.emplace(io);
+    auto step = std::chrono::milliseconds(std::max(1, ms / 8));
+    struct Tick {
+        std::weak_ptr<Conn> w;
+        std::chrono::milliseconds step, limit;
+        std::uint64_t seen;
+        Clock::time_point since;
+        void operator()(ErrorCode ec) {
+            if (ec) return;
+            auto c = w.lock();
+            if (!c || !c->idle_timer || !c->client.is_open()) return;  // finished or closed for another reason
+            auto now = Clock::now();
+            if (c->up + c->down != seen) {
+                seen = c->up + c->down;
+                since = now;
+            } else if (now - since >= limit) {
+                c->close(Closed::idle_timeout);
+                return;
+            }
+            c->idle_timer->expires_after(step);
+            c->idle_timer->async_wait(std::move(*this));
+        }
+    };
+    c->idle_timer->expires_after(step);
+    c->idle_timer->async_wait(Tick{c, step, std::chrono::milliseconds(ms), c->up + c->down, Clock::now()});
+}
 
 // Append up to `max` bytes to `buf`; 0 at end of stream. Reads go through one
 // scratch buffer right after readiness (no suspension between the read and
@@ -202,8 +305,9 @@ awaitable<void> write_all(Sock& s, std::string_view data) {
 // 64 KiB read/write when a socket type cannot splice.
 awaitable<void> pump(Server& srv, Sock& from, Sock& to, std::uint64_t& count, std::uint64_t limit,
                      bool half_close) {
-    from.native_non_blocking(true);
-    to.native_non_blocking(true);
+    // splice(2) needs non-blocking sockets; the getter reads a flag, the setter is an ioctl.
+    if (!from.native_non_blocking()) from.native_non_blocking(true);
+    if (!to.native_non_blocking()) to.native_non_blocking(true);
     int in = from.native_handle(), out = to.native_handle();
     std::optional<Pipe> pipe;
     std::size_t in_pipe = 0;
@@ -324,11 +428,12 @@ auto async_resolve(Server& s, std::string name, Token&& token) {
         [&s](auto handler, std::string n) {
             auto work = asio::make_work_guard(s.io);
             auto h = std::make_shared<decltype(handler)>(std::move(handler));
-            if (!s.resolver) {
+            std::lock_guard<std::mutex> lock(s.sh.resolver_mu);
+            if (!s.sh.resolver) {
                 asio::post(s.io, [h] { (*h)(Resolution{false, "shutting down", {}}); });
                 return;
             }
-            s.resolver->resolve(std::move(n), [&s, h, work](Resolution r) mutable {
+            s.sh.resolver->resolve(std::move(n), [&s, h, work](Resolution r) mutable {
                 asio::post(s.io, [h, r = std::move(r), work]() mutable { (*h)(std::move(r)); });
             });
         },
@@ -416,6 +521,7 @@ awaitable<void> tunnel(Server& srv, std::shared_ptr<Conn> c, const Target& t, st
     auto ex = co_await asio::this_coro::executor;
     auto done = std::make_shared<asio::steady_timer>(ex, asio::steady_timer::time_point::max());
     auto finished = std::make_shared<bool>(false);
+    watch_idle(srv.io, c, srv.cfg.idle_timeout_ms);
     asio::co_spawn(ex, pump_detached(&srv, c, done, finished), asio::detached);
     try {
         if (srv.cfg.sni_check) {
@@ -424,7 +530,8 @@ awaitable<void> tunnel(Server& srv, std::shared_ptr<Conn> c, const Target& t, st
                 std::string sni;
                 tls::Sni s = tls::peek_sni(pending, sni);
                 if (s == tls::Sni::more) {
-                    if (!pending.empty() && !deadline) deadline.emplace(srv.io, c, srv.cfg.handshake_timeout_ms);
+                    if (!pending.empty() && !deadline)
+                        deadline.emplace(srv.io, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
                     if (co_await read_more(c->client, pending, 16 * 1024) == 0) break;
                     continue;
                 }
@@ -459,17 +566,34 @@ awaitable<void> tunnel(Server& srv, std::shared_ptr<Conn> c, const Target& t, st
     }
 }
 
-std::string describe_client(const Sock& s, const std::string& listener) {
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    if (::getpeername(const_cast<Sock&>(s).native_handle(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
-        if (auto a = address_of(reinterpret_cast<sockaddr*>(&ss))) {
-            std::uint16_t port = ntohs(ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
-                                                               : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+// The peer address accept(2) reported (no getpeername call), or the listener's
+// name for a Unix socket.
+std::string describe_client(const Proto::endpoint& peer, const std::string& listener) {
+    const sockaddr* sa = peer.data();
+    if (peer.size() >= sizeof(sockaddr_in) && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6)) {
+        if (auto a = address_of(sa)) {
+            std::uint16_t port = ntohs(sa->sa_family == AF_INET ? reinterpret_cast<const sockaddr_in*>(sa)->sin_port
+                                                                : reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
             return a->to_string() + ":" + std::to_string(port);
         }
     }
     return listener;
+}
+
+// ------------------------------------------------------------ authentication
+
+// Comparison with --auth-token-file's token in time independent of where
+// the first difference is (the length is not secret enough to hide).
+bool token_matches(const ProxyConfig& cfg, std::string_view given) {
+    const std::string& want = *cfg.auth_token;
+    if (given.size() != want.size()) return false;
+    volatile unsigned char diff = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) diff = diff | (given[i] ^ want[i]);
+    return diff == 0;
+}
+
+Verdict auth_denied(std::string reason) {
+    return Verdict{false, "auth", std::move(reason), "http_request_denied"};
 }
 
 // ------------------------------------------------------------ SOCKS5
@@ -484,7 +608,7 @@ awaitable<void> serve_socks(Server& srv, std::shared_ptr<Conn> c, std::string cl
     Record rec(srv, c, "socks5", client);
     std::string buf;
     try {
-        std::optional<Deadline> deadline(std::in_place, srv.io, c, srv.cfg.handshake_timeout_ms);
+        std::optional<Deadline> deadline(std::in_place, srv.io, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
         socks5::Greeting g;
         Parse p;
         while ((p = socks5::parse_greeting(buf, g)) == Parse::more)
@@ -494,13 +618,34 @@ awaitable<void> serve_socks(Server& srv, std::shared_ptr<Conn> c, std::string cl
             co_return;
         }
         buf.erase(0, g.consumed);
-        bool noauth = std::find(g.methods.begin(), g.methods.end(), 0) != g.methods.end();
-        if (!noauth) {
-            rec.j["reason"] = "client offered no acceptable authentication method";
-            co_await write_all(c->client, std::string("\x05\xff", 2));
+        // With a token, only username/password (RFC 1929) is acceptable.
+        std::uint8_t method = srv.cfg.auth_token ? socks5::method_userpass : socks5::method_none;
+        if (std::find(g.methods.begin(), g.methods.end(), method) == g.methods.end()) {
+            if (srv.cfg.auth_token) rec.decide(auth_denied("SOCKS5 client offered no username/password method"));
+            else rec.j["reason"] = "client offered no acceptable authentication method";
+            // (GCC 12 cannot keep an initializer_list inside a co_await expression.)
+            std::string refuse(1, '\x05');
+            refuse += static_cast<char>(socks5::method_unacceptable);
+            co_await write_all(c->client, refuse);
             co_return;
         }
-        co_await write_all(c->client, std::string("\x05\x00", 2));
+        std::string chosen(1, '\x05');
+        chosen += static_cast<char>(method);
+        co_await write_all(c->client, chosen);
+        if (srv.cfg.auth_token) {
+            socks5::UserPass up;
+            while ((p = socks5::parse_userpass(buf, up)) == Parse::more)
+                if (co_await read_more(c->client, buf, 600) == 0) break;
+            bool ok = p == Parse::ok && token_matches(srv.cfg, up.password);
+            std::string status(1, '\x01');
+            status += ok ? '\x00' : '\x01';
+            co_await write_all(c->client, status);
+            if (!ok) {
+                rec.decide(auth_denied(p == Parse::ok ? "wrong SOCKS5 password" : "malformed SOCKS5 username/password"));
+                co_return;
+            }
+            buf.erase(0, up.consumed);
+        }
         socks5::Request req;
         while ((p = socks5::parse_request(buf, req)) == Parse::more)
             if (co_await read_more(c->client, buf, 512) == 0) break;
@@ -578,9 +723,10 @@ awaitable<void> send_error(Server& srv, std::shared_ptr<Conn> c, int status, con
     }
 }
 
-// Forward a body of known framing from `from` (with `buf` already read) to `to`.
+// Forward a body of known framing from `from` (with `buf` already read) to
+// `to`; `dechunk` sends a chunked body's payload only (the client reads to EOF).
 awaitable<void> forward_body(Server& srv, Sock& from, std::string& buf, Sock& to, const http::Framing& f,
-                             std::uint64_t& count) {
+                             std::uint64_t& count, bool dechunk = false) {
     using http::BodyKind;
     if (f.kind == BodyKind::none) co_return;
     if (f.kind == BodyKind::length || f.kind == BodyKind::until_close) {
@@ -596,12 +742,15 @@ awaitable<void> forward_body(Server& srv, Sock& from, std::string& buf, Sock& to
         co_return;
     }
     http::ChunkedScanner scan;
+    std::string data;
     while (true) {
-        std::size_t n = scan.feed(buf);
+        data.clear();
+        std::size_t n = scan.feed(buf, dechunk ? &data : nullptr);
         if (scan.failed()) throw std::runtime_error("malformed chunked body");
         if (n) {
-            co_await write_all(to, std::string_view(buf).substr(0, n));
-            count += n;
+            std::string_view out = dechunk ? std::string_view(data) : std::string_view(buf).substr(0, n);
+            if (!out.empty()) co_await write_all(to, out);
+            count += out.size();
             buf.erase(0, n);
         }
         if (scan.done()) co_return;
@@ -781,13 +930,33 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
     http::Framing rf = http::response_framing(resp, h.method);
     bool upstream_close = rf.kind == http::BodyKind::until_close || http::has_token(resp.headers, "connection", "close") ||
                           (resp.version == "HTTP/1.0" && !http::has_token(resp.headers, "connection", "keep-alive"));
-    bool close_after = client_close || rf.kind == http::BodyKind::until_close;
-    std::string down_head = http::client_response_head(resp, rf, close_after);
+    // An HTTP/1.0 client cannot read chunked framing: the payload is sent
+    // de-chunked and the end of the body is the end of the connection.
+    bool dechunk = rf.kind == http::BodyKind::chunked && h.version == "HTTP/1.0";
+    if (dechunk) rec.j["dechunked"] = true;
+    bool close_after = client_close || rf.kind == http::BodyKind::until_close || dechunk;
+    std::string down_head =
+        http::client_response_head(resp, dechunk ? http::Framing{http::BodyKind::until_close, 0} : rf, close_after);
     co_await write_all(c->client, down_head);
     c->down += down_head.size();
-    co_await forward_body(srv, *c->upstream, ubuf, c->client, rf, c->down);
+    co_await forward_body(srv, *c->upstream, ubuf, c->client, rf, c->down, dechunk);
     if (upstream_close || !ubuf.empty()) c->close_upstream();
     co_return !close_after;
+}
+
+// With --auth-token-file: Proxy-Authorization Basic with the token as the
+// password, or 407 with Proxy-Authenticate and a connection line.
+awaitable<bool> authorized(Server& srv, std::shared_ptr<Conn> c, const std::string& client, const http::RequestHead& h) {
+    auto pass = http::basic_password(h.headers, "proxy-authorization");
+    if (pass && token_matches(srv.cfg, *pass)) co_return true;
+    bool connect = h.method == "CONNECT";
+    {
+        Record rec(srv, c, connect ? "http-connect" : "http", client);
+        if (!connect) rec.j["method"] = h.method;
+        rec.decide(auth_denied(pass ? "wrong proxy password" : "proxy authentication required"));
+    }
+    co_await send_error(srv, c, 407, "", "proxy authentication required");
+    co_return false;
 }
 
 awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string client) {
@@ -797,9 +966,22 @@ awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string cli
         while (!srv.stopping) {
             std::string head;
             bool too_big = false;
-            {
-                Deadline deadline(srv.io, c, first ? srv.cfg.handshake_timeout_ms : srv.cfg.idle_timeout_ms);
+            if (!first && buf.empty()) {
+                // Keep-alive: the idle watch bounds the wait for the next request.
+                ErrorCode ec;
+                co_await c->client.async_wait(Sock::wait_read, asio::redirect_error(use_awaitable, ec));
+                if (c->closed == Closed::idle_timeout)
+                    srv.log("idle-timeout: closed kept-alive connection from " + client);
+                if (ec) co_return;
+            }
+            try {
+                Deadline deadline(srv.io, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
                 head = co_await read_head(c->client, buf, too_big);
+            } catch (const std::exception&) {
+                if (c->closed == Closed::header_timeout) {
+                    Record rec(srv, c, "http", client);  // a connection line with "closed":"header-timeout"
+                }
+                co_return;
             }
             if (too_big) {
                 Record rec(srv, c, "http", client);
@@ -809,6 +991,7 @@ awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string cli
             }
             if (head.empty()) co_return;
             first = false;
+            watch_idle(srv.io, c, srv.cfg.idle_timeout_ms);
             auto h = http::parse_request_head(head);
             if (!h) {
                 Record rec(srv, c, "http", client);
@@ -816,6 +999,7 @@ awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string cli
                 co_await send_error(srv, c, 400, "", "malformed request");
                 co_return;
             }
+            if (srv.cfg.auth_token && !co_await authorized(srv, c, client, *h)) co_return;
             if (h->method == "CONNECT") {
                 c->close_upstream();
                 co_await serve_connect(srv, c, client, *h, std::move(buf));
@@ -827,13 +1011,13 @@ awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string cli
     }
 }
 
-awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener) {
+awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener, Proto::endpoint peer) {
     auto c = std::make_shared<Conn>(std::move(sock));
     std::uint64_t id = srv.next_id++;
     srv.live[id] = c;
     ++srv.stats.connections;
     set_nodelay(c->client);
-    std::string client = describe_client(c->client, listener);
+    std::string client = describe_client(peer, listener);
     try {
         if (kind == Kind::http) co_await serve_http(srv, c, client);
         else co_await serve_socks(srv, c, client);
@@ -846,7 +1030,8 @@ awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener) {
 awaitable<void> accept_loop(Server& srv, Acceptor& acc, Kind kind, std::string listener) {
     while (!srv.stopping) {
         ErrorCode ec;
-        Sock s = co_await acc.async_accept(asio::redirect_error(use_awaitable, ec));
+        Proto::endpoint peer;
+        Sock s = co_await acc.async_accept(peer, asio::redirect_error(use_awaitable, ec));
         if (ec) {
             if (srv.stopping || ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) co_return;
             srv.log("accept on " + listener + ": " + ec.message());
@@ -855,7 +1040,7 @@ awaitable<void> accept_loop(Server& srv, Acceptor& acc, Kind kind, std::string l
             co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
             continue;
         }
-        asio::co_spawn(srv.io, serve(srv, kind, std::move(s), listener), asio::detached);
+        asio::co_spawn(srv.io, serve(srv, kind, std::move(s), listener, peer), asio::detached);
     }
 }
 
@@ -880,6 +1065,17 @@ Result<std::string> add_listener(Server& srv, int fd, Kind kind, const std::stri
     ErrorCode ec;
     acc->assign(Proto(ss.ss_family, IPPROTO_IP), fd, ec);
     if (ec) return io_error(listener, "cannot use listening socket", ec.value());
+    // Every other loop accepts on a duplicate of the same socket: whichever
+    // loop is free takes the next connection.
+    std::vector<int> dups;
+    for (std::size_t i = 1; i < srv.sh.loops.size(); ++i) {
+        int d = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        if (d < 0) {
+            for (int x : dups) ::close(x);
+            return io_error(listener, "cannot duplicate listening socket", errno);
+        }
+        dups.push_back(d);
+    }
     std::string where = listener;
     if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
         auto a = address_of(reinterpret_cast<sockaddr*>(&ss));
@@ -887,8 +1083,28 @@ Result<std::string> add_listener(Server& srv, int fd, Kind kind, const std::stri
                                                            : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
         where = (a->v4() ? a->to_string() : "[" + a->to_string() + "]") + ":" + std::to_string(port);
     }
-    asio::co_spawn(srv.io, accept_loop(srv, *acc, kind, listener.empty() ? where : listener), asio::detached);
+    std::string name = listener.empty() ? where : listener;
+    asio::co_spawn(srv.io, accept_loop(srv, *acc, kind, name), asio::detached);
     srv.acceptors.push_back(std::move(acc));
+    for (std::size_t i = 1; i < srv.sh.loops.size(); ++i) {
+        Server* other = srv.sh.loops[i].get();
+        asio::post(other->io, [other, d = dups[i - 1], family = ss.ss_family, kind, name] {
+            if (other->stopping) {
+                ::close(d);
+                return;
+            }
+            auto a = std::make_unique<Acceptor>(other->io);
+            ErrorCode e;
+            a->assign(Proto(family, IPPROTO_IP), d, e);
+            if (e) {
+                ::close(d);
+                other->log("loop " + std::to_string(other->index) + ": cannot use listening socket " + name);
+                return;
+            }
+            asio::co_spawn(other->io, accept_loop(*other, *a, kind, name), asio::detached);
+            other->acceptors.push_back(std::move(a));
+        });
+    }
     return where;
 }
 
@@ -984,6 +1200,27 @@ std::string take_fds(Server& srv, const std::string& payload, const std::vector<
     return "";
 }
 
+// Closes handed-over listeners on every event loop: each loop accepts on its
+// own duplicate of a listening socket, so they are matched by the socket's
+// inode (the same for every duplicate), taken while `fds` are still open.
+void close_listeners(Server& srv, const std::vector<int>& fds) {
+    auto inodes = std::make_shared<std::vector<ino_t>>();
+    for (int fd : fds) {
+        struct stat st {};
+        if (::fstat(fd, &st) == 0) inodes->push_back(st.st_ino);
+    }
+    for (auto& l : srv.sh.loops)
+        asio::post(l->io, [loop = l.get(), inodes] {
+            for (auto& a : loop->acceptors) {
+                struct stat st {};
+                if (!a->is_open() || ::fstat(a->native_handle(), &st) != 0) continue;
+                if (std::find(inodes->begin(), inodes->end(), st.st_ino) == inodes->end()) continue;
+                ErrorCode ignored;
+                a->close(ignored);
+            }
+        });
+}
+
 awaitable<void> serve_inbox_client(Server& srv, Sock s) {
     auto c = std::make_shared<Conn>(std::move(s));
     std::vector<int> adopted;
@@ -1031,11 +1268,7 @@ awaitable<void> serve_inbox_client(Server& srv, Sock s) {
                 if (std::find(adopted.begin(), adopted.end(), fds[i]) == adopted.end()) ::close(fds[i]);
             if (!err.empty()) {
                 // Listeners adopted before the error are dropped too: all or nothing.
-                for (auto& a : srv.acceptors)
-                    if (std::find(adopted.begin(), adopted.end(), a->native_handle()) != adopted.end()) {
-                        ErrorCode ignored;
-                        a->close(ignored);
-                    }
+                close_listeners(srv, adopted);
                 adopted.clear();
             }
             reply = err.empty() ? json{{"ok", true}}.dump() : json{{"ok", false}, {"error", err}}.dump();
@@ -1052,11 +1285,7 @@ awaitable<void> serve_inbox_client(Server& srv, Sock s) {
             ErrorCode ec;
             while (!ec && !srv.stopping)
                 co_await c->client.async_read_some(asio::buffer(sink), asio::redirect_error(use_awaitable, ec));
-            for (auto& a : srv.acceptors)
-                if (std::find(adopted.begin(), adopted.end(), a->native_handle()) != adopted.end()) {
-                    ErrorCode ignored;
-                    a->close(ignored);
-                }
+            close_listeners(srv, adopted);
             srv.live.erase(id);
             if (!srv.stopping)
                 srv.log("fd inbox: sender gone; " + std::to_string(adopted.size()) + " handed-over listeners closed");
@@ -1083,7 +1312,7 @@ awaitable<void> watch_stdin(Server& srv) {
     std::array<char, 512> buf;
     ErrorCode ec;
     while (!ec) co_await srv.stdin_watch->async_read_some(asio::buffer(buf), asio::redirect_error(use_awaitable, ec));
-    if (!srv.stopping) {
+    if (!srv.sh.stopping) {
         srv.log("stdin closed: stopping");
         srv.stop();
     }
@@ -1098,14 +1327,26 @@ void raise_fd_limit() {
     }
 }
 
+// Event loops: --threads, or one per CPU this process may run on (at most 8).
+std::size_t loop_count(int asked) {
+    if (asked > 0) return static_cast<std::size_t>(asked);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int n = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    return static_cast<std::size_t>(std::clamp(n, 1, 8));
+}
+
 }  // namespace
 
 Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
     raise_fd_limit();
-    Server srv(cfg);
+    Shared sh(cfg);
+    std::size_t n = loop_count(cfg.threads);
+    for (std::size_t i = 0; i < n; ++i) sh.loops.push_back(std::make_unique<Server>(sh, i));
+    Server& srv = *sh.loops[0];
     auto resolver = Resolver::create(cfg.dns);
     if (!resolver) return resolver.error();
-    srv.resolver = std::move(*resolver);
+    sh.resolver = std::move(*resolver);
 
     json ready = {{"event", "ready"}};
     auto cleanup = [&] {
@@ -1113,6 +1354,7 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
     };
     auto fail = [&](const Error& e) -> Result<ProxyStats> {
         srv.stop();
+        for (auto& l : sh.loops) l->io.poll();  // listeners handed to the other loops are closed too
         cleanup();
         return e;
     };
@@ -1161,12 +1403,21 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
             ready["exitWithStdin"] = false;
         }
     }
+    ready["threads"] = n;
     for (auto& [k, v] : cfg.ready.items()) ready[k] = v;
     if (cfg.on_ready) cfg.on_ready(ready);
 
+    std::vector<std::thread> threads;
+    for (std::size_t i = 1; i < n; ++i) threads.emplace_back([l = sh.loops[i].get()] { l->io.run(); });
     srv.io.run();
+    for (auto& t : threads) t.join();
     cleanup();
-    return srv.stats;
+    ProxyStats total;
+    for (auto& l : sh.loops) {
+        total.connections += l->stats.connections;
+        total.denied += l->stats.denied;
+    }
+    return total;
 }
 
 }  // namespace cc::net

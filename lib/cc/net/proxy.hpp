@@ -1,4 +1,5 @@
-// The session's proxy pair on one single-threaded Boost.Asio loop: an HTTP
+// The session's proxy pair on Boost.Asio event loops (one per CPU; a
+// connection stays on the loop that accepted it): an HTTP
 // proxy (CONNECT tunnels and absolute-form http:// requests with keep-alive)
 // and a SOCKS5 proxy (RFC 1928, no-auth CONNECT), on 127.0.0.1, optionally on
 // Unix sockets, and on listening sockets handed over an fd inbox.
@@ -35,12 +36,18 @@ struct ProxyConfig {
     std::optional<std::string> fd_inbox;  // Unix socket receiving listening fds (SCM_RIGHTS)
     bool exit_with_stdin = false;         // stop when stdin (a pipe) reaches EOF
     bool sni_check = true;                // tunnels: TLS server name must match the target
+    // Timeouts; 0 turns one off.
     int handshake_timeout_ms = 10000;     // request head / SOCKS handshake / first TLS record
     int connect_timeout_ms = 10000;
-    int idle_timeout_ms = 60000;          // keep-alive between absolute-form requests
+    int idle_timeout_ms = 300000;         // nothing relayed either way: tunnels, requests, keep-alive waits
+    int threads = 0;                      // event loops; 0: one per CPU (at most 8)
+    // When set: HTTP requests need Proxy-Authorization Basic with this password
+    // (any user name), SOCKS5 clients RFC 1929 username/password with it.
+    std::optional<std::string> auth_token;
     // Called once, listening, with the ready event (listen addresses filled in).
     nlohmann::json ready;                  // extra fields merged into the ready line
     std::function<void(const nlohmann::json&)> on_ready;
+    // Called from any loop's thread, one call at a time (under a lock).
     std::function<void(const nlohmann::json&)> on_connection;  // one per connection / request
     std::function<void(const std::string&)> on_log;            // human log line (stderr)
 };

@@ -1,5 +1,7 @@
 #include "cc/net/wire.hpp"
 
+#include <boost/beast/core/detail/base64.hpp>
+
 #include <algorithm>
 #include <cstring>
 
@@ -118,6 +120,20 @@ Parse parse_greeting(std::string_view b, Greeting& out) {
     if (b.size() < 2 + n) return Parse::more;
     out.methods.assign(b.begin() + 2, b.begin() + 2 + static_cast<std::ptrdiff_t>(n));
     out.consumed = 2 + n;
+    return Parse::ok;
+}
+
+Parse parse_userpass(std::string_view b, UserPass& out) {
+    if (b.empty()) return Parse::more;
+    if (byte(b, 0) != 1) return Parse::bad;
+    if (b.size() < 2) return Parse::more;
+    std::size_t ulen = byte(b, 1);
+    if (b.size() < 3 + ulen) return Parse::more;
+    std::size_t plen = byte(b, 2 + ulen);
+    if (b.size() < 3 + ulen + plen) return Parse::more;
+    out.user.assign(b.substr(2, ulen));
+    out.password.assign(b.substr(3 + ulen, plen));
+    out.consumed = 3 + ulen + plen;
     return Parse::ok;
 }
 
@@ -343,11 +359,32 @@ std::string client_response_head(const ResponseHead& h, const Framing& f, bool c
     return out;
 }
 
+std::optional<std::string> basic_password(const Headers& h, std::string_view name) {
+    const Header* x = find(h, name);
+    if (!x) return std::nullopt;
+    std::string_view v = trim(x->value);
+    if (v.size() < 6 || !iequal(v.substr(0, 6), "basic ")) return std::nullopt;
+    std::string_view b64 = trim(v.substr(6));
+    if (b64.empty() || b64.size() % 4 != 0 || b64.size() > 2048) return std::nullopt;
+    // Boost.Beast's decoder (header-only; libcrypto would add a megabyte to
+    // the idle proxy's resident size). It stops at the first byte that is not
+    // base64: everything but the padding must be read.
+    std::string raw(boost::beast::detail::base64::decoded_size(b64.size()), '\0');
+    auto [written, read] = boost::beast::detail::base64::decode(raw.data(), b64.data(), b64.size());
+    std::size_t pad = b64.ends_with("==") ? 2 : b64.ends_with("=") ? 1 : 0;
+    if (read != b64.size() - pad) return std::nullopt;
+    raw.resize(written);
+    auto colon = raw.find(':');
+    if (colon == std::string::npos) return std::nullopt;
+    return raw.substr(colon + 1);
+}
+
 std::string error_response(int status, std::string_view proxy_error, std::string_view details,
                            std::string_view body) {
     const char* reason = status == 400   ? "Bad Request"
                          : status == 403 ? "Forbidden"
                          : status == 405 ? "Method Not Allowed"
+                         : status == 407 ? "Proxy Authentication Required"
                          : status == 408 ? "Request Timeout"
                          : status == 431 ? "Request Header Fields Too Large"
                          : status == 501 ? "Not Implemented"
@@ -357,6 +394,7 @@ std::string error_response(int status, std::string_view proxy_error, std::string
     std::string b(body);
     b += '\n';
     std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\n";
+    if (status == 407) out += "Proxy-Authenticate: Basic realm=\"cc-egress\"\r\n";
     if (!proxy_error.empty()) {
         std::string d;
         for (char c : details) d += (c == '"' || c == '\\') ? '\'' : (c < 0x20 ? ' ' : c);
@@ -367,7 +405,7 @@ std::string error_response(int status, std::string_view proxy_error, std::string
     return out;
 }
 
-std::size_t ChunkedScanner::feed(std::string_view buf) {
+std::size_t ChunkedScanner::feed(std::string_view buf, std::string* data) {
     constexpr std::size_t max_line = 4096, max_trailers = 16 * 1024;
     std::size_t i = 0;
     while (i < buf.size() && state_ != State::done && state_ != State::failed) {
@@ -404,6 +442,7 @@ std::size_t ChunkedScanner::feed(std::string_view buf) {
         case State::data: {
             std::size_t take = static_cast<std::size_t>(
                 std::min<std::uint64_t>(remaining_, buf.size() - i));
+            if (data) data->append(buf.data() + i, take);
             remaining_ -= take;
             i += take;
             if (remaining_ == 0) state_ = State::data_cr;

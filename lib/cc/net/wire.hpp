@@ -27,6 +27,7 @@ inline constexpr std::uint8_t rep_success = 0x00, rep_general_failure = 0x01, re
                               rep_refused = 0x05, rep_command_not_supported = 0x07,
                               rep_address_type_not_supported = 0x08;
 inline constexpr std::uint8_t cmd_connect = 0x01;
+inline constexpr std::uint8_t method_none = 0x00, method_userpass = 0x02, method_unacceptable = 0xff;
 
 struct Greeting {
     std::vector<std::uint8_t> methods;
@@ -46,6 +47,13 @@ struct Request {
 // 05 CMD 00 ATYP ADDR PORT. An unknown ATYP is bad with error_reply 08; a
 // domain that is empty, holds a NUL or is not UTF-8 is bad with 01.
 Parse parse_request(std::string_view buf, Request& out);
+
+// RFC 1929 username/password subnegotiation: 01 ULEN UNAME PLEN PASSWD.
+struct UserPass {
+    std::string user, password;
+    std::size_t consumed = 0;
+};
+Parse parse_userpass(std::string_view buf, UserPass& out);
 
 // 05 REP 00 01 0.0.0.0:0, or the bound address when given.
 std::string reply(std::uint8_t rep, const std::optional<Address>& bound = std::nullopt, std::uint16_t port = 0);
@@ -109,6 +117,11 @@ std::string upstream_request_head(const RequestHead& h, const AbsoluteUri& uri, 
 // The response head for the client; `close` adds Connection: close.
 std::string client_response_head(const ResponseHead& h, const Framing& f, bool close);
 
+// The password of a "Basic" credential (RFC 7617) in header `name`
+// (Proxy-Authorization); nullopt when absent, another scheme, or not
+// base64 of "user:password".
+std::optional<std::string> basic_password(const Headers& h, std::string_view name);
+
 // A complete short response: status line, Proxy-Status (RFC 9209) when
 // `proxy_error` is set, text body, Connection: close.
 std::string error_response(int status, std::string_view proxy_error, std::string_view details,
@@ -117,9 +130,11 @@ std::string error_response(int status, std::string_view proxy_error, std::string
 // Walks chunked framing so the proxy knows where a body ends while passing
 // the bytes through unchanged. feed() returns how many bytes of `buf` belong
 // to the body (all of them until the last chunk and trailers are complete).
+// With `data`, the chunks' payload (no framing, no trailers) is appended to
+// it: the body de-chunked, for an HTTP/1.0 client.
 class ChunkedScanner {
 public:
-    std::size_t feed(std::string_view buf);
+    std::size_t feed(std::string_view buf, std::string* data = nullptr);
     bool done() const { return state_ == State::done; }
     bool failed() const { return state_ == State::failed; }
 
