@@ -80,33 +80,64 @@ Result classify(std::string_view line, policy::Mode mode, const policy::Policy& 
     return r;
 }
 
-nlohmann::ordered_json to_json(const Result& r) {
-    nlohmann::ordered_json j;
-    j["decision"] = std::string(policy::to_string(r.decision));
-    j["mode"] = std::string(policy::to_string(r.mode));
-    j["classes"] = r.classes;
-    j["reason"] = r.reason;
-    if (!r.source.empty()) j["source"] = r.source;
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// --jsonl builds one of these trees per input line, so they are built
+// cheaply: objects are sized once (an ordered_json object is a vector;
+// growing it a key at a time reallocates and moves every member), and the
+// Result's strings are moved into the tree rather than copied.
+ojson object(std::size_t keys) {
+    ojson o = ojson::object();
+    o.get_ptr<ojson::object_t*>()->reserve(keys);
+    return o;
+}
+
+ojson strings(std::vector<std::string>&& v) {
+    ojson a = ojson::array();
+    auto& arr = *a.get_ptr<ojson::array_t*>();
+    arr.reserve(v.size());
+    for (auto& s : v) arr.emplace_back(std::move(s));
+    return a;
+}
+
+}  // namespace
+
+nlohmann::ordered_json to_json(const Result& r) { return to_json(Result(r)); }
+
+nlohmann::ordered_json to_json(Result&& r) {
+    ojson j = object(9);  // + "id" in --jsonl
+    j["decision"] = policy::to_string(r.decision);
+    j["mode"] = policy::to_string(r.mode);
+    j["classes"] = strings(std::move(r.classes));
+    j["reason"] = std::move(r.reason);
+    if (!r.source.empty()) j["source"] = std::move(r.source);
     if (r.resolved) j["approver"] = true;
-    nlohmann::ordered_json cmds = nlohmann::ordered_json::array();
-    for (const auto& s : r.commands) {
-        nlohmann::ordered_json c;
-        c["argv"] = s.finding.argv;
-        c["classes"] = s.finding.classes;
-        c["decision"] = std::string(policy::to_string(s.decision));
-        c["reason"] = s.reason;
-        if (!s.source.empty()) c["source"] = s.source;
-        if (!s.finding.notes.empty()) c["notes"] = s.finding.notes;
-        if (!s.finding.refs.empty()) c["refs"] = s.finding.refs;
+    ojson cmds = ojson::array();
+    auto& arr = *cmds.get_ptr<ojson::array_t*>();
+    arr.reserve(r.commands.size());
+    for (auto& s : r.commands) {
+        ojson c = object(8);
+        c["argv"] = strings(std::move(s.finding.argv));
+        c["classes"] = strings(std::move(s.finding.classes));
+        c["decision"] = policy::to_string(s.decision);
+        c["reason"] = std::move(s.reason);
+        if (!s.source.empty()) c["source"] = std::move(s.source);
+        if (!s.finding.notes.empty()) c["notes"] = strings(std::move(s.finding.notes));
+        if (!s.finding.refs.empty()) c["refs"] = strings(std::move(s.finding.refs));
         c["offset"] = s.finding.offset;
-        cmds.push_back(std::move(c));
+        arr.push_back(std::move(c));
     }
     j["commands"] = std::move(cmds);
-    if (r.parse_error)
-        j["parseError"] = {{"message", r.parse_error->message},
-                           {"line", r.parse_error->line},
-                           {"column", r.parse_error->column},
-                           {"offset", r.parse_error->offset}};
+    if (r.parse_error) {
+        ojson e = object(4);
+        e["message"] = std::move(r.parse_error->message);
+        e["line"] = r.parse_error->line;
+        e["column"] = r.parse_error->column;
+        e["offset"] = r.parse_error->offset;
+        j["parseError"] = std::move(e);
+    }
     return j;
 }
 
