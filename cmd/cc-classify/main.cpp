@@ -63,6 +63,9 @@ int main(int argc, char** argv) {
         if (!hook.empty()) return cc::classify::run_hook(std::cin, opts, std::cout, std::cerr);
         std::string line;
         for (const auto& w : words) line += (line.empty() ? "" : " ") + w;
-        return cc::classify::run_line(line, opts, std::cout);
+        std::string json;
+        int status = cc::classify::run_line(line, opts, json);
+        // A reader that stopped reading is not an error (as in cc::tool::run).
+        return cc::tool::emit_line(json) ? status : cc::tool::exit_ok;
     });
 }

@@ -50,11 +50,18 @@ void resolve(Result& r, std::string_view line, const Resolver& resolver) {
 
 int hook_once(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err);
 
-int run_line(const std::string& line, const Options& opts, std::ostream& out) {
+int run_line(const std::string& line, const Options& opts, std::string& json) {
     Result r = classify(line, opts.mode, opts.policy);
     resolve(r, line, opts.resolver);
     int status = exit_status(r.decision);
-    out << dump(to_json(std::move(r))) << '\n';
+    json = dump(to_json(std::move(r)));
+    return status;
+}
+
+int run_line(const std::string& line, const Options& opts, std::ostream& out) {
+    std::string json;
+    int status = run_line(line, opts, json);
+    out << json << '\n';
     return status;
 }
 
