@@ -163,6 +163,7 @@ int run_jsonl(std::istream& in, const Options& opts, std::ostream& out, std::ost
                 mode = *m;
             }
             Result r = classify(cmd, mode, opts.policy);
+            if (r.decision == Decision::ask && opts.resolver) flush();  // the approver may take its time
             resolve(r, cmd, opts.resolver);
             nlohmann::ordered_json j = to_json(std::move(r));
             if (auto id = doc->find("id"); id != doc->end()) j["id"] = std::move(*id);
