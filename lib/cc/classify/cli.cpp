@@ -146,8 +146,12 @@ int run_jsonl(std::istream& in, const Options& opts, std::ostream& out, std::ost
                 err << "cc-classify: stdin line " << n << ": " << e.one_line() << '\n';
                 status = 2;
             };
-            auto doc = json::parse(text, "stdin line " + std::to_string(n));
-            if (!doc) return fail(doc.error());
+            auto doc = json::parse(text, "");
+            if (!doc) {  // the subject is only spelled out when needed
+                Error e = doc.error();
+                e.subject = "stdin line " + std::to_string(n);
+                return fail(e);
+            }
             json::ObjectReader rd(*doc, "");
             std::string cmd;
             std::optional<std::string> mode_name;
