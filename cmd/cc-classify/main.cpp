@@ -3,6 +3,7 @@
 //   cc-classify --jsonl < lines.jsonl
 //   cc-classify --hook claude < pretooluse.json
 #include <CLI/CLI.hpp>
+#include <ext/stdio_filebuf.h>
 
 #include <chrono>
 #include <iostream>
@@ -52,10 +53,19 @@ int main(int argc, char** argv) {
                 return cc::policy::resolve_ask(v, q, approver);
             };
         }
-        if (jsonl) return cc::classify::run_jsonl(std::cin, opts, std::cout, std::cerr);
+        if (jsonl) {
+            // stdin in 64 KiB blocks: std::cin, synced with stdio, hands
+            // run_jsonl one character at a time.
+            __gnu_cxx::stdio_filebuf<char> stdin_buf(0, std::ios::in, 64 * 1024);
+            std::istream in(&stdin_buf);
+            return cc::classify::run_jsonl(in, opts, std::cout, std::cerr);
+        }
         if (!hook.empty()) return cc::classify::run_hook(std::cin, opts, std::cout, std::cerr);
         std::string line;
         for (const auto& w : words) line += (line.empty() ? "" : " ") + w;
-        return cc::classify::run_line(line, opts, std::cout);
+        std::string json;
+        int status = cc::classify::run_line(line, opts, json);
+        // A reader that stopped reading is not an error (as in cc::tool::run).
+        return cc::tool::emit_line(json) ? status : cc::tool::exit_ok;
     });
 }

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "cc/classify/classify.hpp"
+#include "cc/classify/cli.hpp"
 #include "cc/policy/policy.hpp"
 
 using cc::policy::Decision;
@@ -163,4 +164,34 @@ TEST_CASE("too long, too deep: handled as unparsable, never a crash") {
     auto n = cc::classify::classify(nest, Mode::chat, cc::policy::default_policy());
     CHECK(std::find(n.classes.begin(), n.classes.end(), "unparsable") != n.classes.end());
     CHECK(n.decision == Decision::ask);
+}
+
+// run_jsonl in-process: lines split across the 64 KiB read blocks and the
+// output batches, a blank line, a last line without its newline, and the
+// answers byte for byte what to_json gives for each line on its own.
+TEST_CASE("run_jsonl: every line answered in order, whatever the block boundaries") {
+    std::string big = "echo x";
+    while (big.size() < 200000) big += "; echo x";
+    std::vector<std::string> cmds = {"ls", big, "git push origin main", "sudo id"};
+    std::string in = "{\"cmd\":\"ls\",\"id\":0}\n\n";
+    for (std::size_t i = 1; i < cmds.size(); ++i) {
+        in += "{\"cmd\":\"" + cmds[i] + "\",\"id\":" + std::to_string(i) + "}";
+        if (i + 1 < cmds.size()) in += "\n";  // the last line has no newline
+    }
+    for (int n = 0; n < 2000; ++n) in.insert(0, "{\"cmd\":\"cat f" + std::to_string(n) + "\"}\n");
+    std::istringstream is(in);
+    std::ostringstream os, es;
+    cc::classify::Options opts;
+    CHECK(cc::classify::run_jsonl(is, opts, os, es) == 0);
+    CHECK(es.str().empty());
+    std::vector<nlohmann::json> out;
+    std::istringstream lines(os.str());
+    for (std::string l; std::getline(lines, l);) out.push_back(nlohmann::json::parse(l));
+    REQUIRE(out.size() == 2000 + cmds.size());
+    CHECK(out[1999]["commands"][0]["argv"][1] == "f0");
+    for (std::size_t i = 0; i < cmds.size(); ++i) {
+        auto want = cc::classify::to_json(cc::classify::classify(cmds[i], Mode::chat, cc::policy::default_policy()));
+        want["id"] = i;
+        CHECK(out[2000 + i].dump() == nlohmann::json(want).dump());
+    }
 }

@@ -4,7 +4,11 @@
 
 #include <sys/stat.h>
 
+#include <boost/process.hpp>
+
+#include <chrono>
 #include <fstream>
+#include <future>
 
 #include <nlohmann/json.hpp>
 
@@ -133,6 +137,39 @@ TEST_CASE("--jsonl: one result line per input line, in order, with ids") {
     for (std::string l; std::getline(mo, l); ++n)
         if (json::parse(l)["id"] != n) break;
     CHECK(n == 3000);
+}
+
+// --jsonl writes its answers in batches; a caller that sends one line and
+// waits for its answer must still get it, also when the line arrives in parts
+// or together with the start of the next one.
+TEST_CASE("--jsonl: each answer comes without waiting for more input") {
+    namespace bp = boost::process;
+    bp::opstream to;
+    bp::ipstream from;
+    bp::child child(bin("cc-classify"), "--jsonl", bp::std_in < to, bp::std_out > from, bp::std_err > bp::null);
+    auto answer = [&](const std::string& send) -> json {
+        to << send << std::flush;
+        auto line = std::async(std::launch::async, [&] {
+            std::string l;
+            std::getline(from, l);
+            return l;
+        });
+        if (line.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+            child.terminate();  // unblocks the reader
+            FAIL("no answer to " << send);
+        }
+        return json::parse(line.get());
+    };
+    CHECK(answer("{\"cmd\":\"git push\",\"id\":1}\n")["id"] == 1);
+    CHECK(answer("{\"cmd\":\"ls\",\"id\":2}\n")["decision"] == "allow");
+    // A whole line followed by the start of the next: the first is answered.
+    CHECK(answer("{\"cmd\":\"ls\",\"id\":3}\n{\"cmd\":\"sudo")["id"] == 3);
+    auto last = answer(" id\",\"id\":4}\n");
+    CHECK(last["id"] == 4);
+    CHECK(last["decision"] == "deny");
+    to.pipe().close();
+    child.wait();
+    CHECK(child.exit_code() == 0);
 }
 
 // The PreToolUse payload as the agent CLI sends it (hooks reference: common

@@ -3,10 +3,11 @@
 // shell strings and tool options; it cannot see what a script file, a variable
 // or a remote API does, and says so (`run_code`) rather than guessing "safe".
 #include <algorithm>
+#include <array>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "cc/classify/classify.hpp"
@@ -32,6 +33,60 @@ struct Arg {
     bool dynamic = false;
 };
 using Args = std::vector<Arg>;
+
+// Name tables are sorted at compile time: a look-up is a binary search, and
+// nothing is built or allocated when the program starts (cc-classify runs
+// once per agent command, so its start-up is part of every answer).
+template <std::size_t N>
+constexpr std::array<sv, N> sorted_names(const sv (&names)[N]) {
+    std::array<sv, N> t{};
+    std::copy(std::begin(names), std::end(names), t.begin());
+    std::sort(t.begin(), t.end());
+    return t;
+}
+
+template <std::size_t N>
+constexpr bool contains(const std::array<sv, N>& t, sv name) {
+    return std::binary_search(t.begin(), t.end(), name);
+}
+
+template <typename V>
+struct Named {
+    sv name;
+    V value{};
+};
+
+// fill(set) calls set({"name", ...}, value) for each group; Fill is a
+// captureless lambda, called once to count and once to fill.
+template <typename V, typename Fill>
+constexpr auto make_table(Fill fill) {
+    constexpr std::size_t n = [] {
+        std::size_t i = 0;
+        Fill{}([&](std::initializer_list<sv> names, const V&) { i += names.size(); });
+        return i;
+    }();
+    std::array<Named<V>, n> t{};
+    std::size_t i = 0;
+    fill([&](std::initializer_list<sv> names, const V& v) {
+        for (sv name : names) t[i++] = {name, v};
+    });
+    std::sort(t.begin(), t.end(), [](const Named<V>& a, const Named<V>& b) { return a.name < b.name; });
+    return t;
+}
+
+// A name listed twice must mean the same thing.
+template <typename V, std::size_t N>
+constexpr bool consistent(const std::array<Named<V>, N>& t) {
+    for (std::size_t i = 1; i < N; ++i)
+        if (t[i].name == t[i - 1].name && !(t[i].value == t[i - 1].value)) return false;
+    return true;
+}
+
+template <typename V, std::size_t N>
+constexpr const V* lookup(const std::array<Named<V>, N>& t, sv name) {
+    auto it = std::lower_bound(t.begin(), t.end(), name, [](const Named<V>& e, sv k) { return e.name < k; });
+    return it != t.end() && it->name == name ? &it->value : nullptr;
+}
 
 bool starts_with(sv s, sv p) { return s.substr(0, p.size()) == p; }
 bool is_opt(const Arg& a) { return a.text.size() > 1 && a.text[0] == '-'; }
@@ -157,11 +212,11 @@ bool is_precious(const std::string& raw) {
     if (p == "/" || p == "/." || p == "/.." || p == "*" ) return p != "*";
     if (p == "~" || p == "$HOME" || p == "${HOME}" || p == "~/" || (p.size() > 1 && p[0] == '~' && p.find('/') == std::string::npos))
         return true;  // ~, ~user
-    static const std::unordered_set<sv> top = {"/bin",  "/boot", "/dev", "/etc",  "/home", "/lib", "/lib32",
+    static constexpr auto top = sorted_names({"/bin",  "/boot", "/dev", "/etc",  "/home", "/lib", "/lib32",
                                                "/lib64", "/opt", "/proc", "/root", "/run", "/sbin", "/srv",
                                                "/sys",  "/usr", "/var", "/snap", "/usr/bin", "/usr/lib",
-                                               "/usr/local", "/var/lib", "/Users", "/System", "/Library"};
-    return top.count(p) > 0;
+                                               "/usr/local", "/var/lib", "/Users", "/System", "/Library"});
+    return contains(top, p);
 }
 
 bool is_block_device(sv p) {
@@ -406,14 +461,14 @@ private:
         if (functions && functions->count(a[k].text)) return;
         Call c{a, k, f, ctx, depth};
         sv name = c.name();
-        const auto& h = handlers();
-        if (auto it = h.find(name); it != h.end()) {
-            (this->*(it->second))(c);
+        if (const Handler* h = handler(name)) {
+            (this->*(*h))(c);
             return;
         }
-        if (readonly_commands().count(name)) return;
-        if (auto it = plain_classes().find(name); it != plain_classes().end()) {
-            for (sv cls : it->second) add(f, cls, std::string(name) + " is " + std::string(cls));
+        if (readonly_command(name)) return;
+        if (const Classes* p = plain_classes(name)) {
+            for (sv cls : {p->first, p->second})
+                if (!cls.empty()) add(f, cls, std::string(name) + " is " + std::string(cls));
             return;
         }
         if (starts_with(name, "python")) return python(c);
@@ -825,9 +880,9 @@ private:
         auto pos = positionals(c.a, c.args_from(), "HMnopst", {"--host", "--machine", "--type", "--state", "--property", "--signal", "--lines", "--output", "--root"});
         if (pos.empty()) return;
         sv sub = c.a[pos[0]].text;
-        static const std::unordered_set<sv> stop = {"poweroff", "reboot", "halt", "kexec", "rescue", "emergency",
-                                                    "suspend", "hibernate", "hybrid-sleep", "soft-reboot"};
-        if (stop.count(sub)) return add(c.f, kDestroy, "systemctl " + std::string(sub) + " stops the machine");
+        static constexpr auto stop = sorted_names({"poweroff", "reboot", "halt", "kexec", "rescue", "emergency",
+                                                    "suspend", "hibernate", "hybrid-sleep", "soft-reboot"});
+        if (contains(stop, sub)) return add(c.f, kDestroy, "systemctl " + std::string(sub) + " stops the machine");
         if (starts_with(sub, "list-") || starts_with(sub, "is-") || sub == "status" || sub == "show" || sub == "cat" ||
             sub == "help" || sub == "get-default")
             return;
@@ -959,11 +1014,11 @@ private:
                         if (eq != std::string::npos) aliases.emplace_back(kv.substr(6, eq - 6), kv.substr(eq + 1));
                     }
                     sv key = sv(kv).substr(0, kv.find('='));
-                    static const std::unordered_set<sv> runs = {"core.sshCommand", "core.pager", "core.editor",
+                    static constexpr auto runs = sorted_names({"core.sshCommand", "core.pager", "core.editor",
                                                                "core.hooksPath", "core.fsmonitor", "diff.external",
                                                                "core.askPass", "credential.helper", "sequence.editor",
-                                                               "gpg.program", "uploadpack.packObjectsHook"};
-                    if (runs.count(key) || key.find(".command") != sv::npos || key.find(".textconv") != sv::npos ||
+                                                               "gpg.program", "uploadpack.packObjectsHook"});
+                    if (contains(runs, key) || key.find(".command") != sv::npos || key.find(".textconv") != sv::npos ||
                         key.find(".clean") != sv::npos || key.find(".smudge") != sv::npos || key.find(".process") != sv::npos)
                         add(c.f, kRun, "git -c " + std::string(key) + " runs a configured program");
                 }
@@ -994,22 +1049,22 @@ private:
         std::size_t from = k + 1;
         auto note = [&](sv cls) { add(c.f, cls, "git " + sub); };
         auto pos = [&](sv sopts = "", std::initializer_list<sv> lopts = {}) { return positionals(a, from, sopts, lopts); };
-        static const std::unordered_set<sv> commit = {"commit", "merge", "rebase", "cherry-pick", "revert", "am",
-                                                      "filter-branch", "filter-repo", "commit-tree"};
-        static const std::unordered_set<sv> readonly = {
+        static constexpr auto commit = sorted_names({"commit", "merge", "rebase", "cherry-pick", "revert", "am",
+                                                      "filter-branch", "filter-repo", "commit-tree"});
+        static constexpr auto readonly = sorted_names({
             "status", "log", "diff", "show", "blame", "annotate", "shortlog", "describe", "rev-parse", "rev-list",
             "ls-tree", "cat-file", "grep", "show-ref", "for-each-ref", "merge-base", "name-rev",
             "count-objects", "verify-commit", "verify-tag", "whatchanged", "version", "help", "var", "check-ignore",
             "check-attr", "check-ref-format", "cherry", "range-diff", "request-pull", "fsck", "diff-tree",
             "diff-files", "diff-index", "show-branch", "column", "get-tar-commit-id", "verify-pack", "stripspace", "interpret-trailers", "check-mailmap", "show-index",
-            "patch-id", "fmt-merge-msg", "mailinfo", "ls-files"};
-        static const std::unordered_set<sv> writes = {
+            "patch-id", "fmt-merge-msg", "mailinfo", "ls-files"});
+        static constexpr auto writes = sorted_names({
             "add", "rm", "mv", "checkout", "switch", "restore", "reset", "clean", "init", "apply", "gc", "prune",
             "repack", "update-ref", "update-index", "hash-object", "mktree", "read-tree", "write-tree", "replace",
             "sparse-checkout", "maintenance", "format-patch", "bundle", "pack-refs", "mktag", "checkout-index", "merge-file", "rerere", "lfs", "annex", "restore-mtime", "mergetool", "citool",
             "stage", "unpack-objects", "pack-objects", "index-pack", "prune-packed", "multi-pack-index",
-            "commit-graph", "symbolic-ref", "difftool", };
-        if (commit.count(sub)) {
+            "commit-graph", "symbolic-ref", "difftool", });
+        if (contains(commit, sub)) {
             note(kCommit);
             if (sub == "commit") commit_files(c, from);
             return;
@@ -1029,7 +1084,7 @@ private:
             note(kNet);
             return note(kNetWrite);
         }
-        if (readonly.count(sub)) {
+        if (contains(readonly, sub)) {
             if (has_flag(a, from, a.size(), 'O', {"--open-files-in-pager", "--ext-diff", "--textconv"}) &&
                 (sub == "grep" || sub == "diff" || sub == "log" || sub == "show"))
                 return add(c.f, kRun, "git " + sub + " runs a configured or named program");
@@ -1132,7 +1187,7 @@ private:
             if (auto o = opt_value(a, from, 'o', {"--output"})) write_target(c.f, *o, false, "git archive -o");
             return;
         }
-        if (writes.count(sub)) return note(kWrite);
+        if (contains(writes, sub)) return note(kWrite);
         add(c.f, kRun, "'git " + sub + "' is not a known git command (an alias or an extension)");
     }
 
@@ -1731,9 +1786,9 @@ private:
     void kubectl(Call& c) {
         auto p = positionals(c.a, c.args_from(), "nlcs", {"--namespace", "--context", "--cluster", "--kubeconfig", "--selector", "--server", "--output", "-o", "--user"});
         std::string s = p.empty() ? "" : c.a[p[0]].text;
-        static const std::unordered_set<sv> ro = {"get", "describe", "logs", "version", "explain", "top",
-                                                  "api-resources", "api-versions", "cluster-info", "diff", "events", "auth", ""};
-        if (ro.count(s)) return add(c.f, kNet, "kubectl " + s + " reads the cluster");
+        static constexpr auto ro = sorted_names({"get", "describe", "logs", "version", "explain", "top",
+                                                  "api-resources", "api-versions", "cluster-info", "diff", "events", "auth", ""});
+        if (contains(ro, s)) return add(c.f, kNet, "kubectl " + s + " reads the cluster");
         if (s == "config" && p.size() > 1 && (c.a[p[1]].text == "view" || c.a[p[1]].text == "get-contexts" || c.a[p[1]].text == "current-context"))
             return;
         add(c.f, kRun, "kubectl " + s + " acts on the cluster");
@@ -1761,12 +1816,8 @@ private:
     void escape(Call& c) { add(c.f, kEscape, std::string(c.name()) + " leaves the sandbox's namespaces or root"); }
     void privilege(Call& c) { add(c.f, kPriv, std::string(c.name()) + " changes users, groups or capabilities"); }
 
-    static const std::unordered_map<sv, Handler>& handlers() {
-        static const std::unordered_map<sv, Handler> h = [] {
-            std::unordered_map<sv, Handler> m;
-            auto set = [&](std::initializer_list<sv> names, Handler fn) {
-                for (sv n : names) m[n] = fn;
-            };
+    static const Handler* handler(sv name) {
+        static constexpr auto table = make_table<Handler>([](auto set) {
             set({"env"}, &Analyzer::w_env);
             set({"nohup", "builtin", "nocorrect", "noglob", "unbuffer", "catchsegv", "coproc"}, &Analyzer::w_simple);
             set({"command"}, &Analyzer::w_command);
@@ -1894,13 +1945,13 @@ private:
                  "gpasswd", "adduser", "deluser", "addgroup", "delgroup", "newgrp", "sg", "setcap", "setpriv",
                  "visudo", "chsh", "chfn", "vipw", "vigr", "newuidmap", "newgidmap"},
                 &Analyzer::privilege);
-            return m;
-        }();
-        return h;
+        });
+        static_assert(consistent(table));
+        return lookup(table, name);
     }
 
-    static const std::unordered_set<sv>& readonly_commands() {
-        static const std::unordered_set<sv> s = {
+    static bool readonly_command(sv name) {
+        static constexpr auto table = sorted_names({
             "ls", "ll", "la", "dir", "vdir", "cat", "tac", "head", "tail", "less", "more", "most", "grep", "egrep",
             "fgrep", "rg", "ag", "ack", "wc", "cut", "tr", "diff", "diff3", "sdiff", "cmp", "comm", "file", "stat",
             "du", "df", "pwd", "echo", "printf", "true", "false", "test", "[", ":", "which", "type", "whereis",
@@ -1928,25 +1979,26 @@ private:
             "ri", "javap", "otool", "sw_vers", "system_profiler", "mdfind", "mdls", "pbpaste", "say", "ag", "ack-grep", "comm", "tsort", "ptx", "seq",
             "uuidgen", "od", "mimetype", "xdg-mime", "ncdu", "dust", "duf", "procs",
             "bottom", "glances", "nload", "iftop", "nethogs", "iotop", "powertop", "pv", "envsubst", "gettext",
-            "ngettext", "cut", "head", "sha256", "md5", "rgrep"};
-        return s;
+            "ngettext", "cut", "head", "sha256", "md5", "rgrep"});
+        return contains(table, name);
     }
 
     // Commands that always carry the same classes, whatever their arguments.
-    static const std::unordered_map<sv, std::vector<sv>>& plain_classes() {
-        static const std::unordered_map<sv, std::vector<sv>> m = {
-            {"ping", {kNet}}, {"ping6", {kNet}}, {"dig", {kNet}}, {"nslookup", {kNet}}, {"host", {kNet}},
-            {"traceroute", {kNet}}, {"tracepath", {kNet}}, {"mtr", {kNet}}, {"whois", {kNet}},
-            {"nc", {kNet, kNetWrite}},     {"ncat", {kNet, kNetWrite}},    {"netcat", {kNet, kNetWrite}},
-            {"socat", {kNet, kNetWrite}},  {"telnet", {kNet, kNetWrite}},  {"aria2c", {kNet, kWrite}},
-            {"websocat", {kNet, kNetWrite}}, {"grpcurl", {kNet, kNetWrite}}, {"nmap", {kNet}},
-            {"tcpdump", {kPriv}},          {"iptables", {kPriv}},          {"nft", {kPriv}},
-            {"ufw", {kPriv}},              {"route", {kPriv}},             {"ifconfig", {kPriv}},
-            {"swapoff", {kDestroy}},       {"swapon", {kPriv}},            {"losetup", {kEscape}},
-            {"debugfs", {kDestroy}},       {"update-grub", {kDestroy}},    {"grub-install", {kDestroy}},
-            {"efibootmgr", {kDestroy}},
-        };
-        return m;
+    struct Classes {
+        sv first, second;  // second may be empty
+        constexpr bool operator==(const Classes&) const = default;
+    };
+    static const Classes* plain_classes(sv name) {
+        static constexpr auto table = make_table<Classes>([](auto set) {
+            set({"ping", "ping6", "dig", "nslookup", "host", "traceroute", "tracepath", "mtr", "whois", "nmap"}, Classes{kNet, {}});
+            set({"nc", "ncat", "netcat", "socat", "telnet", "websocat", "grpcurl"}, Classes{kNet, kNetWrite});
+            set({"aria2c"}, Classes{kNet, kWrite});
+            set({"tcpdump", "iptables", "nft", "ufw", "route", "ifconfig", "swapon"}, Classes{kPriv, {}});
+            set({"swapoff", "debugfs", "update-grub", "grub-install", "efibootmgr"}, Classes{kDestroy, {}});
+            set({"losetup"}, Classes{kEscape, {}});
+        });
+        static_assert(consistent(table));
+        return lookup(table, name);
     }
 };
 

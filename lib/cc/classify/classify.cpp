@@ -43,8 +43,10 @@ SubCommand judge(Finding f, policy::Mode mode, const policy::Policy& pol) {
 Result classify(std::string_view line, policy::Mode mode, const policy::Policy& pol) {
     Result r;
     r.mode = mode;
+    std::vector<Finding> findings;
     shell::Script script = shell::parse(line);
-    std::vector<Finding> findings = find_actions(script);
+    findings = find_actions(script);
+    script.root = {};  // the tree is done with (a 1 MiB line makes ~28 MB of it)
     if (!script.ok) {
         // Judged on what could be read, and never better than the unparsable class.
         Finding f;
@@ -55,6 +57,7 @@ Result classify(std::string_view line, policy::Mode mode, const policy::Policy& 
         r.parse_error = script.error;
     }
     bool first = true;
+    r.commands.reserve(findings.size());
     for (auto& f : findings) {
         SubCommand s = judge(std::move(f), mode, pol);
         if (s.finding.argv.empty() && s.finding.classes == std::vector<std::string>{"unparsable"} && r.parse_error &&
@@ -73,6 +76,7 @@ Result classify(std::string_view line, policy::Mode mode, const policy::Policy& 
         }
         r.commands.push_back(std::move(s));
     }
+    std::vector<Finding>().swap(findings);  // all moved out; a 1 MiB line has ~50,000
     if (first) r.reason = "nothing to run";
     else if (r.decision == Decision::allow && r.source.empty()) r.reason = "every command is known to only read";
     std::sort(r.classes.begin(), r.classes.end());
@@ -80,33 +84,65 @@ Result classify(std::string_view line, policy::Mode mode, const policy::Policy& 
     return r;
 }
 
-nlohmann::ordered_json to_json(const Result& r) {
-    nlohmann::ordered_json j;
-    j["decision"] = std::string(policy::to_string(r.decision));
-    j["mode"] = std::string(policy::to_string(r.mode));
-    j["classes"] = r.classes;
-    j["reason"] = r.reason;
-    if (!r.source.empty()) j["source"] = r.source;
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// --jsonl builds one of these trees per input line, so they are built
+// cheaply: objects are sized once (an ordered_json object is a vector;
+// growing it a key at a time reallocates and moves every member), and the
+// Result's strings are moved into the tree rather than copied.
+ojson object(std::size_t keys) {
+    ojson o = ojson::object();
+    o.get_ptr<ojson::object_t*>()->reserve(keys);
+    return o;
+}
+
+ojson strings(std::vector<std::string>&& v) {
+    ojson a = ojson::array();
+    auto& arr = *a.get_ptr<ojson::array_t*>();
+    arr.reserve(v.size());
+    for (auto& s : v) arr.emplace_back(std::move(s));
+    return a;
+}
+
+}  // namespace
+
+nlohmann::ordered_json to_json(const Result& r) { return to_json(Result(r)); }
+
+nlohmann::ordered_json to_json(Result&& r) {
+    ojson j = object(6 + !r.source.empty() + r.resolved + r.parse_error.has_value() + 1);  // + "id" in --jsonl
+    j["decision"] = policy::to_string(r.decision);
+    j["mode"] = policy::to_string(r.mode);
+    j["classes"] = strings(std::move(r.classes));
+    j["reason"] = std::move(r.reason);
+    if (!r.source.empty()) j["source"] = std::move(r.source);
     if (r.resolved) j["approver"] = true;
-    nlohmann::ordered_json cmds = nlohmann::ordered_json::array();
-    for (const auto& s : r.commands) {
-        nlohmann::ordered_json c;
-        c["argv"] = s.finding.argv;
-        c["classes"] = s.finding.classes;
-        c["decision"] = std::string(policy::to_string(s.decision));
-        c["reason"] = s.reason;
-        if (!s.source.empty()) c["source"] = s.source;
-        if (!s.finding.notes.empty()) c["notes"] = s.finding.notes;
-        if (!s.finding.refs.empty()) c["refs"] = s.finding.refs;
+    ojson cmds = ojson::array();
+    auto& arr = *cmds.get_ptr<ojson::array_t*>();
+    arr.reserve(r.commands.size());
+    for (auto& s : r.commands) {
+        ojson c = object(5 + !s.source.empty() + !s.finding.notes.empty() + !s.finding.refs.empty());
+        c["argv"] = strings(std::move(s.finding.argv));
+        c["classes"] = strings(std::move(s.finding.classes));
+        c["decision"] = policy::to_string(s.decision);
+        c["reason"] = std::move(s.reason);
+        if (!s.source.empty()) c["source"] = std::move(s.source);
+        if (!s.finding.notes.empty()) c["notes"] = strings(std::move(s.finding.notes));
+        if (!s.finding.refs.empty()) c["refs"] = strings(std::move(s.finding.refs));
         c["offset"] = s.finding.offset;
-        cmds.push_back(std::move(c));
+        arr.push_back(std::move(c));
     }
     j["commands"] = std::move(cmds);
-    if (r.parse_error)
-        j["parseError"] = {{"message", r.parse_error->message},
-                           {"line", r.parse_error->line},
-                           {"column", r.parse_error->column},
-                           {"offset", r.parse_error->offset}};
+    std::vector<SubCommand>().swap(r.commands);  // their strings now live in the tree
+    if (r.parse_error) {
+        ojson e = object(4);
+        e["message"] = std::move(r.parse_error->message);
+        e["line"] = r.parse_error->line;
+        e["column"] = r.parse_error->column;
+        e["offset"] = r.parse_error->offset;
+        j["parseError"] = std::move(e);
+    }
     return j;
 }
 

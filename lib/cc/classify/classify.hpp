@@ -67,6 +67,8 @@ Result classify(std::string_view line, policy::Mode mode, const policy::Policy& 
 
 // {"decision","mode","classes","reason","source","commands":[...],"parseError"?},
 // keys in that order (ordered_json: also cheaper to build for small objects).
+// The rvalue form moves the result's strings into the tree.
 nlohmann::ordered_json to_json(const Result& r);
+nlohmann::ordered_json to_json(Result&& r);
 
 }  // namespace cc::classify

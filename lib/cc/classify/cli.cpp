@@ -1,5 +1,6 @@
 #include "cc/classify/cli.hpp"
 
+#include <algorithm>
 #include <istream>
 #include <iterator>
 #include <ostream>
@@ -49,59 +50,133 @@ void resolve(Result& r, std::string_view line, const Resolver& resolver) {
 
 int hook_once(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err);
 
-int run_line(const std::string& line, const Options& opts, std::ostream& out) {
+int run_line(const std::string& line, const Options& opts, std::string& json) {
     Result r = classify(line, opts.mode, opts.policy);
     resolve(r, line, opts.resolver);
-    out << dump(to_json(r)) << '\n';
-    return exit_status(r.decision);
+    int status = exit_status(r.decision);
+    json = dump(to_json(std::move(r)));
+    return status;
 }
 
+int run_line(const std::string& line, const Options& opts, std::ostream& out) {
+    std::string json;
+    int status = run_line(line, opts, json);
+    out << json << '\n';
+    return status;
+}
+
+namespace {
+
+// Lines from a stream buffer in blocks of what it already holds. Before a
+// read that could block, `flush` is called: a caller that writes one line and
+// waits for its answer gets it, however the input is split.
+class LineReader {
+public:
+    explicit LineReader(std::streambuf& sb) : sb_(sb) {}
+
+    template <typename Flush>
+    bool next(std::string& line, Flush&& flush) {
+        using traits = std::char_traits<char>;
+        constexpr std::streamsize block = 64 * 1024;
+        for (;;) {
+            if (auto nl = buf_.find('\n', scan_); nl != std::string::npos) {
+                line.assign(buf_, pos_, nl - pos_);
+                pos_ = scan_ = nl + 1;
+                return true;
+            }
+            buf_.erase(0, pos_);
+            pos_ = 0;
+            scan_ = buf_.size();
+            std::streamsize avail = sb_.in_avail();
+            if (avail == 0) {
+                flush();
+                avail = traits::eq_int_type(sb_.sgetc(), traits::eof()) ? -1 : std::max<std::streamsize>(sb_.in_avail(), 1);
+            }
+            if (avail < 0) {  // end of input; a last line may lack its newline
+                if (buf_.empty()) return false;
+                line.swap(buf_);
+                buf_.clear();
+                scan_ = 0;
+                return true;
+            }
+            std::size_t had = buf_.size();
+            buf_.resize(had + static_cast<std::size_t>(std::min(avail, block)));
+            std::streamsize got = sb_.sgetn(buf_.data() + had, std::min(avail, block));
+            buf_.resize(had + static_cast<std::size_t>(std::max<std::streamsize>(got, 0)));
+        }
+    }
+
+private:
+    std::streambuf& sb_;
+    std::string buf_;
+    std::size_t pos_ = 0;   // start of the next line in buf_
+    std::size_t scan_ = 0;  // buf_ holds no newline between pos_ and here
+};
+
+}  // namespace
+
 int run_jsonl(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err) {
-    std::string text;
+    // Answers are collected in one string and written together: before any
+    // read that could wait for input, and every 64 KiB of output.
+    constexpr std::size_t batch_bytes = 64 * 1024;
+    std::string text, batch;
+    batch.reserve(batch_bytes + 4096);
+    nlohmann::detail::serializer<nlohmann::ordered_json> to_batch(
+        nlohmann::detail::output_adapter<char, std::string>(batch), ' ', nlohmann::json::error_handler_t::replace);
+    auto emit = [&](const nlohmann::ordered_json& j) {
+        to_batch.dump(j, false, false, 0);
+        batch.push_back('\n');
+    };
     std::size_t n = 0;
     int status = 0;
-    while (std::getline(in, text)) {
+    auto flush = [&] {
+        if (batch.empty()) return;
+        out.write(batch.data(), static_cast<std::streamsize>(batch.size())).flush();
+        batch.clear();
+    };
+    LineReader lines(*in.rdbuf());
+    while (lines.next(text, flush)) {
         ++n;
-        if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-        std::string where = "stdin line " + std::to_string(n);
-        auto fail = [&](const Error& e) {
-            nlohmann::json j = {{"error", e.one_line()}, {"decision", "deny"}, {"line", n}};
-            out << dump(j) << '\n';
-            err << "cc-classify: " << where << ": " << e.one_line() << '\n';
-            status = 2;
-        };
-        auto doc = json::parse(text, where);
-        if (!doc) {
-            fail(doc.error());
-            continue;
-        }
-        json::ObjectReader rd(*doc, "");
-        std::string cmd;
-        std::optional<std::string> mode_name;
-        rd.required("cmd", cmd);
-        rd.optional("mode", mode_name);
-        rd.accept("id");
-        if (auto e = rd.finish()) {
-            fail(*e);
-            continue;
-        }
-        policy::Mode mode = opts.mode;
-        if (mode_name) {
-            auto m = policy::parse_mode(*mode_name);
-            if (!m) {
-                fail(input_error("mode", "unknown mode '" + *mode_name + "' (chat, plan, review or orchestrate)"));
-                continue;
+        [&] {
+            if (text.find_first_not_of(" \t\r") == std::string::npos) return;
+            auto fail = [&](const Error& e) {
+                nlohmann::json j = {{"error", e.one_line()}, {"decision", "deny"}, {"line", n}};
+                batch += dump(j);  // keys sorted, as they always were
+                batch.push_back('\n');
+                err << "cc-classify: stdin line " << n << ": " << e.one_line() << '\n';
+                status = 2;
+            };
+            auto doc = json::parse(text, "");
+            if (!doc) {  // the subject is only spelled out when needed
+                Error e = doc.error();
+                e.subject = "stdin line " + std::to_string(n);
+                return fail(e);
             }
-            mode = *m;
-        }
-        Result r = classify(cmd, mode, opts.policy);
-        resolve(r, cmd, opts.resolver);
-        nlohmann::ordered_json j = to_json(r);
-        if (doc->contains("id")) j["id"] = (*doc)["id"];
-        out << dump(j) << '\n';
-        if (!out) break;
+            json::ObjectReader rd(*doc, "");
+            std::string cmd;
+            std::optional<std::string> mode_name;
+            rd.required("cmd", cmd);
+            rd.optional("mode", mode_name);
+            rd.accept("id");
+            if (auto e = rd.finish()) return fail(*e);
+            policy::Mode mode = opts.mode;
+            if (mode_name) {
+                auto m = policy::parse_mode(*mode_name);
+                if (!m)
+                    return fail(input_error("mode", "unknown mode '" + *mode_name + "' (chat, plan, review or orchestrate)"));
+                mode = *m;
+            }
+            Result r = classify(cmd, mode, opts.policy);
+            if (r.decision == Decision::ask && opts.resolver) flush();  // the approver may take its time
+            resolve(r, cmd, opts.resolver);
+            nlohmann::ordered_json j = to_json(std::move(r));
+            if (auto id = doc->find("id"); id != doc->end()) j["id"] = std::move(*id);
+            emit(j);
+        }();
+        if (batch.size() >= batch_bytes) flush();
+        if (!out) return status;
     }
-    out.flush();
+    flush();
     return status;
 }
 

@@ -37,6 +37,9 @@ void resolve(Result& r, std::string_view line, const Resolver& resolver);
 
 // One line: prints the JSON result, returns 0 / 10 / 11.
 int run_line(const std::string& line, const Options& opts, std::ostream& out);
+// The same with the JSON result (no newline) left in `json`, for a caller
+// that writes it itself (cc-classify: one write(2), no stdio buffer).
+int run_line(const std::string& line, const Options& opts, std::string& json);
 
 // {"cmd": "...", "mode": "...", "id": any} per input line -> one result line
 // each, in order. A malformed line is answered with {"error":..., "decision":
