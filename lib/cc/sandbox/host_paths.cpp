@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <unordered_map>
 
 #include "cc/sandbox/paths.hpp"
 
@@ -12,25 +13,38 @@ namespace cc::sandbox {
 
 namespace {
 
+// One plan asks about the same few dozen paths hundreds of times (every deny
+// rule in both spellings against every mount); the answers are remembered for
+// the life of this object, which is one plan: the host does not change under
+// it in a way the plan could act on anyway (it is a snapshot either way).
 class RealPaths final : public HostPaths {
 public:
     std::optional<std::string> resolve(const std::string& path) const override {
+        if (auto it = resolved_.find(path); it != resolved_.end()) return it->second;
         char buf[PATH_MAX];
-        if (!::realpath(path.c_str(), buf)) return std::nullopt;
-        return std::string(buf);
+        std::optional<std::string> r;
+        if (::realpath(path.c_str(), buf)) r = std::string(buf);
+        resolved_.emplace(path, r);
+        return r;
     }
     Kind kind(const std::string& path) const override {
+        if (auto it = kinds_.find(path); it != kinds_.end()) return it->second;
         struct stat st {};
-        if (::stat(path.c_str(), &st) != 0) return Kind::missing;
-        if (S_ISDIR(st.st_mode)) return Kind::dir;
-        if (S_ISREG(st.st_mode)) return Kind::file;
-        return Kind::other;
+        Kind k = Kind::other;
+        if (::stat(path.c_str(), &st) != 0) k = Kind::missing;
+        else if (S_ISDIR(st.st_mode)) k = Kind::dir;
+        else if (S_ISREG(st.st_mode)) k = Kind::file;
+        kinds_.emplace(path, k);
+        return k;
     }
     std::optional<std::string> read_link(const std::string& path) const override {
+        if (auto it = links_.find(path); it != links_.end()) return it->second;
         char buf[PATH_MAX];
         ssize_t n = ::readlink(path.c_str(), buf, sizeof buf);
-        if (n < 0) return std::nullopt;
-        return std::string(buf, static_cast<std::size_t>(n));
+        std::optional<std::string> r;
+        if (n >= 0) r = std::string(buf, static_cast<std::size_t>(n));
+        links_.emplace(path, r);
+        return r;
     }
     std::vector<std::string> list(const std::string& dir) const override {
         std::vector<std::string> out;
@@ -43,6 +57,10 @@ public:
         ::closedir(d);
         return out;
     }
+
+private:
+    mutable std::unordered_map<std::string, std::optional<std::string>> resolved_, links_;
+    mutable std::unordered_map<std::string, Kind> kinds_;
 };
 
 }  // namespace
