@@ -353,7 +353,8 @@ public:
         for (int fd : {out[1], err[1], st[1], pty_slave, blk[0]}) if (fd >= 0) ::close(fd);
         if (handover) {
             // Synchronous and bounded: bubblewrap holds the command until fd 4
-            // is written or closed; closed without a byte, it runs nothing.
+            // is written or closed. On failure the sandbox is SIGKILLed before
+            // fd 4 is closed, so the command never gets to run.
             if (auto s = hand_over_listeners(st[0]); !s) {
                 log(s.error().one_line() + ": the sandbox is stopped before the command runs");
                 if (!failure_) failure_ = exit_own_failure;
