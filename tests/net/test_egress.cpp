@@ -33,16 +33,22 @@ using cc::test::bin;
 
 namespace {
 
-std::uint16_t free_port() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+// Binds fd to 127.0.0.1 on an ephemeral port; the port, or 0 if bind failed.
+std::uint16_t bind_loopback(int fd) {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return 0;
     socklen_t l = sizeof a;
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &l);
-    ::close(fd);
     return ntohs(a.sin_port);
+}
+
+std::uint16_t free_port() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    std::uint16_t port = bind_loopback(fd);
+    ::close(fd);
+    return port;
 }
 
 int connect_to(std::uint16_t port) {
@@ -170,13 +176,7 @@ struct Dns {
 
     explicit Dns(std::map<std::string, std::string> n) : names(std::move(n)) {
         fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-        socklen_t l = sizeof a;
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &l);
-        port = ntohs(a.sin_port);
+        port = bind_loopback(fd);
         thread = std::thread([this] { serve(); });
     }
     ~Dns() {
@@ -605,14 +605,9 @@ TEST_CASE("egress: listening sockets handed over the fd inbox serve like the TCP
     auto listen_pair = [](int* fds, std::uint16_t* ports) {
         for (int i = 0; i < 2; ++i) {
             fds[i] = ::socket(AF_INET, SOCK_STREAM, 0);
-            sockaddr_in a{};
-            a.sin_family = AF_INET;
-            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            REQUIRE(::bind(fds[i], reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+            ports[i] = bind_loopback(fds[i]);
+            REQUIRE(ports[i] != 0);
             REQUIRE(::listen(fds[i], 16) == 0);
-            socklen_t l = sizeof a;
-            ::getsockname(fds[i], reinterpret_cast<sockaddr*>(&a), &l);
-            ports[i] = ntohs(a.sin_port);
         }
     };
     // One message; the reply line. With `keep`, the connection stays open
@@ -673,13 +668,9 @@ TEST_CASE("egress: listening sockets handed over the fd inbox serve like the TCP
         ::close(u);  // the sender goes: cc-egress closes both listeners
         bool closed = false;
         for (int i = 0; i < 200 && !closed; ++i) {
-            int probe = ::socket(AF_INET, SOCK_STREAM, 0);
-            sockaddr_in a{};
-            a.sin_family = AF_INET;
-            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            a.sin_port = htons(held_ports[1]);
-            closed = ::connect(probe, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0;
-            ::close(probe);
+            int probe = connect_to(held_ports[1]);
+            closed = probe < 0;
+            if (probe >= 0) ::close(probe);
             if (!closed) ::usleep(10000);
         }
         CHECK(closed);

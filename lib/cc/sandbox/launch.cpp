@@ -191,17 +191,24 @@ struct Egress {
     bool ready_seen = false;
     std::string head;  // stdout up to the end of the ready line
     ~Egress() { stop(); }
-    void stop() {
+    // Stops it (SIGTERM, then SIGKILL after 3 s) and returns its wait status,
+    // or nullopt when there was nothing to stop.
+    std::optional<int> stop() {
+        std::optional<int> st;
         if (stdin_w >= 0) ::close(std::exchange(stdin_w, -1));
         if (pid > 0) {
             ::kill(pid, SIGTERM);
-            if (!wait_exit(pid, 3000)) {
+            st = wait_exit(pid, 3000);
+            if (!st) {
                 ::kill(pid, SIGKILL);
-                ::waitpid(pid, nullptr, 0);
+                int raw = 0;
+                ::waitpid(pid, &raw, 0);
+                st = raw;
             }
             pid = -1;
         }
         if (stdout_r >= 0) ::close(std::exchange(stdout_r, -1));
+        return st;
     }
 };
 
@@ -304,6 +311,9 @@ public:
     Runner(const Plan& plan, const WrapRequest& rq, Egress* eg)
         : plan_(plan), rq_(rq), eg_(eg), ev_(plan.spec.sessionId), sigs_(io_), timeout_(io_), grace_(io_),
           drain_(io_) {}
+    ~Runner() {
+        if (inbox_conn_ >= 0) ::close(inbox_conn_);
+    }
 
     int run() {
         const bool native = plan_.backend != spec::Backend::none;
@@ -409,11 +419,8 @@ private:
         };
         auto line = read_line(status_fd, status_text_, left_ms());
         if (!line) return unavailable_error("bubblewrap", "no status line (it failed to set up the sandbox)");
-        auto j = json::parse(*line, nullptr, false);
-        pid_t p = j.is_object() ? j.value("child-pid", -1) : -1;
-        if (p <= 0 || parent_of(p) != pid_) return unavailable_error("bubblewrap", "status line names no child of it");
-        pid1_ = p;
-        if (rq_.events) emit(ev_.line("ready", {{"pid", pid_}}));
+        json j = adopt_status_line(*line);
+        if (pid1_ < 0) return unavailable_error("bubblewrap", "status line names no child of it");
         std::optional<unsigned long> net_ino;
         if (j.contains("net-namespace") && j["net-namespace"].is_number_unsigned())
             net_ino = j["net-namespace"].get<unsigned long>();
@@ -465,13 +472,8 @@ private:
     // the caller's bad input; anything else is our own failure.
     Error egress_gone(const std::string& why) {
         if (!failure_) failure_ = exit_own_failure;
-        if (eg_->pid > 0) {
-            ::kill(eg_->pid, SIGTERM);
-            if (auto st = wait_exit(eg_->pid, 1000)) {
-                eg_->pid = -1;
-                if (WIFEXITED(*st) && WEXITSTATUS(*st) == tool::exit_usage) failure_ = tool::exit_usage;
-            }
-        }
+        if (auto st = eg_->stop(); st && WIFEXITED(*st) && WEXITSTATUS(*st) == tool::exit_usage)
+            failure_ = tool::exit_usage;
         return unavailable_error("cc-egress", why);
     }
 
@@ -654,16 +656,22 @@ private:
             if (ec || n == 0) return;
             status_text_.append(status_buf_.data(), n);
             auto nl = status_text_.find('\n');
-            if (pid1_ < 0 && nl != std::string::npos) {
-                auto j = json::parse(status_text_.substr(0, nl), nullptr, false);
-                pid_t p = j.is_object() ? j.value("child-pid", -1) : -1;
-                if (p > 0 && parent_of(p) == pid_) {
-                    pid1_ = p;
-                    if (rq_.events) emit(ev_.line("ready", {{"pid", pid_}}));
-                }
-            }
+            if (pid1_ < 0 && nl != std::string::npos) adopt_status_line(status_text_.substr(0, nl));
             if (pid1_ < 0 && status_text_.size() < 4096) status_loop();
         });
+    }
+
+    // bwrap's first status line: {"child-pid": N, "net-namespace": ...}. The
+    // pid becomes the sandbox's PID 1 (and "ready" is emitted) only if it is
+    // bwrap's own child. Returns the parsed line (discarded if not JSON).
+    json adopt_status_line(const std::string& line) {
+        json j = json::parse(line, nullptr, false);
+        pid_t p = j.is_object() ? j.value("child-pid", -1) : -1;
+        if (p > 0 && parent_of(p) == pid_) {
+            pid1_ = p;
+            if (rq_.events) emit(ev_.line("ready", {{"pid", pid_}}));
+        }
+        return j;
     }
 
     static pid_t parent_of(pid_t p) {
@@ -735,11 +743,6 @@ private:
     int status_ = exit_own_failure;
     std::optional<int> failure_;
     int inbox_conn_ = -1;  // held open while the sandbox runs (fd-handover)
-
-public:
-    ~Runner() {
-        if (inbox_conn_ >= 0) ::close(inbox_conn_);
-    }
     int open_streams_ = 0;
     bool exited_ = false, killed_ = false, forwarded_ = false, stdout_gone_ = false;
 };

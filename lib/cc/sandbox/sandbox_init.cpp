@@ -1,13 +1,9 @@
 #include "cc/sandbox/sandbox_init.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <linux/close_range.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
