@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <linux/nsfs.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -75,18 +77,23 @@ bool wait_readable(int fd, int ms) {
         ::_exit(1);
     };
     std::string proc = "/proc/" + std::to_string(pid) + "/ns/";
-    int user = ::open((proc + "user").c_str(), O_RDONLY | O_CLOEXEC);
     int net = ::open((proc + "net").c_str(), O_RDONLY | O_CLOEXEC);
-    if (user < 0 || net < 0) die(errno_text(("open " + proc).c_str()));
-    struct stat su {}, sn {}, self {};
-    if (::fstat(user, &su) != 0 || ::fstat(net, &sn) != 0 || ::stat("/proc/self/ns/user", &self) != 0)
-        die(errno_text("stat namespaces"));
+    if (net < 0) die(errno_text(("open " + proc + "net").c_str()));
+    struct stat sn {}, su {}, self {};
+    if (::fstat(net, &sn) != 0 || ::stat("/proc/self/ns/user", &self) != 0) die(errno_text("stat namespaces"));
     if (expect_net_ino && sn.st_ino != *expect_net_ino)
         die("the process is not the sandbox bubblewrap reported (network namespace differs)");
-    // As root bubblewrap makes no user namespace; as a user it does, and we
-    // own it, so joining it gives the capability to join its network one.
+    // Joining a network namespace takes CAP_SYS_ADMIN in the user namespace
+    // that owns it. As root that is ours already; as a user bubblewrap made
+    // it, and we own it, so joining it gives that capability. The owner is
+    // asked of the network namespace itself (NS_GET_USERNS), not taken from
+    // /proc/PID/ns/user, which names the process's current user namespace.
+    int user = ::ioctl(net, NS_GET_USERNS);
+    if (user < 0 || ::fstat(user, &su) != 0) die(errno_text("owner of the network namespace"));
     if (su.st_ino != self.st_ino && ::setns(user, CLONE_NEWUSER) != 0) die(errno_text("setns user"));
-    if (::setns(net, CLONE_NEWNET) != 0) die(errno_text("setns net"));
+    if (::setns(net, CLONE_NEWNET) != 0)
+        die(errno_text("setns net") + " (net " + std::to_string(sn.st_ino) + ", owner " + std::to_string(su.st_ino) +
+            ", ours " + std::to_string(self.st_ino) + ")");
     std::string err;
     int fds[2] = {listen_loopback(http_port, err), -1};
     if (fds[0] < 0) die("http listener " + err);
