@@ -55,6 +55,15 @@ printf 'Port %s\nListen 127.0.0.1\nTimeout 600\nMaxClients 2048\nAllow 127.0.0.1
 tinyproxy -d -c "$dir/tinyproxy.conf" > /dev/null 2>&1 & tpid=$!; pids+=($tpid)
 ms=$(free_port)
 microsocks -i 127.0.0.1 -p "$ms" > /dev/null 2>&1 & mpid=$!; pids+=($mpid)
+# The floor any user-space relay pays for the second TCP hop on this host:
+# bench/splice_ceiling.cpp, blocking splice(2), no policy, no event loop.
+ceiling=$build/bench/splice_ceiling
+sc=""
+if [ -x "$ceiling" ]; then
+  "$ceiling" > "$dir/ceiling.out" & scpid=$!; pids+=($scpid)
+  for _ in $(seq 100); do [ -s "$dir/ceiling.out" ] && break; sleep 0.05; done
+  sc=$(head -n 1 "$dir/ceiling.out")
+fi
 wait_port "$tp" && wait_port "$ms" || { echo "30-egress: a peer proxy did not start"; exit 1; }
 
 url="http://127.0.0.1:$web/big"
@@ -80,13 +89,17 @@ transfer egress-absolute "$eg" -x "http://127.0.0.1:$eh"
 transfer tinyproxy-connect "$tpid" -p -x "http://127.0.0.1:$tp"
 transfer tinyproxy-absolute "$tpid" -x "http://127.0.0.1:$tp"
 transfer microsocks-socks5 "$mpid" --socks5-hostname "127.0.0.1:$ms"
-for k in direct egress-connect egress-socks5 egress-absolute tinyproxy-connect tinyproxy-absolute microsocks-socks5; do
+paths=(direct egress-connect egress-socks5 egress-absolute tinyproxy-connect tinyproxy-absolute microsocks-socks5)
+if [ -n "$sc" ]; then transfer splice-ceiling "$scpid" -p -x "http://$sc"; paths+=(splice-ceiling); fi
+for k in "${paths[@]}"; do
   printf '  %-20s %7s MiB/s  %5sx direct  cpu %s s/GiB\n' "$k" "${speed[$k]}" \
     "$(awk -v a="${speed[$k]}" -v b="${speed[direct]}" 'BEGIN {printf "%.2f", a/b}')" "${cpu[$k]}"
 done
 printf '  ratios: egress CONNECT / tinyproxy CONNECT %.2fx; egress SOCKS5 / microsocks %.2fx\n' \
   "$(awk -v a="${speed[egress-connect]}" -v b="${speed[tinyproxy-connect]}" 'BEGIN {print a/b}')" \
   "$(awk -v a="${speed[egress-socks5]}" -v b="${speed[microsocks-socks5]}" 'BEGIN {print a/b}')"
+[ -n "$sc" ] && printf '  egress CONNECT / splice ceiling (bare splice relay, the cost of the hop itself) %.2fx\n' \
+  "$(awk -v a="${speed[egress-connect]}" -v b="${speed[splice-ceiling]}" 'BEGIN {print a/b}')"
 
 echo "short requests (1 KiB, new connection each, 2,000 per path, 4 clients; median of 3 runs, each"
 echo "                cc-egress run followed by its peer's so both see the same load; proxy CPU from"
