@@ -560,12 +560,55 @@ TEST_CASE("launch: network through the session's own cc-egress", "[launch][netwo
     server.join();
 }
 
+TEST_CASE("launch: bubblewrap execs a command the plan sees; the init step keeps 126 and 127", "[launch][init]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (::access(bin("cc-egress").c_str(), X_OK) != 0) CC_SKIP("cc-egress not built");
+    Tree t("direct-exec");
+    RunOptions o;
+    o.env["HOME"] = t.home;
+    auto wrap = [&](std::vector<std::string> cmd, std::vector<std::string> flags = {}) {
+        std::vector<std::string> argv = {bin("cc-wrap"), "--spec", t.spec, "--drop-filename-denies"};
+        argv.insert(argv.end(), flags.begin(), flags.end());
+        argv.push_back("--");
+        argv.insert(argv.end(), cmd.begin(), cmd.end());
+        return run(argv, o);
+    };
+    // Own cc-egress, so the fd handover: no socat inside, and the plan can
+    // see /usr/bin/sh, so there is no init step.
+    std::string script = "ls /proc/$$/fd; head -c 3 /proc/$$/cmdline | tr '\\0' '|'; exit 7";
+    auto plan = json::parse(wrap({"sh", "-c", script}, {"--print"}).out);
+    CHECK(plan["proxy"]["transport"] == "fd-handover");
+    CHECK(plan["initStep"]["used"] == false);
+    auto r = wrap({"sh", "-c", script});
+    INFO(r.err);
+    CHECK(r.status == 7);
+    CHECK(r.out == "0\n1\n2\nsh|");  // nothing of cc-wrap's or bubblewrap's leaks; argv[0] as given
+    // A binary in the writable work dir, by relative path.
+    fs::copy_file("/bin/true", t.work + "/mytrue");
+    CHECK(json::parse(wrap({"./mytrue"}, {"--print"}).out)["initStep"]["used"] == false);
+    CHECK(wrap({"./mytrue"}).status == 0);
+    // What the plan cannot vouch for goes through the init step, which tells
+    // not found from not executable.
+    CHECK(json::parse(wrap({"/no/such/program"}, {"--print"}).out)["initStep"]["used"] == true);
+    CHECK(wrap({"/no/such/program"}).status == 127);
+    CHECK(wrap({"/etc/passwd"}).status == 126);
+    CHECK(wrap({"no-such-command-anywhere"}).status == 127);
+    // A symlink in the work dir to a host file the sandbox does not show.
+    spit(t.outside + "/tool", "#!/bin/sh\necho should-not-run\n");
+    fs::permissions(t.outside + "/tool", fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+    fs::create_symlink(t.outside + "/tool", t.work + "/tool");
+    CHECK(json::parse(wrap({"./tool"}, {"--print"}).out)["initStep"]["used"] == true);
+    auto hidden = wrap({"./tool"});
+    CHECK(hidden.status == 127);
+    CHECK(hidden.out.empty());
+}
+
 TEST_CASE("launch: cc-egress refusing its input stops the sandbox before the command runs", "[launch][network]") {
     if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
     if (::access(bin("cc-egress").c_str(), X_OK) != 0) CC_SKIP("cc-egress not built");
     Tree t("egress-fails");
     // cc-egress starts alongside the sandbox and refuses this pattern (exit 2);
-    // the command waits in the init step for the handover and must never run.
+    // bubblewrap holds the command (--block-fd) for the handover: it must never run.
     json spec = json::parse(slurp(t.spec));
     spec["egressAllowlist"] = {"foo*.example.com"};
     spit(t.spec, spec.dump());

@@ -4,6 +4,7 @@
 // mounts. CC_UPDATE_GOLDEN=1 rewrites the snapshots.
 #include "harness.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -26,6 +27,8 @@ public:
     std::set<std::string> dirs = {"/", "/usr", "/etc", "/home", "/tmp"};
     std::set<std::string> files = {"/etc/shadow"};
     std::map<std::string, std::string> links = {{"/bin", "usr/bin"}, {"/lib", "usr/lib"}};
+    std::set<std::string> elves;                       // executable ELF files
+    std::map<std::string, std::string> scripts;        // executable script -> its "#!" interpreter
 
     void dir(const std::string& p) {
         for (std::string a = p; a != "/"; a = parent_of(a)) dirs.insert(a);
@@ -61,6 +64,14 @@ public:
         auto l = links.find(path);
         if (l == links.end()) return std::nullopt;
         return l->second;
+    }
+    Exec executable(const std::string& path) const override {
+        auto r = resolve(path);
+        Exec e;
+        if (!r) return e;
+        if (elves.count(*r)) e.ok = e.elf = true;
+        if (auto s = scripts.find(*r); s != scripts.end()) e.ok = true, e.interpreter = s->second;
+        return e;
     }
     std::vector<std::string> list(const std::string& d) const override {
         std::set<std::string> out;
@@ -184,6 +195,61 @@ void check_golden(const std::string& name, const std::string& text) {
 TEST_CASE("plan: golden snapshot of the chat dispatch plan", "[plan]") {
     auto h = standard_host();
     check_golden("plan-chat.json", to_json(make(standard_input(), h)).dump(2) + "\n");
+}
+
+TEST_CASE("plan: bubblewrap execs the command itself only when it is certainly runnable inside", "[plan][init]") {
+    auto h = standard_host();
+    const std::string work = "/srv/cc/conv1/agents/a1/work";
+    h.file("/usr/bin/make");
+    h.elves.insert("/usr/bin/make");
+    h.file("/usr/bin/python3");
+    h.elves.insert("/usr/bin/python3");
+    h.file(work + "/build.py");
+    h.scripts[work + "/build.py"] = "/usr/bin/python3";
+    h.file(work + "/old.py");
+    h.scripts[work + "/old.py"] = "/usr/bin/python2";  // no such interpreter
+    h.file(work + "/notes.txt");                         // there, not executable
+    h.file("/home/u/bin/tool");
+    h.elves.insert("/home/u/bin/tool");
+    h.links[work + "/tool"] = "/home/u/bin/tool";       // on the host only: home is not bound
+    h.file(work + "/bin/real");
+    h.elves.insert(work + "/bin/real");
+    h.links[work + "/rel"] = "bin/real";                // relative, inside the bind
+
+    auto plan_for = [&](std::vector<std::string> cmd, std::string path = "/usr/bin:/bin", bool pty = false) {
+        auto in = standard_input();
+        in.command = std::move(cmd);
+        in.hostEnv["PATH"] = std::move(path);
+        in.pty = pty;
+        return make(in, h);
+    };
+    auto direct = [&](const Plan& p) {
+        auto dash = std::find(p.argv.begin(), p.argv.end(), "--");
+        bool init_mounted = is_mount_point(p, "/run/cc/init");
+        CHECK(init_mounted == p.initStep);  // the init binary is bound only when it runs
+        return !p.initStep && dash != p.argv.end() && dash + 1 != p.argv.end() && dash[1] != "/run/cc/init";
+    };
+
+    SECTION("found on PATH: argv keeps the name as given") {
+        auto p = plan_for({"make", "test"});
+        CHECK(direct(p));
+        CHECK(std::vector<std::string>(p.argv.end() - 3, p.argv.end()) == std::vector<std::string>{"--", "make", "test"});
+    }
+    SECTION("an absolute path through the /bin -> usr/bin symlink") { CHECK(direct(plan_for({"/bin/make"}))); }
+    SECTION("a script whose interpreter is there") { CHECK(direct(plan_for({"./build.py"}))); }
+    SECTION("a relative symlink inside the bind") { CHECK(direct(plan_for({work + "/rel"}))); }
+    SECTION("not found: the init step reports 127") {
+        auto p = plan_for({"nosuch"});
+        CHECK(p.initStep);
+        CHECK(p.initWhy.find("126/127") != std::string::npos);
+    }
+    SECTION("a script whose interpreter is missing") { CHECK(plan_for({"./old.py"}).initStep); }
+    SECTION("a file that is not executable") { CHECK(plan_for({"./notes.txt"}).initStep); }
+    SECTION("a symlink to a host file the sandbox does not show") { CHECK(plan_for({"./tool"}).initStep); }
+    SECTION("a PATH entry the plan cannot see into comes first") { CHECK(plan_for({"make"}, "/proc/1:/usr/bin").initStep); }
+    SECTION("a relative PATH entry") { CHECK(plan_for({"make"}, "bin:/usr/bin").initStep); }
+    SECTION("a PATH entry under the private /tmp is empty inside") { CHECK(direct(plan_for({"make"}, "/tmp/x:/usr/bin"))); }
+    SECTION("--pty always goes through the init step") { CHECK(plan_for({"make"}, "/usr/bin", true).initStep); }
 }
 
 TEST_CASE("plan: golden snapshot of the Seatbelt profile", "[seatbelt]") {

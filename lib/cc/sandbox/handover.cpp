@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -103,10 +105,51 @@ bool wait_readable(int fd, int ms) {
     ::_exit(0);
 }
 
+// As root (more exactly: when the sandbox's network namespace belongs to our
+// own user namespace) no helper process is needed: network namespaces are
+// per thread, so this thread steps in, makes the two sockets and steps back.
+// That saves a fork of cc-wrap on the launch path. Stepping back cannot fail
+// for a process that could step in; if it ever did, cc-wrap stops here
+// rather than go on making sockets in the sandbox's namespace.
+std::optional<Result<Listeners>> listeners_in_thread(pid_t pid, std::optional<unsigned long> expect_net_ino,
+                                                     int http_port, int socks_port) {
+    std::string proc = "/proc/" + std::to_string(pid) + "/ns/net";
+    int net = ::open(proc.c_str(), O_RDONLY | O_CLOEXEC);
+    if (net < 0) return std::nullopt;  // the helper reports it
+    struct Fd {
+        int fd;
+        ~Fd() { if (fd >= 0) ::close(fd); }
+    } net_fd{net}, user_fd{::ioctl(net, NS_GET_USERNS)}, own_fd{::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)};
+    struct stat sn {}, su {}, self {};
+    if (user_fd.fd < 0 || own_fd.fd < 0 || ::fstat(net, &sn) != 0 || ::fstat(user_fd.fd, &su) != 0 ||
+        ::stat("/proc/self/ns/user", &self) != 0 || su.st_ino != self.st_ino || su.st_dev != self.st_dev)
+        return std::nullopt;
+    if (expect_net_ino && sn.st_ino != *expect_net_ino)
+        return unavailable_error("proxy listeners inside the sandbox",
+                                 "the process is not the sandbox bubblewrap reported (network namespace differs)");
+    if (::setns(net, CLONE_NEWNET) != 0) return std::nullopt;
+    std::string err;
+    Listeners out{listen_loopback(http_port, err), -1};
+    if (out.http >= 0) out.socks = listen_loopback(socks_port, err);
+    if (::setns(own_fd.fd, CLONE_NEWNET) != 0) {
+        std::fprintf(stderr, "cc-wrap: cannot return to its own network namespace: %s\n", std::strerror(errno));
+        std::abort();
+    }
+    if (out.http < 0 || out.socks < 0) {
+        if (out.http >= 0) ::close(out.http);
+        return unavailable_error("proxy listeners inside the sandbox", (out.http < 0 ? "http listener " : "socks listener ") + err);
+    }
+    return out;
+}
+
 }  // namespace
 
 Result<Listeners> listeners_in_netns(pid_t pid, std::optional<unsigned long> expect_net_ino, int http_port,
                                      int socks_port) {
+    if (auto r = listeners_in_thread(pid, expect_net_ino, http_port, socks_port)) return std::move(*r);
+    // As a user, bubblewrap's own user namespace owns the network namespace:
+    // joining it can only be done by a single-threaded process, for good, so
+    // a forked helper does it.
     int sp[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) return io_error("socketpair", "cannot create");
     pid_t child = ::fork();

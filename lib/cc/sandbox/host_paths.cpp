@@ -1,5 +1,7 @@
 // The real filesystem behind HostPaths (OS-touching, so it lives in cc_sys).
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/statvfs.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -56,6 +58,36 @@ public:
         }
         ::closedir(d);
         return out;
+    }
+
+    Exec executable(const std::string& path) const override {
+        Exec e;
+        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0) return e;
+        struct stat st {};
+        struct statvfs vfs {};
+        char head[256];
+        ssize_t n = -1;
+        if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::fstatvfs(fd, &vfs) == 0 && !(vfs.f_flag & ST_NOEXEC))
+            n = ::read(fd, head, sizeof head);
+        ::close(fd);
+        if (n < 4) return e;
+        // The permission bits as the kernel applies them to an unprivileged
+        // process: the owner's if we own it, else the group's if ours, else others'.
+        mode_t bit = st.st_uid == ::geteuid() ? S_IXUSR : st.st_gid == ::getegid() ? S_IXGRP : S_IXOTH;
+        if (!(st.st_mode & bit)) return e;
+        std::string_view h(head, static_cast<std::size_t>(n));
+        if (h.substr(0, 4) == "\x7f" "ELF") {
+            e.ok = e.elf = true;
+        } else if (h.substr(0, 2) == "#!") {
+            auto line = h.substr(2, h.find('\n') == std::string_view::npos ? std::string_view::npos : h.find('\n') - 2);
+            auto b = line.find_first_not_of(" \t");
+            if (b == std::string_view::npos) return e;
+            auto end = line.find_first_of(" \t\r", b);
+            e.interpreter = std::string(line.substr(b, end == std::string_view::npos ? std::string_view::npos : end - b));
+            e.ok = !e.interpreter.empty() && e.interpreter[0] == '/';
+        }
+        return e;
     }
 
 private:

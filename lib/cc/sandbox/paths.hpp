@@ -26,6 +26,15 @@ public:
     virtual std::optional<std::string> read_link(const std::string& path) const = 0;
     // Names in a directory (not recursive), empty when unreadable.
     virtual std::vector<std::string> list(const std::string& dir) const = 0;
+    // Could a process of this user without any capability execute the file
+    // (a regular file, an x bit that applies to it, a mount without noexec)?
+    // And is it an ELF binary, or a script naming an interpreter?
+    struct Exec {
+        bool ok = false;
+        bool elf = false;
+        std::string interpreter;  // from "#!", empty otherwise
+    };
+    virtual Exec executable(const std::string& path) const = 0;
 };
 
 std::unique_ptr<HostPaths> real_paths();

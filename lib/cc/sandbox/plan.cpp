@@ -384,6 +384,99 @@ struct Builder {
         }
     }
 
+    // --- the command, seen from inside ---------------------------------------
+    // What is at guest path g: found on the host at `host`, certainly missing,
+    // or unknown (under /proc, /dev, or too many links): then the init step
+    // decides inside.
+    enum class Seen { found, missing, unknown };
+    struct Sight {
+        Seen seen = Seen::unknown;
+        std::string host;
+    };
+    Sight guest_lookup(std::string g) const {
+        for (int hops = 0; hops < 40; ++hops) {
+            g = normalise(g, "");
+            const Mount* m = nullptr;
+            for (const auto& x : plan.mounts)  // deepest, then last, wins (mounts are in depth order)
+                if (x.op != "remount-ro" && is_within(g, x.dest) && (!m || depth(x.dest) >= depth(m->dest))) m = &x;
+            if (!m || m->op == "tmpfs") return {Seen::missing, {}};  // the empty root, or a fresh tmpfs
+            if (m->op == "symlink") {
+                std::string target = m->src[0] == '/' ? m->src : parent_of(m->dest) + "/" + m->src;
+                g = target + g.substr(m->dest.size());
+                continue;
+            }
+            if (m->op != "bind" && m->op != "ro-bind") return {};
+            // Walk below the mount point on the host; a symlink there is read
+            // as the guest reads it (relative to its directory, absolute from
+            // the guest's root).
+            std::string rest = g.substr(m->dest.size()), h = m->src, gdir = m->dest;
+            bool relinked = false;
+            std::size_t pos = 0;
+            while (pos < rest.size()) {
+                std::size_t next = rest.find('/', pos + 1);
+                std::string part = rest.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+                std::string tail = next == std::string::npos ? "" : rest.substr(next);
+                h += part;
+                if (auto link = host.read_link(h)) {
+                    g = ((*link)[0] == '/' ? *link : gdir + "/" + *link) + tail;
+                    relinked = true;
+                    break;
+                }
+                gdir += part;
+                pos = next == std::string::npos ? rest.size() : next;
+            }
+            if (relinked) continue;
+            if (host.kind(h) == Kind::missing) return {Seen::missing, {}};
+            return {Seen::found, h};
+        }
+        return {};
+    }
+
+    // Can bubblewrap exec the command by itself, with the same answer the
+    // init step would give? Only when the command is certainly found inside
+    // and executable: an ELF binary, or a script whose interpreter is one.
+    void decide_init_step() {
+        if (plan.proxy.transport == "socat-bridge") {
+            plan.initWhy = "the socat bridge is started inside";
+            return;
+        }
+        if (in.pty) {
+            plan.initWhy = "--pty: the terminal becomes the session's controlling one inside";
+            return;
+        }
+        const std::string& cmd = in.command.front();
+        auto runnable = [&](const std::string& g) -> Seen {
+            auto s = guest_lookup(g);
+            if (s.seen != Seen::found) return s.seen;
+            auto e = host.executable(s.host);
+            if (!e.ok) return host.kind(s.host) == Kind::file ? Seen::unknown : Seen::missing;
+            if (e.elf) return Seen::found;
+            auto i = guest_lookup(e.interpreter);
+            return i.seen == Seen::found && host.executable(i.host).elf ? Seen::found : Seen::unknown;
+        };
+        Seen seen = Seen::unknown;
+        if (cmd.find('/') != std::string::npos) {
+            seen = runnable(cmd[0] == '/' ? cmd : plan.chdir + "/" + cmd);
+        } else if (!cmd.empty()) {
+            auto path = plan.env.find("PATH");
+            std::string dirs = path == plan.env.end() ? "/usr/local/bin:/usr/bin:/bin" : path->second;
+            std::size_t pos = 0;
+            while (pos <= dirs.size()) {
+                std::size_t c = dirs.find(':', pos);
+                std::string d = dirs.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
+                pos = c == std::string::npos ? dirs.size() + 1 : c + 1;
+                seen = d.empty() || d[0] != '/' ? Seen::unknown : runnable(d + "/" + cmd);
+                if (seen != Seen::missing) break;  // execvp takes the first it can run
+            }
+        }
+        if (seen == Seen::found) {
+            plan.initStep = false;
+            plan.initWhy = "bubblewrap execs '" + cmd + "' itself: found inside and executable";
+        } else {
+            plan.initWhy = "'" + cmd + "' is not certainly executable inside: the init step reports 126/127";
+        }
+    }
+
     std::vector<std::string> init_argv(const std::string& exe) const {
         std::vector<std::string> a = {exe, "--internal-sandbox-init", "--transport", plan.proxy.transport};
         if (in.pty) a.insert(a.end(), {"--pty", "1"});
@@ -416,8 +509,12 @@ struct Builder {
         }
         if (!plan.chdir.empty()) a.insert(a.end(), {"--chdir", plan.chdir});
         a.push_back("--");
-        auto init = init_argv(guest_init);
-        a.insert(a.end(), init.begin(), init.end());
+        if (plan.initStep) {
+            auto init = init_argv(guest_init);
+            a.insert(a.end(), init.begin(), init.end());
+        } else {
+            a.insert(a.end(), in.command.begin(), in.command.end());
+        }
     }
 
     static int port_of(const std::string& addr, int fallback) {
@@ -453,6 +550,7 @@ struct Builder {
             plan.env["GIT_SSH_COMMAND"] = "ssh -o ProxyCommand='nc -X 5 -x " + socks + " %h %p'";
         }
         plan.argv = {"/usr/bin/sandbox-exec", "-p", plan.seatbelt};
+        plan.initWhy = "Seatbelt: the init step runs the command and reports 126/127";
         auto init = init_argv(in.initExe);
         plan.argv.insert(plan.argv.end(), init.begin(), init.end());
         plan.chdir = in.spec.guestWorkdir.value_or("");
@@ -479,6 +577,7 @@ struct Builder {
             if (auto st = filename_rules(); !st) return st.error();
             plan.notes.push_back("backend none: no sandbox; binds, deny rules and modes are not enforced");
             plan.argv = init_argv(in.initExe);
+            plan.initWhy = "backend none: the init step runs the command and reports 126/127";
             plan.chdir = in.spec.guestWorkdir.value_or("");
             return plan;
         }
@@ -490,11 +589,9 @@ struct Builder {
         spec_mounts();
         if (auto st = deny_rules(); !st) return st.error();
         proxy_wiring();
-        add("ro-bind", in.initExe, guest_init, "the init step (cc-wrap-init)");
         // Later mounts over a path win, so parents first; same depth keeps order.
-        std::stable_sort(plan.mounts.begin(), plan.mounts.end(),
-                         [](const Mount& x, const Mount& y) { return depth(x.dest) < depth(y.dest); });
-        add("remount-ro", "", "/", "the empty root itself is read-only: writes outside the binds fail");
+        auto by_depth = [](const Mount& x, const Mount& y) { return depth(x.dest) < depth(y.dest); };
+        std::stable_sort(plan.mounts.begin(), plan.mounts.end(), by_depth);
         environment();
         if (in.spec.guestWorkdir)
             plan.chdir = *in.spec.guestWorkdir;
@@ -502,6 +599,12 @@ struct Builder {
             plan.chdir = normalise(in.spec.bindMounts.front().guestPath, in.home);
         else
             plan.chdir = in.profile == Profile::terminal ? in.home : "/";
+        decide_init_step();
+        if (plan.initStep) {
+            add("ro-bind", in.initExe, guest_init, "the init step (cc-wrap-init)");
+            std::stable_sort(plan.mounts.begin(), plan.mounts.end(), by_depth);
+        }
+        add("remount-ro", "", "/", "the empty root itself is read-only: writes outside the binds fail");
         bwrap_argv();
         return plan;
     }
@@ -551,6 +654,7 @@ nlohmann::json to_json(const Plan& p) {
         {"proxy", {{"transport", p.proxy.transport}, {"httpPort", p.proxy.httpPort}, {"socksPort", p.proxy.socksPort},
                    {"egress", p.proxy.egress}, {"why", p.proxy.why}}},
         {"runtimeDir", p.runtimeDir},
+        {"initStep", {{"used", p.initStep}, {"why", p.initWhy}}},
         {"notes", p.notes},
     };
     if (!p.proxy.inbox.empty()) j["proxy"]["inbox"] = p.proxy.inbox;

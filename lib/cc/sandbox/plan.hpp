@@ -109,6 +109,12 @@ struct Plan {
     std::vector<std::string> maskFiles;  // files the launcher creates in runtimeDir (mode 0)
     std::vector<std::string> notes;      // every weaker-than-asked choice, said out loud
     std::string seatbelt;                // the SBPL profile (macOS)
+    // Is cc-wrap-init run inside before the command? It is needed for the
+    // socat bridge, a --pty session, and to tell "not found" (127) from "not
+    // executable" (126) when the plan cannot see the command inside;
+    // otherwise bubblewrap execs the command itself (one exec fewer).
+    bool initStep = true;
+    std::string initWhy;
 };
 
 // Paths used inside the sandbox.
