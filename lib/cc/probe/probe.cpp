@@ -113,7 +113,25 @@ Result<SandboxSwitch> resolve_switch(const std::optional<std::string>& flag, con
     return SandboxSwitch{};
 }
 
-ProbeResult probe(const HostFacts& host, const SandboxSwitch& sw) {
+namespace {
+
+void probe_microvm(const HostFacts& host, const std::string& kernel, Microvm& m) {
+    m.kvmUsable = host.kvm_usable(m.kvmDetail);
+    for (const char* rt : {"qemu-system-x86_64", "qemu-system-aarch64", "firecracker", "cloud-hypervisor", "krunvm"})
+        if (host.find_program(rt)) m.runtimes.push_back(rt);
+    m.available = kernel == "Linux" && m.kvmUsable && !m.runtimes.empty();
+    if (m.available) return;
+    if (kernel != "Linux")
+        m.reason = "microvm needs Linux with KVM";
+    else if (!m.kvmUsable)
+        m.reason = m.kvmDetail;
+    else
+        m.reason = "no VM runtime on PATH (qemu-system-x86_64, firecracker, cloud-hypervisor)";
+}
+
+}  // namespace
+
+ProbeResult probe(const HostFacts& host, const SandboxSwitch& sw, bool microvm) {
     ProbeResult p;
     p.sandbox = sw;
     std::string kernel = host.kernel_name();
@@ -161,18 +179,8 @@ ProbeResult probe(const HostFacts& host, const SandboxSwitch& sw) {
     }
 
     // microvm: the only backend with a kernel boundary (F4).
-    p.microvm.kvmUsable = host.kvm_usable(p.microvm.kvmDetail);
-    for (const char* rt : {"qemu-system-x86_64", "qemu-system-aarch64", "firecracker", "cloud-hypervisor", "krunvm"})
-        if (host.find_program(rt)) p.microvm.runtimes.push_back(rt);
-    p.microvm.available = kernel == "Linux" && p.microvm.kvmUsable && !p.microvm.runtimes.empty();
-    if (!p.microvm.available) {
-        if (kernel != "Linux")
-            p.microvm.reason = "microvm needs Linux with KVM";
-        else if (!p.microvm.kvmUsable)
-            p.microvm.reason = p.microvm.kvmDetail;
-        else
-            p.microvm.reason = "no VM runtime on PATH (qemu-system-x86_64, firecracker, cloud-hypervisor)";
-    }
+    if (microvm) probe_microvm(host, kernel, p.microvm);
+    else p.microvm.reason = "not probed (microvm was not asked for)";
 
     p.backend = (sw.on && p.available) ? spec::Backend::native : spec::Backend::none;
     if (!sw.on)

@@ -72,7 +72,11 @@ struct ProbeResult {
     std::string line;            // the F2 start-up line
 };
 
-ProbeResult probe(const HostFacts& host, const SandboxSwitch& sw);
+// `microvm` false skips the microvm part (KVM and a PATH search for five VM
+// runtimes): cc-wrap asks for it only when microvm was requested, since an
+// unrequested backend never falls to microvm (F4). The result then says
+// microvm was not probed.
+ProbeResult probe(const HostFacts& host, const SandboxSwitch& sw, bool microvm = true);
 
 nlohmann::json to_json(const ProbeResult& p);
 // Read back what `cc-probe --json` wrote (cc-wrap --probe FILE).

@@ -196,7 +196,7 @@ Result<Listeners> listeners_in_netns(pid_t pid, std::optional<unsigned long> exp
     return out;
 }
 
-Result<int> hand_over(const std::string& inbox, int http_fd, int socks_fd, int timeout_ms) {
+Result<int> hand_over(const std::string& inbox, int http_fd, int socks_fd) {
     int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0) return io_error("socket", "cannot create");
     sockaddr_un a{};
@@ -213,11 +213,18 @@ Result<int> hand_over(const std::string& inbox, int http_fd, int socks_fd, int t
     if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return fail(std::strerror(errno));
     int fds[2] = {http_fd, socks_fd};
     if (!send_with_fds(s, R"({"http":[0],"socks":[1],"hold":true})" "\n", fds, 2)) return fail(errno_text("sendmsg"));
+    return s;
+}
+
+Status await_handover_ack(int conn, const std::string& inbox, int timeout_ms) {
+    auto fail = [&](const std::string& why) -> Status {
+        return unavailable_error("cc-egress fd inbox '" + inbox + "'", why);
+    };
     std::string line;
     char buf[512];
     while (line.find('\n') == std::string::npos && line.size() < 4096) {
-        if (!wait_readable(s, timeout_ms)) return fail("no answer");
-        ssize_t n = ::read(s, buf, sizeof buf);
+        if (!wait_readable(conn, timeout_ms)) return fail("no answer");
+        ssize_t n = ::read(conn, buf, sizeof buf);
         if (n <= 0) return fail("closed without an answer");
         line.append(buf, static_cast<std::size_t>(n));
     }
@@ -225,7 +232,7 @@ Result<int> hand_over(const std::string& inbox, int http_fd, int socks_fd, int t
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_object() || j.value("ok", false) != true)
         return fail("refused the listeners: " + (j.is_object() ? j.value("error", line) : line));
-    return s;
+    return ok();
 }
 
 }  // namespace cc::sandbox

@@ -33,8 +33,10 @@ Result<Listeners> listeners_in_netns(pid_t pid, std::optional<unsigned long> exp
                                      int socks_port);
 
 // One SCM_RIGHTS message {"http":[0],"socks":[1],"hold":true} to the inbox;
-// returns the connected socket once cc-egress answered {"ok":true}. The
-// listeners live as long as that socket stays open.
-Result<int> hand_over(const std::string& inbox, int http_fd, int socks_fd, int timeout_ms);
+// returns the connected socket. The listeners live as long as that socket
+// stays open. cc-egress answers one line on it, read by await_handover_ack.
+Result<int> hand_over(const std::string& inbox, int http_fd, int socks_fd);
+// Waits (bounded) for cc-egress's answer: ok() for {"ok":true}, else why not.
+Status await_handover_ack(int conn, const std::string& inbox, int timeout_ms);
 
 }  // namespace cc::sandbox

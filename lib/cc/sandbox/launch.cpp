@@ -414,8 +414,12 @@ public:
         for (int fd : {out[1], err[1], st[1], pty_slave, blk[0]}) if (fd >= 0) ::close(fd);
         if (handover) {
             // Synchronous and bounded: bubblewrap holds the command until fd 4
-            // is written or closed. On failure the sandbox is SIGKILLed before
-            // fd 4 is closed, so the command never gets to run.
+            // is written or closed. Until the listeners are made and in
+            // cc-egress's inbox, a failure SIGKILLs the sandbox before fd 4 is
+            // closed, so the command never gets to run. From then on the
+            // listeners already queue connections, so the command is let go
+            // while cc-egress's answer is awaited; a refusal, or no answer,
+            // stops the sandbox then and cc-wrap exits 125.
             if (auto s = hand_over_listeners(st[0]); !s) {
                 log(s.error().one_line() + ": the sandbox is stopped before the command runs");
                 if (!failure_) failure_ = exit_own_failure;
@@ -423,6 +427,11 @@ public:
             } else {
                 ssize_t w = ::write(blk[1], "1", 1);
                 (void)w;
+                if (auto a = await_handover_ack(inbox_conn_, plan_.proxy.inbox, 10000); !a) {
+                    log(a.error().one_line() + ": the sandbox is stopped");
+                    if (!failure_) failure_ = exit_own_failure;
+                    kill_all();
+                }
             }
             ::close(blk[1]);
         }
@@ -489,7 +498,7 @@ private:
                 return egress_gone("first line is not a ready object: " + ready->substr(0, 200));
             eg_->ready_seen = true;
         }
-        auto conn = hand_over(plan_.proxy.inbox, fds->http, fds->socks, std::max(left_ms(), 1));
+        auto conn = hand_over(plan_.proxy.inbox, fds->http, fds->socks);
         if (!conn) return conn.error();
         inbox_conn_ = *conn;
         return ok();
@@ -826,7 +835,7 @@ int wrap(const WrapRequest& rq) {
         pr = *loaded;
         if (sw->source != "default") pr.sandbox = *sw;
     } else {
-        pr = probe::probe(*probe::real_host(), *sw);
+        pr = probe::probe(*probe::real_host(), *sw, requested == spec::Backend::microvm);
     }
     auto choice = probe::choose_backend(pr, requested);
     if (!choice) return fail(choice.error());
