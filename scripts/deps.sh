@@ -7,6 +7,7 @@ packages=(
   # build
   g++ meson ninja-build pkg-config
   libcli11-dev nlohmann-json3-dev libcurl4-openssl-dev libc-ares-dev libidn2-dev
+  libunistring-dev  # libunistring.a: cc-egress links libidn2 statically
   libboost-dev libboost-filesystem-dev libssl-dev zlib1g-dev
   catch2 libbenchmark-dev
   # sandbox backend
