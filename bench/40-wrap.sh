@@ -5,9 +5,9 @@
 #  2. a download from inside the sandbox through the proxy against the same
 #     download made directly on the host (lighttpd on 127.0.0.1);
 #  3. 100 MB of child output through --events, and cc-wrap's own peak RSS.
-# Medians; RUNS (default 30) for startup, 5 for the rest.
+# Medians; RUNS (default 60) interleaved rounds for startup, 5 for the rest.
 set -euo pipefail
-RUNS=${RUNS:-30}
+RUNS=${RUNS:-60}
 command -v cc-wrap >/dev/null || { echo "skipped: cc-wrap not on PATH"; exit 0; }
 bwrap --ro-bind / / --unshare-all true 2>/dev/null || { echo "skipped: bubblewrap cannot create namespaces here"; exit 0; }
 w=$(mktemp -d /tmp/cc-bench-wrap.XXXXXX)
@@ -56,22 +56,38 @@ mkdir -m 0 "$w/rt/mask-dir"; install -m 0 /dev/null "$w/rt/mask-file"
 bare=$(jq -r --arg rt "$w/rt" '.argv | .[: index("--")] | map(gsub("/tmp/cc-wrap.XXXXXX"; $rt))
         | (index("--json-status-fd")) as $i | del(.[$i, $i+1])
         | (index("--block-fd")) as $b | (if $b then del(.[$b, $b+1]) else . end) | join(" ")' "$w/plan.json")
-hyperfine -N -w 5 -r "$RUNS" --export-json "$w/h1.json" \
-  -n bare-bwrap "$bare -- /bin/true" \
-  -n cc-wrap-handed "cc-wrap --spec $w/spec.json --egress $w/ready.json --drop-filename-denies -- /bin/true" \
-  ${have_egress:+} >/dev/null 2>&1
-if [ "$have_egress" = 1 ]; then
-  hyperfine -N -w 3 -r "$RUNS" --export-json "$w/h2.json" \
-    -n cc-wrap-own-egress "cc-wrap --spec $w/spec.json --drop-filename-denies -- /bin/true" >/dev/null 2>&1
-fi
-ms() { jq -r --arg n "$2" '.results[] | select(.command == $n) | .median * 1000' "$1"; }
-b=$(ms "$w/h1.json" bare-bwrap); h=$(ms "$w/h1.json" cc-wrap-handed)
-printf 'startup (median of %d): bare bwrap %.1f ms; cc-wrap -- true (proxies handed in, %s) %.1f ms: overhead %.1f ms\n' \
+# Interleaved (bare, handed, own, bare, ...) so load drift falls on all alike.
+here=$(cd "$(dirname "$0")" && pwd)
+wrapbin=$(command -v cc-wrap)
+cmds=("bare=$bare -- /bin/true"
+      "handed=$wrapbin --spec $w/spec.json --egress $w/ready.json --drop-filename-denies -- /bin/true")
+[ "$have_egress" = 1 ] && cmds+=("own=$wrapbin --spec $w/spec.json --drop-filename-denies -- /bin/true")
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 "$here/interleave.py" "$RUNS" "${cmds[@]}" > "$w/t1.json"
+ms() { jq -r --arg n "$2" '.[$n].median_ms' "$1"; }
+b=$(ms "$w/t1.json" bare); h=$(ms "$w/t1.json" handed)
+printf 'startup (median of %d, interleaved): bare bwrap %.1f ms; cc-wrap -- true (proxies handed in, %s) %.1f ms: overhead %.1f ms\n' \
   "$RUNS" "$b" "$transport" "$h" "$(echo "$h - $b" | bc -l)"
 if [ "$have_egress" = 1 ]; then
-  o=$(ms "$w/h2.json" cc-wrap-own-egress)
+  o=$(ms "$w/t1.json" own)
   printf 'startup with its own cc-egress (network on): %.1f ms: overhead %.1f ms over bare bwrap\n' "$o" "$(echo "$o - $b" | bc -l)"
 fi
+# The same as an unprivileged user (uid 65534): bubblewrap makes a user
+# namespace, and cc-wrap's listeners come from a forked helper.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && [ "$have_egress" = 1 ]; then
+  nob="$(command -v setpriv) --reuid=65534 --regid=65534 --clear-groups"
+  chmod 755 "$w" "$w/rt"; chmod 777 "$w/work"
+  userbare=$(echo "$bare" | sed 's/--unshare-pid/--unshare-user --unshare-pid/')
+  if $nob $userbare -- /bin/true 2>/dev/null && $nob "$wrapbin" --spec "$w/spec.json" --drop-filename-denies -- /bin/true 2>/dev/null; then
+    python3 "$here/interleave.py" "$RUNS" "bare=HOME=/ $nob $userbare -- /bin/true" \
+      "own=HOME=/ $nob $wrapbin --spec $w/spec.json --drop-filename-denies -- /bin/true" > "$w/t2.json"
+    ub=$(ms "$w/t2.json" bare); uo=$(ms "$w/t2.json" own)
+    printf 'as uid 65534: bare bwrap %.1f ms; cc-wrap with its own cc-egress %.1f ms: overhead %.1f ms\n' "$ub" "$uo" "$(echo "$uo - $ub" | bc -l)"
+  else
+    echo "as uid 65534: skipped (bubblewrap or cc-wrap cannot run as that user here)"
+  fi
+fi
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # 2. Download through the proxy vs direct (lighttpd, sendfile, 256 MiB).
 if [ "$have_egress" = 1 ] && command -v lighttpd >/dev/null; then
