@@ -4,9 +4,11 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <linux/nsfs.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -25,26 +27,6 @@ namespace cc::sandbox {
 namespace {
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
-
-// IP_FREEBIND: bubblewrap may not have brought the sandbox's loopback up yet;
-// the listener starts receiving as soon as it is.
-int listen_loopback(int port, std::string& err) {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) { err = errno_text("socket"); return -1; }
-    int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    ::setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, SOMAXCONN) != 0) {
-        err = errno_text(("127.0.0.1:" + std::to_string(port)).c_str());
-        ::close(fd);
-        return -1;
-    }
-    return fd;
-}
 
 bool send_with_fds(int sock, const std::string& payload, const int* fds, int nfds) {
     iovec iov{const_cast<char*>(payload.data()), payload.size()};
@@ -71,129 +53,108 @@ bool wait_readable(int fd, int ms) {
     return r > 0;
 }
 
-// The forked helper: only syscalls and _exit from here on.
-[[noreturn]] void helper(int back, pid_t pid, std::optional<unsigned long> expect_net_ino, int http_port,
-                         int socks_port) {
-    auto die = [&](const std::string& msg) {
-        send_with_fds(back, "E" + msg, nullptr, 0);
-        ::_exit(1);
+// The listeners are made by a short-lived child that shares cc-wrap's memory
+// and descriptor table (clone(2) with CLONE_VM | CLONE_VFORK | CLONE_FILES):
+// no copy of cc-wrap's page tables as with fork, no SCM_RIGHTS round trip,
+// and the sockets it makes are ours when it exits. It is a process of its
+// own, so it may join the sandbox's user namespace (which a process can do
+// only single-threaded, and for good) and network namespace while cc-wrap's
+// own namespaces never change. It makes system calls only: no allocation,
+// and every signal stays blocked while it runs.
+struct NsJob {
+    int user = -1;  // the user namespace to join first (as a user), or -1 (ours owns the netns: root)
+    int net = -1;
+    int ports[2] = {0, 0};
+    int fds[2] = {-1, -1};
+    int err = 0;
+    const char* step = nullptr;
+};
+
+// IP_FREEBIND: bubblewrap may not have brought the sandbox's loopback up yet;
+// the listener starts receiving as soon as it is.
+int ns_child(void* arg) {
+    auto* j = static_cast<NsJob*>(arg);
+    auto fail = [j](const char* step) {
+        j->err = errno;
+        j->step = step;
+        return 1;
     };
-    std::string proc = "/proc/" + std::to_string(pid) + "/ns/";
-    int net = ::open((proc + "net").c_str(), O_RDONLY | O_CLOEXEC);
-    if (net < 0) die(errno_text(("open " + proc + "net").c_str()));
-    struct stat sn {}, su {}, self {};
-    if (::fstat(net, &sn) != 0 || ::stat("/proc/self/ns/user", &self) != 0) die(errno_text("stat namespaces"));
-    if (expect_net_ino && sn.st_ino != *expect_net_ino)
-        die("the process is not the sandbox bubblewrap reported (network namespace differs)");
-    // Joining a network namespace takes CAP_SYS_ADMIN in the user namespace
-    // that owns it. As root that is ours already; as a user bubblewrap made
-    // it, and we own it, so joining it gives that capability. The owner is
-    // asked of the network namespace itself (NS_GET_USERNS), not taken from
-    // /proc/PID/ns/user, which names the process's current user namespace.
-    int user = ::ioctl(net, NS_GET_USERNS);
-    if (user < 0 || ::fstat(user, &su) != 0) die(errno_text("owner of the network namespace"));
-    if (su.st_ino != self.st_ino && ::setns(user, CLONE_NEWUSER) != 0) die(errno_text("setns user"));
-    if (::setns(net, CLONE_NEWNET) != 0)
-        die(errno_text("setns net") + " (net " + std::to_string(sn.st_ino) + ", owner " + std::to_string(su.st_ino) +
-            ", ours " + std::to_string(self.st_ino) + ")");
-    std::string err;
-    int fds[2] = {listen_loopback(http_port, err), -1};
-    if (fds[0] < 0) die("http listener " + err);
-    fds[1] = listen_loopback(socks_port, err);
-    if (fds[1] < 0) die("socks listener " + err);
-    if (!send_with_fds(back, "K", fds, 2)) ::_exit(1);
-    ::_exit(0);
+    if (j->user >= 0 && ::setns(j->user, CLONE_NEWUSER) != 0) return fail("setns user");
+    if (::setns(j->net, CLONE_NEWNET) != 0) return fail("setns net");
+    for (int i = 0; i < 2; ++i) {
+        int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) return fail("socket");
+        j->fds[i] = fd;
+        int one = 1;
+        ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        ::setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof one);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(static_cast<uint16_t>(j->ports[i]));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, SOMAXCONN) != 0)
+            return fail(i == 0 ? "http listener 127.0.0.1:3128" : "socks listener 127.0.0.1:1080");
+    }
+    return 0;
 }
 
-// As root (more exactly: when the sandbox's network namespace belongs to our
-// own user namespace) no helper process is needed: network namespaces are
-// per thread, so this thread steps in, makes the two sockets and steps back.
-// That saves a fork of cc-wrap on the launch path. Stepping back cannot fail
-// for a process that could step in; if it ever did, cc-wrap stops here
-// rather than go on making sockets in the sandbox's namespace.
-std::optional<Result<Listeners>> listeners_in_thread(pid_t pid, std::optional<unsigned long> expect_net_ino,
-                                                     int http_port, int socks_port) {
-    std::string proc = "/proc/" + std::to_string(pid) + "/ns/net";
-    int net = ::open(proc.c_str(), O_RDONLY | O_CLOEXEC);
-    if (net < 0) return std::nullopt;  // the helper reports it
-    struct Fd {
-        int fd;
-        ~Fd() { if (fd >= 0) ::close(fd); }
-    } net_fd{net}, user_fd{::ioctl(net, NS_GET_USERNS)}, own_fd{::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)};
-    struct stat sn {}, su {}, self {};
-    if (user_fd.fd < 0 || own_fd.fd < 0 || ::fstat(net, &sn) != 0 || ::fstat(user_fd.fd, &su) != 0 ||
-        ::stat("/proc/self/ns/user", &self) != 0 || su.st_ino != self.st_ino || su.st_dev != self.st_dev)
-        return std::nullopt;
-    if (expect_net_ino && sn.st_ino != *expect_net_ino)
-        return unavailable_error("proxy listeners inside the sandbox",
-                                 "the process is not the sandbox bubblewrap reported (network namespace differs)");
-    if (::setns(net, CLONE_NEWNET) != 0) return std::nullopt;
-    std::string err;
-    Listeners out{listen_loopback(http_port, err), -1};
-    if (out.http >= 0) out.socks = listen_loopback(socks_port, err);
-    if (::setns(own_fd.fd, CLONE_NEWNET) != 0) {
-        std::fprintf(stderr, "cc-wrap: cannot return to its own network namespace: %s\n", std::strerror(errno));
-        std::abort();
+struct Fd {
+    int fd;
+    ~Fd() {
+        if (fd >= 0) ::close(fd);
     }
-    if (out.http < 0 || out.socks < 0) {
-        if (out.http >= 0) ::close(out.http);
-        return unavailable_error("proxy listeners inside the sandbox", (out.http < 0 ? "http listener " : "socks listener ") + err);
-    }
-    return out;
-}
+};
 
 }  // namespace
 
 Result<Listeners> listeners_in_netns(pid_t pid, std::optional<unsigned long> expect_net_ino, int http_port,
                                      int socks_port) {
-    if (auto r = listeners_in_thread(pid, expect_net_ino, http_port, socks_port)) return std::move(*r);
-    // As a user, bubblewrap's own user namespace owns the network namespace:
-    // joining it can only be done by a single-threaded process, for good, so
-    // a forked helper does it.
-    int sp[2];
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) return io_error("socketpair", "cannot create");
-    pid_t child = ::fork();
-    if (child < 0) {
-        ::close(sp[0]);
-        ::close(sp[1]);
-        return io_error("fork", "cannot fork the namespace helper");
+    const std::string what = "proxy listeners inside the sandbox";
+    std::string proc = "/proc/" + std::to_string(pid) + "/ns/net";
+    Fd net{::open(proc.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (net.fd < 0) return unavailable_error(what, errno_text(("open " + proc).c_str()));
+    // Joining a network namespace takes CAP_SYS_ADMIN in the user namespace
+    // that owns it. As root that is ours already; as a user bubblewrap made
+    // it, and we own it, so joining it gives that capability. The owner is
+    // asked of the network namespace itself (NS_GET_USERNS), not taken from
+    // /proc/PID/ns/user, which names the process's current user namespace.
+    Fd user{::ioctl(net.fd, NS_GET_USERNS)};
+    struct stat sn {}, su {}, self {};
+    if (user.fd < 0 || ::fstat(net.fd, &sn) != 0 || ::fstat(user.fd, &su) != 0 ||
+        ::stat("/proc/self/ns/user", &self) != 0)
+        return unavailable_error(what, errno_text("the sandbox's namespaces"));
+    if (expect_net_ino && sn.st_ino != *expect_net_ino)
+        return unavailable_error(what, "the process is not the sandbox bubblewrap reported (network namespace differs)");
+    NsJob job;
+    job.user = su.st_ino == self.st_ino && su.st_dev == self.st_dev ? -1 : user.fd;
+    job.net = net.fd;
+    job.ports[0] = http_port;
+    job.ports[1] = socks_port;
+    constexpr std::size_t stack_size = 64 * 1024;
+    void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) return unavailable_error(what, errno_text("mmap"));
+    sigset_t all, old;
+    ::sigfillset(&all);
+    ::pthread_sigmask(SIG_BLOCK, &all, &old);
+    pid_t child = ::clone(ns_child, static_cast<char*>(stack) + stack_size,
+                          CLONE_VM | CLONE_VFORK | CLONE_FILES | SIGCHLD, &job);
+    int clone_errno = errno;
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    int status = 0;
+    if (child > 0)
+        while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+    ::munmap(stack, stack_size);
+    if (child < 0) return unavailable_error(what, std::string("clone: ") + std::strerror(clone_errno));
+    if (job.err != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        for (int fd : job.fds)
+            if (fd >= 0) ::close(fd);
+        std::string why = job.step ? std::string(job.step) + ": " + std::strerror(job.err) : "the namespace helper failed";
+        if (job.step && std::strcmp(job.step, "setns net") == 0)
+            why += " (net " + std::to_string(sn.st_ino) + ", owner " + std::to_string(su.st_ino) + ", ours " +
+                   std::to_string(self.st_ino) + ")";
+        return unavailable_error(what, why);
     }
-    if (child == 0) {
-        ::close(sp[0]);
-        helper(sp[1], pid, expect_net_ino, http_port, socks_port);
-    }
-    ::close(sp[1]);
-    Listeners out;
-    std::string error = "the namespace helper gave no answer";
-    if (wait_readable(sp[0], 10000)) {
-        char data[512];
-        alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))];
-        iovec iov{data, sizeof data};
-        msghdr m{};
-        m.msg_iov = &iov;
-        m.msg_iovlen = 1;
-        m.msg_control = ctl;
-        m.msg_controllen = sizeof ctl;
-        ssize_t n = ::recvmsg(sp[0], &m, MSG_CMSG_CLOEXEC);
-        int got[2] = {-1, -1};
-        int count = 0;
-        for (cmsghdr* c = CMSG_FIRSTHDR(&m); n > 0 && c; c = CMSG_NXTHDR(&m, c))
-            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-                count = static_cast<int>((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-                std::memcpy(got, CMSG_DATA(c), sizeof(int) * static_cast<unsigned>(std::min(count, 2)));
-            }
-        if (n > 0 && data[0] == 'K' && count == 2) {
-            out = {got[0], got[1]};
-            error.clear();
-        } else {
-            for (int i = 0; i < std::min(count, 2); ++i) ::close(got[i]);
-            if (n > 1 && data[0] == 'E') error = std::string(data + 1, static_cast<std::size_t>(n - 1));
-        }
-    }
-    ::close(sp[0]);
-    ::waitpid(child, nullptr, 0);
-    if (!error.empty()) return unavailable_error("proxy listeners inside the sandbox", error);
-    return out;
+    return Listeners{job.fds[0], job.fds[1]};
 }
 
 Result<int> hand_over(const std::string& inbox, int http_fd, int socks_fd) {
