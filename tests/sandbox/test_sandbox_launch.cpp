@@ -555,6 +555,21 @@ TEST_CASE("launch: network through the session's own cc-egress", "[launch][netwo
                              "http://denied.example.invalid/"});
     auto denied = run(argv, o);
     CHECK(denied.out != "200");
+    // With --events the refusal is a violation event, read off cc-egress's
+    // connection line, before the exit event.
+    argv = {bin("cc-wrap"), "--spec", t.spec, "--drop-filename-denies", "--events", "--",
+            "curl", "-sS", "--max-time", "10", "-o", "/dev/null", "http://denied.example.invalid/"};
+    auto ev = events_of(run(argv, o).out);
+    REQUIRE_FALSE(ev.empty());
+    bool violation = false;
+    for (const auto& e : ev)
+        if (e["event"] == "violation" && e["action"] == "network") {
+            violation = true;
+            CHECK(e["target"] == "denied.example.invalid:80");
+            CHECK(json::parse(e["raw"].get<std::string>())["decision"] == "deny");
+        }
+    CHECK(violation);
+    CHECK(ev.back()["event"] == "exit");
     ::shutdown(l, SHUT_RDWR);
     ::close(l);
     server.join();

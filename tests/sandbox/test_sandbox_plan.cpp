@@ -483,6 +483,25 @@ TEST_CASE("violations are read off stderr lines", "[violation]") {
     }
 }
 
+TEST_CASE("violations: a request cc-egress refused", "[violation]") {
+    const std::string deny =
+        R"({"event":"connection","proto":"http","client":"127.0.0.1:5","host":"evil.example","port":80,)"
+        R"("decision":"deny","rule":"no allow entry","reason":"not in the allowlist","bytesUp":0,"bytesDown":0,"durationMs":0.1})";
+    auto v = network_violation(deny);
+    REQUIRE(v);
+    CHECK(v->action == "network");
+    CHECK(v->target == "evil.example:80");
+    CHECK(v->raw == deny);
+    // No name asked for (SOCKS5 with an address): the address, IPv6 bracketed.
+    auto v6 = network_violation(R"({"event":"connection","proto":"socks5","address":"fd00::1","port":443,"decision":"deny"})");
+    REQUIRE(v6);
+    CHECK(v6->target == "[fd00::1]:443");
+    CHECK_FALSE(network_violation(R"({"event":"connection","host":"ok.example","port":443,"decision":"allow"})"));
+    CHECK_FALSE(network_violation(R"({"event":"ready","decision":"deny"})"));
+    CHECK_FALSE(network_violation("cc-egress: stopping"));
+    CHECK_FALSE(network_violation(""));
+}
+
 TEST_CASE("events: sequence, text and base64 chunks", "[events]") {
     EventWriter w("s9");
     auto a = nlohmann::json::parse(w.line("starting"));

@@ -460,6 +460,19 @@ public:
         }
         io_.run();
         int code = status_;
+        if (rq_.events && eg_ && eg_->pid > 0 && egress_sd_ && egress_sd_->is_open()) {
+            // Our own cc-egress: stopped now rather than after the exit event,
+            // so that its last connection lines (a refusal just before the
+            // command ended) still become violation events.
+            eg_->stop();
+            int fd = egress_sd_->native_handle();
+            boost::system::error_code ec;
+            egress_sd_->non_blocking(false, ec);
+            char buf[4096];
+            ssize_t n;
+            while ((n = ::read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+                if (n > 0) egress_lines(std::string_view(buf, static_cast<std::size_t>(n)));
+        }
         if (rq_.events) emit(ev_.line("exit", {{"exitCode", code}}));
         return code;
     }
@@ -761,8 +774,9 @@ private:
                     if (!eg_->ready_seen) egress_failed("exited before it was ready");
                     return;
                 }
+                std::string_view data(buf->data(), n);
                 if (!eg_->ready_seen) {
-                    eg_->head.append(buf->data(), n);
+                    eg_->head.append(data);
                     auto nl = eg_->head.find('\n');
                     if (nl != std::string::npos) {
                         auto j = json::parse(eg_->head.substr(0, nl), nullptr, false);
@@ -771,16 +785,32 @@ private:
                             return;
                         }
                         eg_->ready_seen = true;
+                        data = {};
+                        egress_lines(eg_->head.substr(nl + 1));
                         eg_->head.clear();
                     } else if (eg_->head.size() > 65536) {
                         egress_failed("no ready line in its first 64 KiB of output");
                         return;
                     }
                 }
+                egress_lines(data);
                 (*loop)();
             });
         };
         (*loop)();
+    }
+
+    // After its ready line, cc-egress writes one line per connection: a
+    // refused request from inside becomes a `violation` event (--events).
+    void egress_lines(std::string_view data) {
+        if (!rq_.events || data.empty()) return;
+        egress_split_.feed(data.data(), data.size(), [this](const std::string& line) {
+            if (auto v = network_violation(line)) {
+                json j = {{"action", v->action}, {"target", v->target}};
+                if (v->raw) j["raw"] = *v->raw;
+                emit(ev_.line("violation", j));
+            }
+        });
     }
 
     void egress_failed(const std::string& why) {
@@ -803,6 +833,7 @@ private:
     int status_ = exit_own_failure;
     std::optional<int> failure_;
     int inbox_conn_ = -1;  // held open while the sandbox runs (fd-handover)
+    LineSplitter egress_split_{65536};
     int open_streams_ = 0;
     bool exited_ = false, killed_ = false, forwarded_ = false, stdout_gone_ = false;
 };

@@ -3,6 +3,8 @@
 #include <array>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 namespace cc::sandbox {
 
 namespace {
@@ -73,6 +75,18 @@ std::optional<spec::Violation> parse_violation(const std::string& line) {
         return v;
     }
     return std::nullopt;
+}
+
+std::optional<spec::Violation> network_violation(const std::string& egress_line) {
+    auto j = nlohmann::json::parse(egress_line, nullptr, false);
+    if (!j.is_object() || j.value("event", "") != "connection" || j.value("decision", "") != "deny") return std::nullopt;
+    std::string host = j.value("host", "");
+    if (host.empty()) host = j.value("address", "");
+    if (host.empty()) host = "?";
+    else if (host.find(':') != std::string::npos) host = "[" + host + "]";  // an IPv6 literal
+    std::string target = host;
+    if (j.contains("port") && j["port"].is_number_unsigned()) target += ":" + std::to_string(j["port"].get<unsigned>());
+    return spec::Violation{"network", target, egress_line};
 }
 
 }  // namespace cc::sandbox

@@ -16,6 +16,12 @@ namespace cc::sandbox {
 
 std::optional<spec::Violation> parse_violation(const std::string& line);
 
+// A request the session's cc-egress refused, read off one of its connection
+// lines (egress-connection.schema.json): {action "network", target
+// "host:port" (the address when no name was asked for), raw: the line}.
+// Allowed connections, and lines that are not connection objects: nullopt.
+std::optional<spec::Violation> network_violation(const std::string& egress_line);
+
 // Splits a byte stream into lines for parse_violation, across chunk borders.
 // Lines longer than `max_line` are cut (a violation message is short).
 class LineSplitter {
