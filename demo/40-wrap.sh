@@ -36,12 +36,15 @@ cc-wrap --spec "$d/spec.json" --drop-filename-denies --events -- \
   sh -c "echo ok > notes.txt && echo wrote notes.txt; echo evil > $d/repos/app/README" 2>/dev/null | events
 echo "host: notes.txt = $(cat "$d/agents/a1/work/notes.txt"); repos/app/README = $(cat "$d/repos/app/README")"
 echo
-for dest in "http://127.0.0.1:$port/" "http://example.com/"; do
-  echo "\$ cc-wrap ... -- curl -sS $dest"
-  sleep 0.2
-  cc-wrap --spec "$d/spec.json" --drop-filename-denies -- curl -sS --max-time 5 -o - -w ' [HTTP %{http_code}]\n' "$dest" 2>&1 |
-    grep -v '^cc-wrap: '
-done
+echo "\$ cc-wrap ... -- curl -sS http://127.0.0.1:$port/"
+cc-wrap --spec "$d/spec.json" --drop-filename-denies -- curl -sS --max-time 5 -o - -w ' [HTTP %{http_code}]\n' "http://127.0.0.1:$port/" 2>&1 |
+  grep -v '^cc-wrap: '
+echo "\$ cc-wrap ... -- curl -sS http://example.com/     # cc-egress refuses it; cc-wrap says so"
+cc-wrap --spec "$d/spec.json" --drop-filename-denies -- curl -sS --max-time 5 -o /dev/null -w '[HTTP %{http_code}]\n' "http://example.com/" 2>&1 |
+  grep -v '^cc-wrap: no backend\|^cc-wrap: note'
+echo "\$ cc-wrap ... --events -- curl -sS http://example.com/   # the same refusal as a violation event"
+cc-wrap --spec "$d/spec.json" --drop-filename-denies --events -- curl -sS --max-time 5 -o /dev/null -w '[HTTP %{http_code}]\n' \
+  "http://example.com/" 2>/dev/null | jq -c 'select(.event == "stdout" or .event == "violation" or .event == "exit") | del(.sessionId, .raw)'
 echo
 echo "\$ cc-wrap ... -- curl http://127.0.0.1:$port/ --noproxy '*'   # the namespace has only loopback"
 cc-wrap --spec "$d/spec.json" --drop-filename-denies -- curl -sS --max-time 3 --noproxy '*' "http://127.0.0.1:$port/" 2>&1 | grep -v '^cc-wrap: '

@@ -202,9 +202,36 @@ struct Egress {
     pid_t pid = -1;
     int stdin_w = -1;
     int stdout_r = -1;
+    // Its human log stays out of the command's stderr: read by cc-wrap,
+    // the last few KiB kept, and shown when it fails.
+    int stderr_r = -1;
+    std::string err_tail;
     bool ready_seen = false;
     std::string head;  // stdout up to the end of the ready line
-    ~Egress() { stop(); }
+    ~Egress() {
+        stop();
+        if (stderr_r >= 0) ::close(stderr_r);
+    }
+    void keep_err(std::string_view data) {
+        err_tail.append(data);
+        if (err_tail.size() > 4096) {
+            auto cut = err_tail.find('\n', err_tail.size() - 4096);
+            err_tail.erase(0, cut == std::string::npos ? err_tail.size() - 4096 : cut + 1);
+        }
+    }
+    // After it exited: the rest of its stderr, then the kept tail, on ours.
+    void show_err() {
+        if (stderr_r >= 0) {
+            int fl = ::fcntl(stderr_r, F_GETFL);
+            ::fcntl(stderr_r, F_SETFL, fl & ~O_NONBLOCK);
+            char buf[4096];
+            ssize_t n;
+            while ((n = ::read(stderr_r, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+                if (n > 0) keep_err(std::string_view(buf, static_cast<std::size_t>(n)));
+        }
+        if (!err_tail.empty()) std::cerr << err_tail << (err_tail.back() == '\n' ? "" : "\n");
+        err_tail.clear();
+    }
     // Stops it (SIGTERM, then SIGKILL after 3 s) and returns its wait status,
     // or nullopt when there was nothing to stop.
     std::optional<int> stop() {
@@ -296,13 +323,15 @@ struct ChildSetup {
 };
 
 Status start_egress(Egress& eg, const std::string& exe, const std::string& spec_file, const std::string& inbox) {
-    int in[2], out[2];
-    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) return io_error("pipe", "cannot create");
+    int in[2], out[2], err[2];
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
+        return io_error("pipe", "cannot create");
     // Only the inbox: cc-wrap hands it the listeners; no Unix proxy sockets needed.
     std::vector<std::string> args = {"--spec", spec_file, "--fd-inbox", inbox, "--exit-with-stdin"};
     try {
         SpawnMask mask;
         bp::child c(exe, bp::args(args), bp::posix::fd.bind(0, in[0]), bp::posix::fd.bind(1, out[1]),
+                    bp::posix::fd.bind(2, err[1]),
                     bp::posix::use_vfork, bp::extend::on_exec_setup = [&mask](auto&) {
                         ::prctl(PR_SET_PDEATHSIG, SIGTERM);
                         ::syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
@@ -311,11 +340,13 @@ Status start_egress(Egress& eg, const std::string& exe, const std::string& spec_
         eg.pid = c.id();
         c.detach();
     } catch (const std::exception& e) {
-        ::close(in[0]); ::close(in[1]); ::close(out[0]); ::close(out[1]);
+        for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) ::close(fd);
         return unavailable_error("cc-egress", std::string("cannot start: ") + e.what());
     }
     ::close(in[0]);
     ::close(out[1]);
+    ::close(err[1]);
+    eg.stderr_r = err[0];
     eg.stdin_w = in[1];
     eg.stdout_r = out[0];
     return ok();
@@ -448,6 +479,7 @@ public:
         else if (status_fd) ::close(st[0]);
         else if (rq_.events) emit(ev_.line("ready", {{"pid", pid_}}));
         if (eg_ && eg_->stdout_r >= 0 && !failure_) watch_egress(::dup(eg_->stdout_r));
+        if (eg_ && eg_->stderr_r >= 0 && !failure_) watch_egress_log(::dup(eg_->stderr_r));
         if (rq_.timeout > 0) {
             timeout_.expires_after(std::chrono::milliseconds(static_cast<long>(rq_.timeout * 1000)));
             timeout_.async_wait([this](auto ec) {
@@ -460,10 +492,10 @@ public:
         }
         io_.run();
         int code = status_;
-        if (rq_.events && eg_ && eg_->pid > 0 && egress_sd_ && egress_sd_->is_open()) {
+        if (eg_ && eg_->pid > 0 && egress_sd_ && egress_sd_->is_open()) {
             // Our own cc-egress: stopped now rather than after the exit event,
             // so that its last connection lines (a refusal just before the
-            // command ended) still become violation events.
+            // command ended) are still reported.
             eg_->stop();
             int fd = egress_sd_->native_handle();
             boost::system::error_code ec;
@@ -547,6 +579,7 @@ private:
         if (!failure_) failure_ = exit_own_failure;
         if (auto st = eg_->stop(); st && WIFEXITED(*st) && WEXITSTATUS(*st) == tool::exit_usage)
             failure_ = tool::exit_usage;
+        eg_->show_err();
         return unavailable_error("cc-egress", why);
     }
 
@@ -620,6 +653,7 @@ private:
             sigs_.cancel();
             drain_.cancel();
             if (egress_sd_) egress_sd_->cancel();
+            if (egress_log_sd_) egress_log_sd_->cancel();
             if (stdin_sd_) stdin_sd_->cancel();
             if (status_sd_) status_sd_->cancel();
         }
@@ -801,16 +835,37 @@ private:
     }
 
     // After its ready line, cc-egress writes one line per connection: a
-    // refused request from inside becomes a `violation` event (--events).
+    // refused request from inside becomes a `violation` event with --events,
+    // else one line of ours on stderr.
     void egress_lines(std::string_view data) {
-        if (!rq_.events || data.empty()) return;
+        if (data.empty()) return;
         egress_split_.feed(data.data(), data.size(), [this](const std::string& line) {
-            if (auto v = network_violation(line)) {
+            auto v = network_violation(line);
+            if (!v) return;
+            if (rq_.events) {
                 json j = {{"action", v->action}, {"target", v->target}};
                 if (v->raw) j["raw"] = *v->raw;
                 emit(ev_.line("violation", j));
+            } else {
+                auto j = json::parse(*v->raw, nullptr, false);
+                log("cc-egress refused " + v->target + ": " + j.value("reason", std::string("denied")));
             }
         });
+    }
+
+    // cc-egress's human log: kept (the last few KiB) for when it fails.
+    void watch_egress_log(int fd) {
+        egress_log_sd_ = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
+        auto buf = std::make_shared<std::array<char, 4096>>();
+        auto loop = std::make_shared<std::function<void()>>();
+        *loop = [this, buf, loop] {
+            egress_log_sd_->async_read_some(asio::buffer(*buf), [this, buf, loop](auto ec, std::size_t n) {
+                if (ec || n == 0) return;
+                eg_->keep_err(std::string_view(buf->data(), n));
+                (*loop)();
+            });
+        };
+        (*loop)();
     }
 
     void egress_failed(const std::string& why) {
@@ -826,7 +881,7 @@ private:
     asio::io_context io_;
     asio::signal_set sigs_;
     asio::steady_timer timeout_, grace_, drain_;
-    std::unique_ptr<asio::posix::stream_descriptor> status_sd_, egress_sd_, stdin_sd_;
+    std::unique_ptr<asio::posix::stream_descriptor> status_sd_, egress_sd_, egress_log_sd_, stdin_sd_;
     std::array<char, 512> status_buf_{};
     std::string status_text_;
     pid_t pid_ = -1, pid1_ = -1;
