@@ -555,6 +555,9 @@ TEST_CASE("launch: network through the session's own cc-egress", "[launch][netwo
                              "http://denied.example.invalid/"});
     auto denied = run(argv, o);
     CHECK(denied.out != "200");
+    // cc-wrap says so in one line; cc-egress's own log stays out of stderr.
+    CHECK_THAT(denied.err, Catch::Contains("cc-wrap: cc-egress refused denied.example.invalid:80"));
+    CHECK_THAT(ok.err + denied.err, !Catch::Contains("cc-egress: fd inbox"));
     // With --events the refusal is a violation event, read off cc-egress's
     // connection line, before the exit event.
     argv = {bin("cc-wrap"), "--spec", t.spec, "--drop-filename-denies", "--events", "--",
