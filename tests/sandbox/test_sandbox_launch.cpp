@@ -601,6 +601,13 @@ TEST_CASE("launch: bubblewrap execs a command the plan sees; the init step keeps
     INFO(r.err);
     CHECK(r.status == 7);
     CHECK(r.out == "0\n1\n2\nsh|");  // nothing of cc-wrap's or bubblewrap's leaks; argv[0] as given
+    // SIGPIPE is at its default in the command (cc-wrap itself ignores it),
+    // and bubblewrap outlives its last status write: `yes | head` is quiet.
+    auto pipe = wrap({"sh", "-c", "yes | head -1; sed -n 's/^SigIgn:[[:space:]]*//p' /proc/$$/status"});
+    CHECK(pipe.status == 0);
+    REQUIRE(pipe.out.size() > 2);
+    CHECK((std::stoull(pipe.out.substr(2), nullptr, 16) & (1ull << (SIGPIPE - 1))) == 0);
+    CHECK_THAT(pipe.err, !Catch::Contains("Broken pipe"));
     // A binary in the writable work dir, by relative path.
     fs::copy_file("/bin/true", t.work + "/mytrue");
     CHECK(json::parse(wrap({"./mytrue"}, {"--print"}).out)["initStep"]["used"] == false);

@@ -5,6 +5,7 @@
 #include <netinet/tcp.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -1411,6 +1412,15 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
     for (std::size_t i = 1; i < n; ++i) threads.emplace_back([l = sh.loops[i].get()] { l->io.run(); });
     srv.io.run();
     for (auto& t : threads) t.join();
+    // Stopping now, on this one thread. The signal sets go with the loops,
+    // and their signals back to the default action: a SIGTERM arriving from
+    // here to exit would kill the process before its last lines are out. So
+    // they are blocked (and die pending with the process).
+    sigset_t late;
+    ::sigemptyset(&late);
+    ::sigaddset(&late, SIGTERM);
+    ::sigaddset(&late, SIGINT);
+    ::pthread_sigmask(SIG_BLOCK, &late, nullptr);
     cleanup();
     ProxyStats total;
     for (auto& l : sh.loops) {

@@ -232,14 +232,22 @@ struct Egress {
         if (!err_tail.empty()) std::cerr << err_tail << (err_tail.back() == '\n' ? "" : "\n");
         err_tail.clear();
     }
-    // Stops it (SIGTERM, then SIGKILL after 3 s) and returns its wait status,
-    // or nullopt when there was nothing to stop.
+    // Stops it (stdin closed, then SIGTERM, then SIGKILL) and returns its
+    // wait status, or nullopt when there was nothing to stop.
     std::optional<int> stop() {
         std::optional<int> st;
+        // Closing its stdin is the request to stop (--exit-with-stdin); it
+        // closes its connections and writes their last lines. SIGTERM only
+        // if it has not gone after 2 s, SIGKILL after 3 more: a signal sent
+        // at once would race its orderly stop.
+        const bool asked = stdin_w >= 0;
         if (stdin_w >= 0) ::close(std::exchange(stdin_w, -1));
         if (pid > 0) {
-            ::kill(pid, SIGTERM);
-            st = wait_exit(pid, 3000);
+            if (asked) st = wait_exit(pid, 2000);
+            if (!st) {
+                ::kill(pid, SIGTERM);
+                st = wait_exit(pid, 3000);
+            }
             if (!st) {
                 ::kill(pid, SIGKILL);
                 int raw = 0;
@@ -275,8 +283,8 @@ std::optional<std::string> find_egress() {
 // page on this kind of VM). The rules that makes: the setup below runs in
 // cc-wrap's memory, so only system calls, no allocation; and no signal
 // handler of cc-wrap's may run in the child. So, as posix_spawn does, all
-// signals are blocked around the spawn (SpawnMask) and the child puts every
-// caught signal back to its default before unblocking them.
+// signals are blocked around the spawn (SpawnMask) and the child puts the
+// ones cc-wrap catches back to their defaults before unblocking them.
 struct SpawnMask {
     sigset_t old{};
     SpawnMask() {
@@ -289,15 +297,15 @@ struct SpawnMask {
     SpawnMask& operator=(const SpawnMask&) = delete;
 };
 
+// The signals cc-wrap handles (the Runner's signal_set) and SIGPIPE, which
+// every cc tool ignores (tool::run): a child must get all of them at their
+// defaults. An ignored signal survives exec, so without this the sandboxed
+// command would run with SIGPIPE ignored (`yes | head` printing EPIPE errors).
+// Set, not queried first: one system call each in the vfork child.
 void child_signals_default(const sigset_t& restore) {
-    for (int sig = 1; sig < NSIG; ++sig) {
-        struct sigaction sa {};
-        if (::sigaction(sig, nullptr, &sa) != 0) continue;
-        if (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN) continue;
-        sa = {};
-        sa.sa_handler = SIG_DFL;
-        ::sigaction(sig, &sa, nullptr);
-    }
+    struct sigaction sa {};
+    sa.sa_handler = SIG_DFL;
+    for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGPIPE}) ::sigaction(sig, &sa, nullptr);
     ::sigprocmask(SIG_SETMASK, &restore, nullptr);
 }
 
@@ -475,8 +483,11 @@ public:
             read_stream(out[0], "stdout", false);
             read_stream(err[0], "stderr", native && plan_.seatbelt.empty());
         }
-        if (status_fd && pid1_ < 0) read_status(st[0]);
-        else if (status_fd) ::close(st[0]);
+        // Kept open until bubblewrap is gone, even once PID 1 is known: its
+        // last act is an {"exit-code": N} line on this pipe, and with no
+        // reader that write would kill it with SIGPIPE (a 141 for a command
+        // that exited 0, once SIGPIPE is back at its default in bubblewrap).
+        if (status_fd) read_status(st[0]);
         else if (rq_.events) emit(ev_.line("ready", {{"pid", pid_}}));
         if (eg_ && eg_->stdout_r >= 0 && !failure_) watch_egress(::dup(eg_->stdout_r));
         if (eg_ && eg_->stderr_r >= 0 && !failure_) watch_egress_log(::dup(eg_->stderr_r));
