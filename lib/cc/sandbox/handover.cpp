@@ -16,11 +16,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
+
+#include "cc/fs/unique_fd.hpp"
 
 namespace cc::sandbox {
 
@@ -98,36 +98,29 @@ int ns_child(void* arg) {
     return 0;
 }
 
-struct Fd {
-    int fd;
-    ~Fd() {
-        if (fd >= 0) ::close(fd);
-    }
-};
-
 }  // namespace
 
 Result<Listeners> listeners_in_netns(pid_t pid, std::optional<unsigned long> expect_net_ino, int http_port,
                                      int socks_port) {
     const std::string what = "proxy listeners inside the sandbox";
     std::string proc = "/proc/" + std::to_string(pid) + "/ns/net";
-    Fd net{::open(proc.c_str(), O_RDONLY | O_CLOEXEC)};
-    if (net.fd < 0) return unavailable_error(what, errno_text(("open " + proc).c_str()));
+    fs::UniqueFd net{::open(proc.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (!net) return unavailable_error(what, errno_text(("open " + proc).c_str()));
     // Joining a network namespace takes CAP_SYS_ADMIN in the user namespace
     // that owns it. As root that is ours already; as a user bubblewrap made
     // it, and we own it, so joining it gives that capability. The owner is
     // asked of the network namespace itself (NS_GET_USERNS), not taken from
     // /proc/PID/ns/user, which names the process's current user namespace.
-    Fd user{::ioctl(net.fd, NS_GET_USERNS)};
+    fs::UniqueFd user{::ioctl(net.get(), NS_GET_USERNS)};
     struct stat sn {}, su {}, self {};
-    if (user.fd < 0 || ::fstat(net.fd, &sn) != 0 || ::fstat(user.fd, &su) != 0 ||
+    if (!user || ::fstat(net.get(), &sn) != 0 || ::fstat(user.get(), &su) != 0 ||
         ::stat("/proc/self/ns/user", &self) != 0)
         return unavailable_error(what, errno_text("the sandbox's namespaces"));
     if (expect_net_ino && sn.st_ino != *expect_net_ino)
         return unavailable_error(what, "the process is not the sandbox bubblewrap reported (network namespace differs)");
     NsJob job;
-    job.user = su.st_ino == self.st_ino && su.st_dev == self.st_dev ? -1 : user.fd;
-    job.net = net.fd;
+    job.user = su.st_ino == self.st_ino && su.st_dev == self.st_dev ? -1 : user.get();
+    job.net = net.get();
     job.ports[0] = http_port;
     job.ports[1] = socks_port;
     constexpr std::size_t stack_size = 64 * 1024;

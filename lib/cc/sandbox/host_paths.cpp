@@ -80,7 +80,7 @@ public:
         if (h.substr(0, 4) == "\x7f" "ELF") {
             e.ok = e.elf = true;
         } else if (h.substr(0, 2) == "#!") {
-            auto line = h.substr(2, h.find('\n') == std::string_view::npos ? std::string_view::npos : h.find('\n') - 2);
+            auto line = h.substr(2, h.find('\n') - 2);  // to the newline, or all of it (npos - 2 is still past the end)
             auto b = line.find_first_not_of(" \t");
             if (b == std::string_view::npos) return e;
             auto end = line.find_first_of(" \t\r", b);

@@ -198,6 +198,16 @@ std::optional<int> wait_exit(pid_t pid, int ms) {
 // step until cc-egress has taken the listeners), stopped on every exit path
 // (destructor), and told to exit when cc-wrap's pipe closes even if cc-wrap is
 // killed outright (--exit-with-stdin, plus PDEATHSIG).
+// Everything left in a pipe whose writer has exited, chunk by chunk.
+template <class Fn>
+void read_to_eof(int fd, Fn&& feed) {
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0) feed(std::string_view(buf, static_cast<std::size_t>(n)));
+}
+
 struct Egress {
     pid_t pid = -1;
     int stdin_w = -1;
@@ -221,14 +231,7 @@ struct Egress {
     }
     // After it exited: the rest of its stderr, then the kept tail, on ours.
     void show_err() {
-        if (stderr_r >= 0) {
-            int fl = ::fcntl(stderr_r, F_GETFL);
-            ::fcntl(stderr_r, F_SETFL, fl & ~O_NONBLOCK);
-            char buf[4096];
-            ssize_t n;
-            while ((n = ::read(stderr_r, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-                if (n > 0) keep_err(std::string_view(buf, static_cast<std::size_t>(n)));
-        }
+        if (stderr_r >= 0) read_to_eof(stderr_r, [this](std::string_view d) { keep_err(d); });
         if (!err_tail.empty()) std::cerr << err_tail << (err_tail.back() == '\n' ? "" : "\n");
         err_tail.clear();
     }
@@ -508,13 +511,7 @@ public:
             // so that its last connection lines (a refusal just before the
             // command ended) are still reported.
             eg_->stop();
-            int fd = egress_sd_->native_handle();
-            boost::system::error_code ec;
-            egress_sd_->non_blocking(false, ec);
-            char buf[4096];
-            ssize_t n;
-            while ((n = ::read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-                if (n > 0) egress_lines(std::string_view(buf, static_cast<std::size_t>(n)));
+            read_to_eof(egress_sd_->native_handle(), [this](std::string_view d) { egress_lines(d); });
         }
         if (rq_.events) emit(ev_.line("exit", {{"exitCode", code}}));
         return code;

@@ -53,14 +53,16 @@ struct Builder {
     bool is_mount_op(const Mount& m) const { return m.op == "bind" || m.op == "ro-bind" || m.op == "tmpfs"; }
 
     // The mount that decides what is at guest path g: the deepest mount whose
-    // destination contains g; among equals the last one.
+    // destination contains g; among equals the last one. Binds and tmpfs
+    // only, or (any_op) also symlinks, /proc and /dev; never remount-ro,
+    // which changes a flag, not what is there.
     // Indices, not pointers: mounts are appended while sightings are in use.
     static constexpr std::size_t npos = static_cast<std::size_t>(-1);
-    std::size_t cover(const std::string& g) const {
+    std::size_t cover(const std::string& g, bool any_op = false) const {
         std::size_t best = npos;
         for (std::size_t i = 0; i < plan.mounts.size(); ++i) {
             const auto& m = plan.mounts[i];
-            if (!is_mount_op(m) || !is_within(g, m.dest)) continue;
+            if (!(any_op ? m.op != "remount-ro" : is_mount_op(m)) || !is_within(g, m.dest)) continue;
             if (best == npos || depth(m.dest) >= depth(plan.mounts[best].dest)) best = i;
         }
         return best;
@@ -396,9 +398,8 @@ struct Builder {
     Sight guest_lookup(std::string g) const {
         for (int hops = 0; hops < 40; ++hops) {
             g = normalise(g, "");
-            const Mount* m = nullptr;
-            for (const auto& x : plan.mounts)  // deepest, then last, wins (mounts are in depth order)
-                if (x.op != "remount-ro" && is_within(g, x.dest) && (!m || depth(x.dest) >= depth(m->dest))) m = &x;
+            std::size_t c = cover(g, true);
+            const Mount* m = c == npos ? nullptr : &plan.mounts[c];
             if (!m || m->op == "tmpfs") return {Seen::missing, {}};  // the empty root, or a fresh tmpfs
             if (m->op == "symlink") {
                 std::string target = m->src[0] == '/' ? m->src : parent_of(m->dest) + "/" + m->src;
