@@ -675,6 +675,45 @@ TEST_CASE("egress: listening sockets handed over the fd inbox serve like the TCP
         }
         CHECK(closed);
     }
+    // "events": the connection lines of these listeners come back on the
+    // held connection after the reply; once the sender shuts down its side,
+    // the listeners close and so, after the last line, does the connection.
+    {
+        int held[2];
+        std::uint16_t held_ports[2];
+        listen_pair(held, held_ports);
+        auto lonely = send_inbox(R"({"http":[0],"socks":[1],"events":true})", held, 2);
+        CHECK(lonely["ok"] == false);
+        CHECK_THAT(lonely["error"].get<std::string>(), Catch::Contains("'events' needs 'hold'"));
+        int u = -1;
+        CHECK(send_inbox(R"({"http":[0],"socks":[1],"hold":true,"events":true})", held, 2, &u)["ok"] == true);
+        ::close(held[0]);
+        ::close(held[1]);
+        CHECK(curl({"-x", "http://127.0.0.1:" + std::to_string(held_ports[0]), origin.url("/hello")}).out == "hello\n");
+        CHECK(curl({"--socks5-hostname", "127.0.0.1:" + std::to_string(held_ports[1]), "http://evil.test/"}).status == 97);
+        ::shutdown(u, SHUT_WR);
+        std::string back;
+        bool eof = false;
+        for (int i = 0; i < 500 && !eof; ++i) {
+            pollfd p{u, POLLIN, 0};
+            if (::poll(&p, 1, 10) <= 0) continue;
+            char buf[4096];
+            ssize_t n = ::read(u, buf, sizeof buf);
+            if (n <= 0) eof = true;
+            else back.append(buf, static_cast<std::size_t>(n));
+        }
+        ::close(u);
+        CHECK(eof);
+        std::vector<json> lines;
+        std::istringstream in(back);
+        for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
+        REQUIRE(lines.size() == 2);
+        CHECK(lines[0]["event"] == "connection");
+        CHECK(lines[0]["decision"] == "allow");
+        CHECK(lines[1]["host"] == "evil.test");
+        CHECK(lines[1]["decision"] == "deny");
+        CHECK(lines[1]["proto"] == "socks5");
+    }
     r = curl({"--socks5-hostname", "127.0.0.1:" + std::to_string(ports[1]), origin.url("/hello")});
     CHECK(r.out == "hello\n");
     r = curl({"--socks5-hostname", "127.0.0.1:" + std::to_string(ports[1]), "http://evil.test/"});

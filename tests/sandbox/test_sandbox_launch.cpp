@@ -441,11 +441,12 @@ TEST_CASE("launch: SIGTERM is forwarded; SIGKILL of cc-wrap leaves no orphans", 
 }
 
 // Plays cc-egress's side of the fd inbox contract: one message with
-// SCM_RIGHTS and {"http":[0],"socks":[1],"hold":true}, answer {"ok":true},
-// then serve one HTTP request on the handed-over listener. Proves cc-wrap made
-// the sockets inside the sandbox's namespace (from outside, before the command
-// ran) and that they reach the host with no bridge; and that the inbox is not
-// visible inside.
+// SCM_RIGHTS and {"http":[0],"socks":[1],"hold":true,"events":true}, answer
+// {"ok":true} and, in the same write, one refused connection line, then serve
+// one HTTP request on the handed-over listener. Proves cc-wrap made the
+// sockets inside the sandbox's namespace (from outside, before the command
+// ran) and that they reach the host with no bridge; that the inbox is not
+// visible inside; and that lines sent back on the inbox become violations.
 TEST_CASE("launch: fd handover: listeners made inside are accepted outside", "[launch][network]") {
     if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
     if (!cc::test::have_program("curl")) CC_SKIP("curl not installed");
@@ -476,7 +477,9 @@ TEST_CASE("launch: fd handover: listeners made inside are accepted outside", "[l
                 std::memcpy(fds, CMSG_DATA(h), std::min(received, 4) * sizeof(int));
             }
         if (n > 0) payload.assign(data, static_cast<std::size_t>(n));
-        std::string ok = "{\"ok\":true}\n";
+        std::string ok = "{\"ok\":true}\n"
+                         R"({"event":"connection","proto":"http","host":"refused.example","port":80,)"
+                         R"("decision":"deny","rule":"allowlist","reason":"not allowed"})" "\n";
         ssize_t w = ::write(c, ok.data(), ok.size());
         (void)w;
         ::close(c);
@@ -499,7 +502,7 @@ TEST_CASE("launch: fd handover: listeners made inside are accepted outside", "[l
     egress.join();
     ::close(l);
     CHECK(received == 2);
-    CHECK(json::parse(payload) == json{{"http", {0}}, {"socks", {1}}, {"hold", true}});
+    CHECK(json::parse(payload) == json{{"http", {0}}, {"socks", {1}}, {"hold", true}, {"events", true}});
     CHECK(r.status == 0);
     auto ev = events_of(r.out);
     REQUIRE_FALSE(ev.empty());
@@ -512,6 +515,66 @@ TEST_CASE("launch: fd handover: listeners made inside are accepted outside", "[l
     for (const auto& e : ev)
         if (e["event"] == "stdout") all += e.value("text", "");
     CHECK_THAT(all, Catch::Contains("No such file"));  // no /run/cc/egress inside
+    int violations = 0;
+    for (const auto& e : ev)
+        if (e["event"] == "violation") {
+            ++violations;
+            CHECK(e["action"] == "network");
+            CHECK(e["target"] == "refused.example:80");
+        }
+    CHECK(violations == 1);
+}
+
+// A cc-egress someone else runs (--egress READY): its connection lines go to
+// its own stdout, and the lines of this sandbox's listeners come back to
+// cc-wrap on the inbox connection, so a refusal is still reported, as a
+// violation event or one stderr line, and the operator's log still has it.
+TEST_CASE("launch: a handed-in cc-egress's refusals become violations", "[launch][network]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (::access(bin("cc-egress").c_str(), X_OK) != 0) CC_SKIP("cc-egress not built");
+    if (!cc::test::have_program("curl")) CC_SKIP("curl not installed");
+    Tree t("handed-violations");
+    std::string dir = t.root + "/eg";
+    std::string log = t.root + "/egress.out";
+    std::filesystem::create_directories(dir);
+    Async egress({bin("cc-egress"), "--spec", t.spec, "--fd-inbox", dir + "/inbox.sock"}, log, t.home);
+    json ready;
+    for (int i = 0; i < 200 && ready.is_null(); ++i) {
+        std::string text = slurp(log);
+        if (text.find('\n') != std::string::npos) ready = json::parse(text.substr(0, text.find('\n')));
+        else std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    REQUIRE(ready.value("event", "") == "ready");
+    spit(t.ready, ready.dump());
+    RunOptions o;
+    o.env["HOME"] = t.home;
+    std::vector<std::string> cmd = {"curl", "-sS", "--max-time", "10", "-o", "/dev/null", "http://denied.example.invalid/"};
+    std::vector<std::string> argv = {bin("cc-wrap"), "--spec", t.spec, "--egress", t.ready, "--drop-filename-denies", "--events", "--"};
+    argv.insert(argv.end(), cmd.begin(), cmd.end());
+    auto ev = events_of(run(argv, o).out);
+    REQUIRE_FALSE(ev.empty());
+    int violations = 0;
+    for (const auto& e : ev)
+        if (e["event"] == "violation" && e["action"] == "network") {
+            ++violations;
+            CHECK(e["target"] == "denied.example.invalid:80");
+        }
+    CHECK(violations == 1);
+    CHECK(ev.back()["event"] == "exit");
+    argv = {bin("cc-wrap"), "--spec", t.spec, "--egress", t.ready, "--drop-filename-denies", "--"};
+    argv.insert(argv.end(), cmd.begin(), cmd.end());
+    auto plain = run(argv, o);
+    CHECK_THAT(plain.err, Catch::Contains("cc-wrap: cc-egress refused denied.example.invalid:80"));
+    // Two sandboxes, two refusals in the operator's own log; cc-egress goes on.
+    ::kill(egress.pid, SIGTERM);
+    CHECK(egress.wait() == 0);
+    int logged = 0;
+    std::istringstream lines(slurp(log));
+    for (std::string line; std::getline(lines, line);) {
+        auto j = json::parse(line, nullptr, false);
+        if (j.is_object() && j.value("event", "") == "connection" && j.value("decision", "") == "deny") ++logged;
+    }
+    CHECK(logged == 2);
 }
 
 TEST_CASE("launch: network through the session's own cc-egress", "[launch][network]") {

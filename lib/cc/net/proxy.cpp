@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -53,11 +54,14 @@ const char* to_string(Closed c) {
     return "";
 }
 
+struct EventSink;
+
 // Both legs of one client connection. Deadlines and shutdown close it by
 // weak reference, so a late timer never touches a finished connection.
 struct Conn {
     explicit Conn(Sock s) : client(std::move(s)) {}
     Sock client;
+    std::shared_ptr<EventSink> sink;  // accepted on a listener whose sender asked for its lines
     std::optional<Sock> upstream;
     std::string upstream_key;  // "host:port" of a kept-alive upstream (absolute-form)
     std::uint64_t up = 0, down = 0;
@@ -174,6 +178,69 @@ void Shared::stop_all() {
     }
 }
 
+// The connection lines of the listeners one fd-inbox client handed over,
+// sent back to that client on the connection it holds ("events":true):
+// cc-wrap turns the refusals into violation events even when cc-egress is
+// not its own. Written by the loop that owns that connection (other loops
+// post there), never blocking a loop: past 1 MiB waiting, lines are dropped
+// and counted. Every connection accepted on those listeners holds the sink,
+// so the connection is closed only once the last of them has reported.
+struct EventSink : std::enable_shared_from_this<EventSink> {
+    EventSink(Server& home, std::shared_ptr<Conn> to) : home_(home), to_(std::move(to)) {}
+    ~EventSink();
+    void push(std::string line) {
+        asio::post(home_io(), [self = shared_from_this(), l = std::move(line)]() mutable { self->enqueue(std::move(l)); });
+    }
+    // On the home loop, once the inbox reply is written: lines queued so far go out.
+    void open() {
+        plugged_ = false;
+        if (!writing_ && !queue_.empty()) write_next();
+    }
+
+private:
+    asio::io_context& home_io();
+    void enqueue(std::string line) {
+        if (broken_ || queued_ + line.size() > (1u << 20)) {
+            ++dropped_;
+            return;
+        }
+        queued_ += line.size();
+        queue_.push_back(std::move(line));
+        if (!writing_ && !plugged_) write_next();
+    }
+    void write_next() {
+        writing_ = true;
+        asio::async_write(to_->client, asio::buffer(queue_.front()), [self = shared_from_this()](ErrorCode ec, std::size_t) {
+            self->queued_ -= self->queue_.front().size();
+            self->queue_.pop_front();
+            if (ec) {
+                self->broken_ = true;
+                self->dropped_ += 1 + self->queue_.size();
+                self->queue_.clear();
+                self->queued_ = 0;
+            }
+            if (!self->queue_.empty()) self->write_next();
+            else self->writing_ = false;
+        });
+    }
+    Server& home_;
+    std::shared_ptr<Conn> to_;
+    std::deque<std::string> queue_;
+    std::size_t queued_ = 0;
+    bool writing_ = false, broken_ = false, plugged_ = true;
+    std::uint64_t dropped_ = 0;
+};
+
+asio::io_context& EventSink::home_io() { return home_.io; }
+
+EventSink::~EventSink() {
+    if (dropped_ > 0)
+        home_.log("fd inbox: " + std::to_string(dropped_) + " connection line(s) not delivered to the sender (" +
+                  (broken_ ? "its connection failed" : "it did not read them") + ")");
+    // Closed on its own loop; if that loop is gone, destroying it closes it.
+    asio::post(home_.io, [c = std::move(to_)] { c->close(); });
+}
+
 // One log record: emitted once, when the request or tunnel ends.
 struct Record {
     Server& srv;
@@ -224,6 +291,7 @@ struct Record {
             std::lock_guard<std::mutex> lock(srv.sh.out_mu);
             srv.cfg.on_connection(j);
         }
+        if (conn->sink) conn->sink->push(j.dump() + "\n");
     }
 };
 
@@ -1012,8 +1080,10 @@ awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string cli
     }
 }
 
-awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener, Proto::endpoint peer) {
+awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener, Proto::endpoint peer,
+                      std::shared_ptr<EventSink> sink) {
     auto c = std::make_shared<Conn>(std::move(sock));
+    c->sink = std::move(sink);
     std::uint64_t id = srv.next_id++;
     srv.live[id] = c;
     ++srv.stats.connections;
@@ -1028,7 +1098,8 @@ awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener, P
     srv.live.erase(id);
 }
 
-awaitable<void> accept_loop(Server& srv, Acceptor& acc, Kind kind, std::string listener) {
+awaitable<void> accept_loop(Server& srv, Acceptor& acc, Kind kind, std::string listener,
+                            std::shared_ptr<EventSink> sink) {
     while (!srv.stopping) {
         ErrorCode ec;
         Proto::endpoint peer;
@@ -1041,7 +1112,7 @@ awaitable<void> accept_loop(Server& srv, Acceptor& acc, Kind kind, std::string l
             co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
             continue;
         }
-        asio::co_spawn(srv.io, serve(srv, kind, std::move(s), listener, peer), asio::detached);
+        asio::co_spawn(srv.io, serve(srv, kind, std::move(s), listener, peer, sink), asio::detached);
     }
 }
 
@@ -1058,7 +1129,8 @@ Result<int> listen_fd(const sockaddr* sa, socklen_t len, const std::string& what
     return fd;
 }
 
-Result<std::string> add_listener(Server& srv, int fd, Kind kind, const std::string& listener) {
+Result<std::string> add_listener(Server& srv, int fd, Kind kind, const std::string& listener,
+                                 std::shared_ptr<EventSink> sink = nullptr) {
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
     if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return io_error(listener, "getsockname");
@@ -1085,11 +1157,11 @@ Result<std::string> add_listener(Server& srv, int fd, Kind kind, const std::stri
         where = (a->v4() ? a->to_string() : "[" + a->to_string() + "]") + ":" + std::to_string(port);
     }
     std::string name = listener.empty() ? where : listener;
-    asio::co_spawn(srv.io, accept_loop(srv, *acc, kind, name), asio::detached);
+    asio::co_spawn(srv.io, accept_loop(srv, *acc, kind, name, sink), asio::detached);
     srv.acceptors.push_back(std::move(acc));
     for (std::size_t i = 1; i < srv.sh.loops.size(); ++i) {
         Server* other = srv.sh.loops[i].get();
-        asio::post(other->io, [other, d = dups[i - 1], family = ss.ss_family, kind, name] {
+        asio::post(other->io, [other, d = dups[i - 1], family = ss.ss_family, kind, name, sink] {
             if (other->stopping) {
                 ::close(d);
                 return;
@@ -1102,7 +1174,7 @@ Result<std::string> add_listener(Server& srv, int fd, Kind kind, const std::stri
                 other->log("loop " + std::to_string(other->index) + ": cannot use listening socket " + name);
                 return;
             }
-            asio::co_spawn(other->io, accept_loop(*other, *a, kind, name), asio::detached);
+            asio::co_spawn(other->io, accept_loop(*other, *a, kind, name, sink), asio::detached);
             other->acceptors.push_back(std::move(a));
         });
     }
@@ -1151,9 +1223,17 @@ Result<int> listen_unix(Server& srv, const std::string& path) {
 // With "hold":true the listeners live only as long as the client keeps its
 // connection open (cc-wrap holds it for the sandbox's lifetime), so a
 // long-lived session proxy serving many launches never piles up listeners in
-// network namespaces that are gone.
-std::string take_fds(Server& srv, const std::string& payload, const std::vector<int>& fds,
-                     std::vector<bool>& used, bool& hold, std::vector<int>& adopted) {
+// network namespaces that are gone. With "events":true as well, the
+// connection lines of those listeners also go back on that connection after
+// the reply (EventSink), until the client shuts down its side and the last
+// of those connections has ended.
+struct InboxRequest {
+    bool hold = false, events = false;
+    std::vector<std::pair<int, Kind>> listeners;
+};
+
+std::string parse_inbox_request(const std::string& payload, const std::vector<int>& fds, std::vector<bool>& used,
+                                InboxRequest& rq) {
     json j;
     try {
         j = json::parse(payload);
@@ -1161,11 +1241,10 @@ std::string take_fds(Server& srv, const std::string& payload, const std::vector<
         return "payload is not JSON";
     }
     if (!j.is_object()) return "payload must be a JSON object";
-    std::vector<std::pair<int, Kind>> plan;
     for (auto& [key, val] : j.items()) {
-        if (key == "hold") {
-            if (!val.is_boolean()) return "'hold' must be true or false";
-            hold = val.get<bool>();
+        if (key == "hold" || key == "events") {
+            if (!val.is_boolean()) return "'" + key + "' must be true or false";
+            (key == "hold" ? rq.hold : rq.events) = val.get<bool>();
             continue;
         }
         Kind kind;
@@ -1185,18 +1264,25 @@ std::string take_fds(Server& srv, const std::string& payload, const std::vector<
             l = sizeof listening;
             ::getsockopt(fds[i], SOL_SOCKET, SO_ACCEPTCONN, &listening, &l);
             if (type != SOCK_STREAM || !listening) return "fd index " + std::to_string(i) + " is not a listening stream socket";
-            plan.emplace_back(fds[i], kind);
+            rq.listeners.emplace_back(fds[i], kind);
         }
     }
-    if (plan.empty()) return "no listeners named";
-    for (auto& [fd, kind] : plan) {
+    if (rq.listeners.empty()) return "no listeners named";
+    if (rq.events && !rq.hold) return "'events' needs 'hold': lines go back on the held connection";
+    return "";
+}
+
+std::string take_fds(Server& srv, const InboxRequest& rq, const std::shared_ptr<EventSink>& sink,
+                     std::vector<int>& adopted) {
+    for (auto& [fd, kind] : rq.listeners) {
         int fl = ::fcntl(fd, F_GETFL);
         ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-        auto r = add_listener(srv, fd, kind, "");
+        auto r = add_listener(srv, fd, kind, "", sink);
         if (!r) return r.error().one_line();
         adopted.push_back(fd);
         srv.log("fd inbox: listening for " + std::string(kind == Kind::http ? "http" : "socks") + " on " + *r +
-                (hold ? " (while the sender holds its connection)" : ""));
+                (rq.hold ? " (while the sender holds its connection)" : "") +
+                (sink ? "; its connection lines go back to the sender too" : ""));
     }
     return "";
 }
@@ -1226,6 +1312,7 @@ awaitable<void> serve_inbox_client(Server& srv, Sock s) {
     auto c = std::make_shared<Conn>(std::move(s));
     std::vector<int> adopted;
     bool hold = false;
+    std::shared_ptr<EventSink> sink;
     try {
         std::string reply;
         {
@@ -1261,9 +1348,13 @@ awaitable<void> serve_inbox_client(Server& srv, Sock s) {
             }
             std::string err;
             std::vector<bool> used(fds.size(), false);
+            InboxRequest rq;
             if (n <= 0) err = "no message";
             else if (msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) err = "message or descriptors truncated";
-            else err = take_fds(srv, std::string(data, static_cast<std::size_t>(n)), fds, used, hold, adopted);
+            else err = parse_inbox_request(std::string(data, static_cast<std::size_t>(n)), fds, used, rq);
+            hold = rq.hold;
+            if (err.empty() && rq.events) sink = std::make_shared<EventSink>(srv, c);
+            if (err.empty()) err = take_fds(srv, rq, sink, adopted);
             // Descriptors not adopted (unused, or all of them after an error) are closed.
             for (std::size_t i = 0; i < fds.size(); ++i)
                 if (std::find(adopted.begin(), adopted.end(), fds[i]) == adopted.end()) ::close(fds[i]);
@@ -1273,9 +1364,13 @@ awaitable<void> serve_inbox_client(Server& srv, Sock s) {
                 adopted.clear();
             }
             reply = err.empty() ? json{{"ok", true}}.dump() : json{{"ok", false}, {"error", err}}.dump();
-            if (!err.empty()) srv.log("fd inbox: " + err);
+            if (!err.empty()) {
+                srv.log("fd inbox: " + err);
+                sink.reset();  // adopted nothing: nothing will report
+            }
             reply += "\n";
             co_await write_all(c->client, reply);
+            if (sink) sink->open();  // connection lines only after the reply
         }
         if (hold && !adopted.empty()) {
             // Nothing more is expected: wait for the sender to close, or for
@@ -1293,7 +1388,9 @@ awaitable<void> serve_inbox_client(Server& srv, Sock s) {
         }
     } catch (const std::exception&) {
     }
-    c->close();
+    // With events, the sink closes the connection once the last connection
+    // it reports for has ended (their lines still go out).
+    if (!sink || srv.stopping) c->close();
 }
 
 awaitable<void> inbox_loop(Server& srv, Acceptor& acc) {

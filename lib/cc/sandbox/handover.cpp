@@ -150,7 +150,7 @@ Result<Listeners> listeners_in_netns(pid_t pid, std::optional<unsigned long> exp
     return Listeners{job.fds[0], job.fds[1]};
 }
 
-Result<int> hand_over(const std::string& inbox, int http_fd, int socks_fd) {
+Result<int> hand_over(const std::string& inbox, int http_fd, int socks_fd, bool events) {
     int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0) return io_error("socket", "cannot create");
     sockaddr_un a{};
@@ -166,11 +166,13 @@ Result<int> hand_over(const std::string& inbox, int http_fd, int socks_fd) {
     };
     if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return fail(std::strerror(errno));
     int fds[2] = {http_fd, socks_fd};
-    if (!send_with_fds(s, R"({"http":[0],"socks":[1],"hold":true})" "\n", fds, 2)) return fail(errno_text("sendmsg"));
+    const char* payload = events ? R"({"http":[0],"socks":[1],"hold":true,"events":true})" "\n"
+                                 : R"({"http":[0],"socks":[1],"hold":true})" "\n";
+    if (!send_with_fds(s, payload, fds, 2)) return fail(errno_text("sendmsg"));
     return s;
 }
 
-Status await_handover_ack(int conn, const std::string& inbox, int timeout_ms) {
+Status await_handover_ack(int conn, const std::string& inbox, int timeout_ms, std::string* rest) {
     auto fail = [&](const std::string& why) -> Status {
         return unavailable_error("cc-egress fd inbox '" + inbox + "'", why);
     };
@@ -182,6 +184,7 @@ Status await_handover_ack(int conn, const std::string& inbox, int timeout_ms) {
         if (n <= 0) return fail("closed without an answer");
         line.append(buf, static_cast<std::size_t>(n));
     }
+    if (rest) *rest = line.substr(line.find('\n') + 1);
     line = line.substr(0, line.find('\n'));
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_object() || j.value("ok", false) != true)

@@ -35,8 +35,12 @@ Result<Listeners> listeners_in_netns(pid_t pid, std::optional<unsigned long> exp
 // One SCM_RIGHTS message {"http":[0],"socks":[1],"hold":true} to the inbox;
 // returns the connected socket. The listeners live as long as that socket
 // stays open. cc-egress answers one line on it, read by await_handover_ack.
-Result<int> hand_over(const std::string& inbox, int http_fd, int socks_fd);
+// With `events`, cc-egress then also writes there one JSON line per
+// connection made on those listeners (its connection lines), and closes the
+// socket after the sender shuts down its side and the last of them ended.
+Result<int> hand_over(const std::string& inbox, int http_fd, int socks_fd, bool events = false);
 // Waits (bounded) for cc-egress's answer: ok() for {"ok":true}, else why not.
-Status await_handover_ack(int conn, const std::string& inbox, int timeout_ms);
+// Bytes read past the answer line (connection lines) are left in `rest`.
+Status await_handover_ack(int conn, const std::string& inbox, int timeout_ms, std::string* rest = nullptr);
 
 }  // namespace cc::sandbox

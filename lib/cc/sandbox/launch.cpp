@@ -14,6 +14,7 @@
 #include <linux/close_range.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 
 // Boost.Process compiles its vfork(2) path only for pre-2008 POSIX feature
@@ -39,6 +40,7 @@
 #include <sstream>
 #include <iostream>
 #include <memory>
+#include <utility>
 
 #include "cc/core/io.hpp"
 #include "cc/core/json_reader.hpp"
@@ -469,7 +471,7 @@ public:
             } else {
                 ssize_t w = ::write(blk[1], "1", 1);
                 (void)w;
-                if (auto a = await_handover_ack(inbox_conn_, plan_.proxy.inbox, 10000); !a) {
+                if (auto a = await_handover_ack(inbox_conn_, plan_.proxy.inbox, 10000, &inbox_rest_); !a) {
                     log(a.error().one_line() + ": the sandbox is stopped");
                     if (!failure_) failure_ = exit_own_failure;
                     kill_all();
@@ -493,6 +495,7 @@ public:
         if (status_fd) read_status(st[0]);
         else if (rq_.events) emit(ev_.line("ready", {{"pid", pid_}}));
         if (eg_ && eg_->stdout_r >= 0 && !failure_) watch_egress(::dup(eg_->stdout_r));
+        if (inbox_events_ && inbox_conn_ >= 0 && !failure_) watch_inbox(::dup(inbox_conn_));
         if (eg_ && eg_->stderr_r >= 0 && !failure_) watch_egress_log(::dup(eg_->stderr_r));
         if (rq_.timeout > 0) {
             timeout_.expires_after(std::chrono::milliseconds(static_cast<long>(rq_.timeout * 1000)));
@@ -513,6 +516,7 @@ public:
             eg_->stop();
             read_to_eof(egress_sd_->native_handle(), [this](std::string_view d) { egress_lines(d); });
         }
+        if (inbox_events_ && inbox_conn_ >= 0 && !failure_) last_inbox_lines();
         if (rq_.events) emit(ev_.line("exit", {{"exitCode", code}}));
         return code;
     }
@@ -551,10 +555,56 @@ private:
                 return egress_gone("first line is not a ready object: " + ready->substr(0, 200));
             eg_->ready_seen = true;
         }
-        auto conn = hand_over(plan_.proxy.inbox, fds->http, fds->socks);
+        // A handed-in cc-egress writes its lines to its own stdout, which is
+        // not ours: it is asked to send the lines of these listeners back on
+        // the inbox connection too, so refusals still become violations.
+        inbox_events_ = !(eg_ && eg_->stdout_r >= 0);
+        auto conn = hand_over(plan_.proxy.inbox, fds->http, fds->socks, inbox_events_);
         if (!conn) return conn.error();
         inbox_conn_ = *conn;
         return ok();
+    }
+
+    // A handed-in cc-egress's connection lines for this sandbox's listeners.
+    void watch_inbox(int fd) {
+        inbox_sd_ = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
+        egress_lines(std::exchange(inbox_rest_, {}));
+        auto buf = std::make_shared<std::array<char, 4096>>();
+        auto loop = std::make_shared<std::function<void()>>();
+        *loop = [this, buf, loop] {
+            inbox_sd_->async_read_some(asio::buffer(*buf), [this, buf, loop](auto ec, std::size_t n) {
+                if (ec || n == 0) return;
+                egress_lines(std::string_view(buf->data(), n));
+                (*loop)();
+            });
+        };
+        (*loop)();
+    }
+
+    // At exit: our side of the inbox connection is shut down; cc-egress
+    // closes the listeners, and closes the connection once the connections
+    // made on them have ended and been reported (the sandbox is gone, so
+    // they end at once). Read to that end, bounded: one second.
+    void last_inbox_lines() {
+        if (inbox_sd_) inbox_sd_->cancel();
+        egress_lines(std::exchange(inbox_rest_, {}));
+        ::shutdown(inbox_conn_, SHUT_WR);
+        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        char buf[4096];
+        while (true) {
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+            if (left.count() <= 0) {
+                log("cc-egress did not finish its connection lines within 1 s: a refusal at the very end may be unreported");
+                return;
+            }
+            pollfd p{inbox_conn_, POLLIN, 0};
+            int r = ::poll(&p, 1, static_cast<int>(left.count()));
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) continue;
+            ssize_t n = ::recv(inbox_conn_, buf, sizeof buf, MSG_DONTWAIT);
+            if (n > 0) egress_lines(std::string_view(buf, static_cast<std::size_t>(n)));
+            else if (n == 0 || (errno != EAGAIN && errno != EINTR)) return;
+        }
     }
 
     // One line from a blocking fd, bounded; what follows it stays in `buf`.
@@ -662,6 +712,7 @@ private:
             drain_.cancel();
             if (egress_sd_) egress_sd_->cancel();
             if (egress_log_sd_) egress_log_sd_->cancel();
+            if (inbox_sd_) inbox_sd_->cancel();
             if (stdin_sd_) stdin_sd_->cancel();
             if (status_sd_) status_sd_->cancel();
         }
@@ -889,13 +940,15 @@ private:
     asio::io_context io_;
     asio::signal_set sigs_;
     asio::steady_timer timeout_, grace_, drain_;
-    std::unique_ptr<asio::posix::stream_descriptor> status_sd_, egress_sd_, egress_log_sd_, stdin_sd_;
+    std::unique_ptr<asio::posix::stream_descriptor> status_sd_, egress_sd_, egress_log_sd_, stdin_sd_, inbox_sd_;
     std::array<char, 512> status_buf_{};
     std::string status_text_;
     pid_t pid_ = -1, pid1_ = -1;
     int status_ = exit_own_failure;
     std::optional<int> failure_;
     int inbox_conn_ = -1;  // held open while the sandbox runs (fd-handover)
+    bool inbox_events_ = false;  // a handed-in cc-egress sends connection lines on it
+    std::string inbox_rest_;     // lines read along with its answer
     LineSplitter egress_split_{65536};
     int open_streams_ = 0;
     bool exited_ = false, killed_ = false, forwarded_ = false, stdout_gone_ = false;
