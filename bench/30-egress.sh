@@ -63,6 +63,10 @@ if [ -x "$ceiling" ]; then
   "$ceiling" > "$dir/ceiling.out" & scpid=$!; pids+=($scpid)
   for _ in $(seq 100); do [ -s "$dir/ceiling.out" ] && break; sleep 0.05; done
   sc=$(head -n 1 "$dir/ceiling.out")
+  # The same with no user space in the path (BPF sockmap redirect; root only).
+  "$ceiling" --sockmap > "$dir/sockmap.out" 2> "$dir/sockmap.err" & smpid=$!; pids+=($smpid)
+  for _ in $(seq 100); do [ -s "$dir/sockmap.out" ] || [ -s "$dir/sockmap.err" ] && break; sleep 0.05; done
+  sm=$(head -n 1 "$dir/sockmap.out")
 fi
 wait_port "$tp" && wait_port "$ms" || { echo "30-egress: a peer proxy did not start"; exit 1; }
 
@@ -91,6 +95,7 @@ transfer tinyproxy-absolute "$tpid" -x "http://127.0.0.1:$tp"
 transfer microsocks-socks5 "$mpid" --socks5-hostname "127.0.0.1:$ms"
 paths=(direct egress-connect egress-socks5 egress-absolute tinyproxy-connect tinyproxy-absolute microsocks-socks5)
 if [ -n "$sc" ]; then transfer splice-ceiling "$scpid" -p -x "http://$sc"; paths+=(splice-ceiling); fi
+if [ -n "${sm:-}" ]; then transfer sockmap-ceiling "$smpid" -p -x "http://$sm"; paths+=(sockmap-ceiling); fi
 for k in "${paths[@]}"; do
   printf '  %-20s %7s MiB/s  %5sx direct  cpu %s s/GiB\n' "$k" "${speed[$k]}" \
     "$(awk -v a="${speed[$k]}" -v b="${speed[direct]}" 'BEGIN {printf "%.2f", a/b}')" "${cpu[$k]}"
@@ -100,6 +105,7 @@ printf '  ratios: egress CONNECT / tinyproxy CONNECT %.2fx; egress SOCKS5 / micr
   "$(awk -v a="${speed[egress-socks5]}" -v b="${speed[microsocks-socks5]}" 'BEGIN {print a/b}')"
 [ -n "$sc" ] && printf '  egress CONNECT / splice ceiling (bare splice relay, the cost of the hop itself) %.2fx\n' \
   "$(awk -v a="${speed[egress-connect]}" -v b="${speed[splice-ceiling]}" 'BEGIN {print a/b}')"
+[ -n "$sc" ] && [ -z "${sm:-}" ] && echo "  sockmap ceiling (in-kernel redirect, no user space in the path): skipped: $(head -c 200 "$dir/sockmap.err")"
 
 echo "short requests (1 KiB, new connection each, 2,000 per path, 4 clients; median of 3 runs, each"
 echo "                cc-egress run followed by its peer's so both see the same load; proxy CPU from"

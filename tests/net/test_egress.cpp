@@ -714,6 +714,18 @@ TEST_CASE("egress: listening sockets handed over the fd inbox serve like the TCP
         CHECK(lines[1]["decision"] == "deny");
         CHECK(lines[1]["proto"] == "socks5");
     }
+    // A sender still holding its events connection when cc-egress stops: it
+    // has the refused connection's line, cc-egress exits 0 and closes it.
+    int still = -1;
+    {
+        int held[2];
+        std::uint16_t held_ports[2];
+        listen_pair(held, held_ports);
+        CHECK(send_inbox(R"({"http":[0],"socks":[1],"hold":true,"events":true})", held, 2, &still)["ok"] == true);
+        ::close(held[0]);
+        ::close(held[1]);
+        CHECK(curl({"--socks5-hostname", "127.0.0.1:" + std::to_string(held_ports[1]), "http://evil.test/"}).status == 97);
+    }
     r = curl({"--socks5-hostname", "127.0.0.1:" + std::to_string(ports[1]), origin.url("/hello")});
     CHECK(r.out == "hello\n");
     r = curl({"--socks5-hostname", "127.0.0.1:" + std::to_string(ports[1]), "http://evil.test/"});
@@ -721,6 +733,15 @@ TEST_CASE("egress: listening sockets handed over the fd inbox serve like the TCP
     // The Unix socket listeners speak the same protocols.
     r = curl({"--unix-socket", dir + "/http.sock", "-p", "-x", "http://proxy", origin.url("/hello")});
     CHECK(eg.stop() == 0);
+    {
+        std::string rest;
+        char buf[4096];
+        ssize_t n;
+        while ((n = ::read(still, buf, sizeof buf)) > 0) rest.append(buf, static_cast<std::size_t>(n));
+        CHECK(n == 0);  // closed, not left hanging
+        CHECK_THAT(rest, Catch::Contains("evil.test"));
+        ::close(still);
+    }
     CHECK(::access((dir + "/http.sock").c_str(), F_OK) != 0);  // removed at exit
     CHECK(eg.find("evil.test", "socks5"));
 }

@@ -1509,6 +1509,16 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
     for (std::size_t i = 1; i < n; ++i) threads.emplace_back([l = sh.loops[i].get()] { l->io.run(); });
     srv.io.run();
     for (auto& t : threads) t.join();
+    // Handlers posted to a loop after it had stopped (connection lines for an
+    // fd-inbox sender) still hold what they refer to: run them out here, on
+    // this one thread, while every loop is still there to be referred to.
+    for (bool ran = true; ran;) {
+        ran = false;
+        for (auto& l : sh.loops) {
+            l->io.restart();
+            if (l->io.poll() > 0) ran = true;
+        }
+    }
     // Stopping now, on this one thread. The signal sets go with the loops,
     // and their signals back to the default action: a SIGTERM arriving from
     // here to exit would kill the process before its last lines are out. So
