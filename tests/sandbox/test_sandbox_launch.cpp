@@ -39,9 +39,18 @@ bool bwrap_works() {
     return ok == 1;
 }
 
+// What can be read; "" when nothing can. With read(2), not an ifstream: a
+// /proc file of a process that exits meanwhile fails with ESRCH, which
+// libstdc++'s filebuf turns into an exception.
 std::string slurp(const std::string& p) {
-    std::ifstream f(p);
-    return std::string((std::istreambuf_iterator<char>(f)), {});
+    std::string out;
+    int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return out;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    ::close(fd);
+    return out;
 }
 void spit(const std::string& p, const std::string& s) { std::ofstream(p) << s; }
 

@@ -571,7 +571,7 @@ private:
         inbox_sd_ = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
         egress_lines(std::exchange(inbox_rest_, {}));
         auto buf = std::make_shared<std::array<char, 4096>>();
-        auto loop = std::make_shared<std::function<void()>>();
+        auto* loop = &inbox_loop_;  // a member: a self-owning closure would never be freed
         *loop = [this, buf, loop] {
             inbox_sd_->async_read_some(asio::buffer(*buf), [this, buf, loop](auto ec, std::size_t n) {
                 if (ec || n == 0) return;
@@ -794,7 +794,7 @@ private:
     void relay_stdin(int master) {
         stdin_sd_ = std::make_unique<asio::posix::stream_descriptor>(io_, ::dup(0));
         auto buf = std::make_shared<std::array<char, 4096>>();
-        auto loop = std::make_shared<std::function<void()>>();
+        auto* loop = &stdin_loop_;  // a member: a self-owning closure would never be freed
         *loop = [this, buf, master, loop] {
             stdin_sd_->async_read_some(asio::buffer(*buf), [this, buf, master, loop](auto ec, std::size_t n) {
                 if (ec == asio::error::operation_aborted) return;
@@ -860,7 +860,7 @@ private:
     void watch_egress(int fd) {
         egress_sd_ = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
         auto buf = std::make_shared<std::array<char, 4096>>();
-        auto loop = std::make_shared<std::function<void()>>();
+        auto* loop = &egress_loop_;  // a member: a self-owning closure would never be freed
         *loop = [this, buf, loop] {
             egress_sd_->async_read_some(asio::buffer(*buf), [this, buf, loop](auto ec, std::size_t n) {
                 if (ec == asio::error::operation_aborted) return;
@@ -917,7 +917,7 @@ private:
     void watch_egress_log(int fd) {
         egress_log_sd_ = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
         auto buf = std::make_shared<std::array<char, 4096>>();
-        auto loop = std::make_shared<std::function<void()>>();
+        auto* loop = &egress_log_loop_;  // a member: a self-owning closure would never be freed
         *loop = [this, buf, loop] {
             egress_log_sd_->async_read_some(asio::buffer(*buf), [this, buf, loop](auto ec, std::size_t n) {
                 if (ec || n == 0) return;
@@ -942,6 +942,7 @@ private:
     asio::signal_set sigs_;
     asio::steady_timer timeout_, grace_, drain_;
     std::unique_ptr<asio::posix::stream_descriptor> status_sd_, egress_sd_, egress_log_sd_, stdin_sd_, inbox_sd_;
+    std::function<void()> egress_loop_, egress_log_loop_, stdin_loop_, inbox_loop_;  // each read's next read
     std::array<char, 512> status_buf_{};
     std::string status_text_;
     pid_t pid_ = -1, pid1_ = -1;
