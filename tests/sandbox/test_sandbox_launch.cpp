@@ -574,7 +574,25 @@ TEST_CASE("launch: a handed-in cc-egress's refusals become violations", "[launch
     argv.insert(argv.end(), cmd.begin(), cmd.end());
     auto plain = run(argv, o);
     CHECK_THAT(plain.err, Catch::Contains("cc-wrap: cc-egress refused denied.example.invalid:80"));
-    // Two sandboxes, two refusals in the operator's own log; cc-egress goes on.
+    // Sandboxes sharing the one cc-egress at the same time each hear of their
+    // own refusal only.
+    std::vector<std::unique_ptr<Async>> runs;
+    for (int i = 0; i < 4; ++i) {
+        std::string host = "denied-" + std::to_string(i) + ".example.invalid";
+        runs.push_back(std::make_unique<Async>(
+            std::vector<std::string>{bin("cc-wrap"), "--spec", t.spec, "--egress", t.ready, "--drop-filename-denies",
+                                     "--events", "--", "curl", "-sS", "--max-time", "10", "-o", "/dev/null",
+                                     "http://" + host + "/"},
+            t.root + "/run-" + std::to_string(i) + ".out", t.home));
+    }
+    for (int i = 0; i < 4; ++i) {
+        runs[i]->wait();
+        std::vector<std::string> targets;
+        for (const auto& e : events_of(slurp(runs[i]->out)))
+            if (e["event"] == "violation") targets.push_back(e["target"]);
+        CHECK(targets == std::vector<std::string>{"denied-" + std::to_string(i) + ".example.invalid:80"});
+    }
+    // Six sandboxes, six refusals in the operator's own log; cc-egress goes on.
     ::kill(egress.pid, SIGTERM);
     CHECK(egress.wait() == 0);
     int logged = 0;
@@ -583,7 +601,7 @@ TEST_CASE("launch: a handed-in cc-egress's refusals become violations", "[launch
         auto j = json::parse(line, nullptr, false);
         if (j.is_object() && j.value("event", "") == "connection" && j.value("decision", "") == "deny") ++logged;
     }
-    CHECK(logged == 2);
+    CHECK(logged == 6);
 }
 
 TEST_CASE("launch: network through the session's own cc-egress", "[launch][network]") {
