@@ -64,7 +64,8 @@ RunResult run(const std::vector<std::string>& argv, const RunOptions& opts) {
     std::future<std::string> out, err;
     bp::environment env = opts.clear_env ? bp::environment() : bp::environment(boost::this_process::environment());
     for (const auto& name : opts.unset_env) env.erase(name);
-    // set(), not operator[]: Boost.Process's find() (operator[]) compares past the end of a shorter entry (a heap over-read ASan reports).
+    // set(), not operator[]: Boost.Process's find() (behind operator[]) compares
+    // past the end of a shorter entry, a heap over-read that ASan reports.
     for (const auto& [k, v] : opts.env) env.set(k, v);
     std::vector<std::string> args(argv.begin() + 1, argv.end());
     std::string exe = argv[0];

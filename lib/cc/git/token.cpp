@@ -75,7 +75,8 @@ public:
             std::future<std::string> out, err;
             auto env = boost::this_process::environment();
             bp::environment child_env = env;
-            // set(), not operator[]: Boost.Process's find() (operator[]) compares past the end of a shorter entry (a heap over-read ASan reports).
+            // set(), not operator[]: Boost.Process's find() (behind operator[]) compares
+            // past the end of a shorter entry, a heap over-read that ASan reports.
             child_env.set("CC_PUSHGATE_REPO", owner + "/" + name);
             std::vector<std::string> args(argv_.begin() + 1, argv_.end());
             auto exe = argv_[0].find('/') == std::string::npos ? bp::search_path(argv_[0])

@@ -191,6 +191,9 @@ struct EventSink : std::enable_shared_from_this<EventSink> {
     void push(std::string line) {
         asio::post(home_io(), [self = shared_from_this(), l = std::move(line)]() mutable { self->enqueue(std::move(l)); });
     }
+    // The inbox refused the request: the connection is not the sink's to
+    // close (the refusal is still being written on it).
+    void forget() { to_.reset(); }
     // On the home loop, once the inbox reply is written: lines queued so far go out.
     void open() {
         plugged_ = false;
@@ -237,8 +240,8 @@ EventSink::~EventSink() {
     if (dropped_ > 0)
         home_.log("fd inbox: " + std::to_string(dropped_) + " connection line(s) not delivered to the sender (" +
                   (broken_ ? "its connection failed" : "it did not read them") + ")");
-    // Closed on its own loop; if that loop is gone, destroying it closes it.
-    asio::post(home_.io, [c = std::move(to_)] { c->close(); });
+    // Closed on its own loop.
+    if (to_) asio::post(home_.io, [c = std::move(to_)] { c->close(); });
 }
 
 // One log record: emitted once, when the request or tunnel ends.
@@ -1366,7 +1369,8 @@ awaitable<void> serve_inbox_client(Server& srv, Sock s) {
             reply = err.empty() ? json{{"ok", true}}.dump() : json{{"ok", false}, {"error", err}}.dump();
             if (!err.empty()) {
                 srv.log("fd inbox: " + err);
-                sink.reset();  // adopted nothing: nothing will report
+                if (sink) sink->forget();  // adopted nothing: nothing will report
+                sink.reset();
             }
             reply += "\n";
             co_await write_all(c->client, reply);

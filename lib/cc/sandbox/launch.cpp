@@ -433,7 +433,8 @@ public:
         sigs_.add(SIGINT);
         sigs_.add(SIGHUP);
         bp::environment env;
-        // set(), not operator[]: Boost.Process's find() (operator[]) compares past the end of a shorter entry (a heap over-read ASan reports).
+        // set(), not operator[]: Boost.Process's find() (behind operator[]) compares
+        // past the end of a shorter entry, a heap over-read that ASan reports.
         for (const auto& [k, v] : plan_.env) env.set(k, v);
         std::vector<std::string> args(plan_.argv.begin() + 1, plan_.argv.end());
         std::string cwd = plan_.backend == spec::Backend::none && !plan_.chdir.empty() ? plan_.chdir : fs::current_path().string();
