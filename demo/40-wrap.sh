@@ -6,8 +6,8 @@ if ! command -v cc-egress >/dev/null; then
   exit 0
 fi
 d=$(mktemp -d /tmp/cc-demo-wrap.XXXXXX)
-srv=
-cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; wait 2>/dev/null; rm -rf "$d"; }
+srv= eg=
+cleanup() { for p in $srv $eg; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$d"; }
 trap cleanup EXIT
 mkdir -p "$d/agents/a1/work" "$d/repos/app" "$d/site"
 git -c init.defaultBranch=main init -q "$d/agents/a1/work"
@@ -45,6 +45,17 @@ cc-wrap --spec "$d/spec.json" --drop-filename-denies -- curl -sS --max-time 5 -o
 echo "\$ cc-wrap ... --events -- curl -sS http://example.com/   # the same refusal as a violation event"
 cc-wrap --spec "$d/spec.json" --drop-filename-denies --events -- curl -sS --max-time 5 -o /dev/null -w '[HTTP %{http_code}]\n' \
   "http://example.com/" 2>/dev/null | jq -c 'select(.event == "stdout" or .event == "violation" or .event == "exit") | del(.sessionId, .raw)'
+echo
+echo "\$ cc-egress --spec spec.json --fd-inbox eg/inbox.sock > eg.out &   # one cc-egress for the whole session"
+mkdir -p "$d/eg"
+cc-egress --spec "$d/spec.json" --fd-inbox "$d/eg/inbox.sock" > "$d/eg.out" 2>/dev/null &
+eg=$!
+for _ in $(seq 100); do [ -s "$d/eg.out" ] && break; sleep 0.05; done
+head -n 1 "$d/eg.out" > "$d/ready.json"
+echo "\$ cc-wrap ... --egress ready.json --events -- curl -sS http://example.com/   # its refusal is still this run's violation"
+cc-wrap --spec "$d/spec.json" --egress "$d/ready.json" --drop-filename-denies --events -- \
+  curl -sS --max-time 5 -o /dev/null "http://example.com/" 2>/dev/null | jq -c 'select(.event == "violation") | del(.sessionId, .raw)'
+echo "eg.out (the operator's log): $(jq -c 'select(.event == "connection") | {host, decision, rule}' "$d/eg.out")"
 echo
 echo "\$ cc-wrap ... -- curl http://127.0.0.1:$port/ --noproxy '*'   # the namespace has only loopback"
 cc-wrap --spec "$d/spec.json" --drop-filename-denies -- curl -sS --max-time 3 --noproxy '*' "http://127.0.0.1:$port/" 2>&1 | grep -v '^cc-wrap: '
