@@ -797,7 +797,7 @@ private:
         auto buf = std::make_shared<std::array<char, 4096>>();
         auto* loop = &stdin_loop_;  // a member: a self-owning closure would never be freed
         *loop = [this, buf, master, loop] {
-            stdin_sd_->async_read_some(asio::buffer(*buf), [this, buf, master, loop](auto ec, std::size_t n) {
+            stdin_sd_->async_read_some(asio::buffer(*buf), [buf, master, loop](auto ec, std::size_t n) {
                 if (ec == asio::error::operation_aborted) return;
                 if (ec || n == 0) {
                     // End of input: the terminal's EOF character, as script(1) does.
