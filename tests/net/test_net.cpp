@@ -41,6 +41,11 @@ TEST_CASE("names: case, one trailing dot and IDN compare in one form") {
     CHECK(canon("b\xC3\xBC" "cher.example") == "xn--bcher-kva.example");
     CHECK(canon("a..b") == "ERR");
     CHECK(canon("a b.com") == "ERR");
+    // A NUL or other control byte is refused, never cut off (fuzz_wire found
+    // "example.com\0\0\0\x94" read as example.com through libidn2).
+    CHECK(canon(std::string("example.com\0\0\0\x94", 15)) == "ERR");
+    CHECK(canon(std::string("example.com\0evil.test", 21)) == "ERR");
+    CHECK(canon("example.com\x7f") == "ERR");
     CHECK(canon(std::string(64, 'a') + ".com") == "ERR");
 }
 
@@ -196,6 +201,9 @@ TEST_CASE("http: heads, absolute-form, framing and hop-by-hop headers") {
     CHECK(http::parse_absolute_uri("http://[::1]/")->target.port == 80);
     CHECK_FALSE(http::parse_request_head("GARBAGE\r\n\r\n"));
     CHECK_FALSE(http::parse_request_head("GET / HTTP/2.0\r\n\r\n"));
+    CHECK_FALSE(http::parse_request_head(std::string("GET http://example.com\0\0\0\x94" "0/a HTTP/1.1\r\n\r\n", 42)));
+    CHECK_FALSE(http::parse_request_head("GET http://example.com/\x01 HTTP/1.1\r\n\r\n"));
+    CHECK_FALSE(parse_authority(std::string("example.com\0x:443", 17)));
 
     auto smuggle = http::parse_request_head(
         "POST http://a.b/ HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n");

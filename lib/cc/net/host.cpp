@@ -129,6 +129,11 @@ Result<Cidr> parse_cidr(std::string_view text) {
 }
 
 Result<std::string> canonical_name(std::string_view host) {
+    // Before anything reads the name as a C string: libidn2 would stop at a
+    // NUL, so "allowed.example\0junk" would be vetted as "allowed.example"
+    // while the junk went on in the Host header (found by fuzz/fuzz_wire.cpp).
+    for (unsigned char c : host)
+        if (c < 0x20 || c == 0x7f) return input_error(in_quotes(host), "control character in host name");
     std::string s;
     if (ascii_only(host)) {
         s = lower(host);

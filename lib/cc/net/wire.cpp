@@ -220,7 +220,10 @@ Result<RequestHead> parse_request_head(std::string_view head) {
     h.target = std::string(start.substr(sp1 + 1, sp2 - sp1 - 1));
     h.version = std::string(start.substr(sp2 + 1));
     if (!is_token(h.method)) return input_error("request line", "bad method");
-    if (h.target.empty() || h.target.find_first_of(" \t\r") != std::string::npos)
+    // RFC 9112 3.2: a request-target has no whitespace and no control characters.
+    if (h.target.empty() || std::any_of(h.target.begin(), h.target.end(), [](unsigned char c) {
+            return c <= 0x20 || c == 0x7f;
+        }))
         return input_error("request line", "bad request target");
     if (h.version != "HTTP/1.1" && h.version != "HTTP/1.0") return input_error("request line", "unsupported version");
     if (auto s = parse_headers(*lines, h.headers); !s) return s.error();
