@@ -521,6 +521,9 @@ TEST_CASE("egress: malformed HTTP requests get 400 / 431 and the proxy lives on"
     std::string big = "GET " + origin.url("/hello") + " HTTP/1.1\r\nX-Big: " + std::string(40000, 'a') + "\r\n\r\n";
     CHECK(talk(hp, big).rfind("HTTP/1.1 431", 0) == 0);
     CHECK(talk(hp, "GET http://127.0.0.1", true).empty());  // truncated head, then EOF
+    // A NUL in the host is refused, never read up to the NUL as an allowed one.
+    CHECK(talk(hp, std::string("CONNECT 127.0.0.1\0evil:80 HTTP/1.1\r\n\r\n", 38)).rfind("HTTP/1.1 400", 0) == 0);
+    CHECK(talk(hp, std::string("CONNECT [::1\0x]:80 HTTP/1.1\r\n\r\n", 31)).rfind("HTTP/1.1 400", 0) == 0);
     auto r = curl({"-x", "http://" + eg.http(), origin.url("/hello")});
     CHECK(r.out == "hello\n");
     CHECK(eg.stop() == 0);

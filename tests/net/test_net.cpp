@@ -46,6 +46,9 @@ TEST_CASE("names: case, one trailing dot and IDN compare in one form") {
     CHECK(canon(std::string("example.com\0\0\0\x94", 15)) == "ERR");
     CHECK(canon(std::string("example.com\0evil.test", 21)) == "ERR");
     CHECK(canon("example.com\x7f") == "ERR");
+    CHECK_FALSE(parse_ip_literal(std::string("::1\0evil", 8)));
+    CHECK_FALSE(parse_ip_literal(std::string("127.0.0.1\0", 10)));
+    CHECK_FALSE(canonical_target(std::string("[::1\0x]", 8)));
     CHECK(canon(std::string(64, 'a') + ".com") == "ERR");
 }
 

@@ -82,6 +82,8 @@ std::optional<Address> Address::embedded_v4() const {
 std::optional<Address> parse_ip_literal(std::string_view text) {
     if (text.size() >= 2 && text.front() == '[' && text.back() == ']') text = text.substr(1, text.size() - 2);
     if (text.empty() || text.size() > 64) return std::nullopt;
+    // inet_pton and inet_aton read C strings: "::1\0evil" must not be ::1.
+    if (text.find('\0') != std::string_view::npos) return std::nullopt;
     std::string s(text);
     if (s.find(':') != std::string::npos) {
         Address a;
