@@ -215,6 +215,11 @@ TEST_CASE("http: heads, absolute-form, framing and hop-by-hop headers") {
     auto two = http::parse_request_head("POST http://a.b/ HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n");
     CHECK_FALSE(http::request_framing(*two));
 
+    // Found by fuzz_wire: "080" was read as 80 and written back as "80".
+    CHECK_FALSE(http::parse_response_head("HTTP/1.1 080 OK\r\n\r\n"));
+    CHECK_FALSE(http::parse_response_head("HTTP/1.1 600 OK\r\n\r\n"));
+    CHECK_FALSE(http::parse_response_head("HTTP/1.1 200X OK\r\n\r\n"));
+    CHECK(http::parse_response_head("HTTP/1.1 200\r\n\r\n"));
     auto resp = http::parse_response_head("HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n");
     REQUIRE(resp);
     CHECK(http::response_framing(*resp, "GET").kind == http::BodyKind::none);

@@ -242,6 +242,9 @@ Result<ResponseHead> parse_response_head(std::string_view head) {
         if (start[i] < '0' || start[i] > '9') return input_error("status line", "bad status code");
         h.status = h.status * 10 + (start[i] - '0');
     }
+    // RFC 9110 15: three digits, 100-599; then a space before any reason.
+    if (h.status < 100 || h.status > 599) return input_error("status line", "bad status code");
+    if (start.size() > 12 && start[12] != ' ') return input_error("status line", "malformed");
     h.reason = start.size() > 13 ? std::string(start.substr(13)) : "";
     if (auto s = parse_headers(*lines, h.headers); !s) return s.error();
     return h;
