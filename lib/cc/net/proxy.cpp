@@ -189,7 +189,7 @@ struct EventSink : std::enable_shared_from_this<EventSink> {
     EventSink(Server& home, std::shared_ptr<Conn> to) : home_(home), to_(std::move(to)) {}
     ~EventSink();
     void push(std::string line) {
-        asio::post(home_io(), [self = shared_from_this(), l = std::move(line)]() mutable { self->enqueue(std::move(l)); });
+        asio::post(home_.io, [self = shared_from_this(), l = std::move(line)]() mutable { self->enqueue(std::move(l)); });
     }
     // The inbox refused the request: the connection is not the sink's to
     // close (the refusal is still being written on it).
@@ -201,7 +201,6 @@ struct EventSink : std::enable_shared_from_this<EventSink> {
     }
 
 private:
-    asio::io_context& home_io();
     void enqueue(std::string line) {
         if (broken_ || queued_ + line.size() > (1u << 20)) {
             ++dropped_;
@@ -233,8 +232,6 @@ private:
     bool writing_ = false, broken_ = false, plugged_ = true;
     std::uint64_t dropped_ = 0;
 };
-
-asio::io_context& EventSink::home_io() { return home_.io; }
 
 EventSink::~EventSink() {
     if (dropped_ > 0)

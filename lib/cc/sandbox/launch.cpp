@@ -569,18 +569,25 @@ private:
 
     // A handed-in cc-egress's connection lines for this sandbox's listeners.
     void watch_inbox(int fd) {
-        inbox_sd_ = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
         egress_lines(std::exchange(inbox_rest_, {}));
+        read_each(inbox_sd_, inbox_loop_, fd, [this](std::string_view d) { egress_lines(d); });
+    }
+
+    // Reads `fd` chunk by chunk into `feed` until end of file, an error or a
+    // cancel. The next read lives in `loop`, a member: a closure that owned
+    // itself would never be freed.
+    void read_each(std::unique_ptr<asio::posix::stream_descriptor>& sd, std::function<void()>& loop, int fd,
+                   std::function<void(std::string_view)> feed) {
+        sd = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
         auto buf = std::make_shared<std::array<char, 4096>>();
-        auto* loop = &inbox_loop_;  // a member: a self-owning closure would never be freed
-        *loop = [this, buf, loop] {
-            inbox_sd_->async_read_some(asio::buffer(*buf), [this, buf, loop](auto ec, std::size_t n) {
+        loop = [s = sd.get(), buf, l = &loop, feed = std::move(feed)] {
+            s->async_read_some(asio::buffer(*buf), [buf, l, &feed](auto ec, std::size_t n) {
                 if (ec || n == 0) return;
-                egress_lines(std::string_view(buf->data(), n));
-                (*loop)();
+                feed(std::string_view(buf->data(), n));
+                (*l)();
             });
         };
-        (*loop)();
+        loop();
     }
 
     // At exit: our side of the inbox connection is shut down; cc-egress
@@ -589,7 +596,6 @@ private:
     // they end at once). Read to that end, bounded: one second.
     void last_inbox_lines() {
         if (inbox_sd_) inbox_sd_->cancel();
-        egress_lines(std::exchange(inbox_rest_, {}));
         ::shutdown(inbox_conn_, SHUT_WR);
         auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
         char buf[4096];
@@ -916,17 +922,7 @@ private:
 
     // cc-egress's human log: kept (the last few KiB) for when it fails.
     void watch_egress_log(int fd) {
-        egress_log_sd_ = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
-        auto buf = std::make_shared<std::array<char, 4096>>();
-        auto* loop = &egress_log_loop_;  // a member: a self-owning closure would never be freed
-        *loop = [this, buf, loop] {
-            egress_log_sd_->async_read_some(asio::buffer(*buf), [this, buf, loop](auto ec, std::size_t n) {
-                if (ec || n == 0) return;
-                eg_->keep_err(std::string_view(buf->data(), n));
-                (*loop)();
-            });
-        };
-        (*loop)();
+        read_each(egress_log_sd_, egress_log_loop_, fd, [this](std::string_view d) { eg_->keep_err(d); });
     }
 
     void egress_failed(const std::string& why) {
