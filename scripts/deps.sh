@@ -12,6 +12,7 @@ packages=(
   catch2 libbenchmark-dev
   # sandbox backend
   bubblewrap socat
+  libseccomp-dev  # cc-wrap: the seccomp layer and the write supervisor
   # real peers used by tests, demo and benchmarks
   git curl jq lighttpd openssl netcat-openbsd openssh-client
   tinyproxy microsocks xfsprogs util-linux iproute2 man-db groff-base
