@@ -13,6 +13,9 @@ mkdir -p "$d/agents/a1/work" "$d/repos/app" "$d/site"
 git -c init.defaultBranch=main init -q "$d/agents/a1/work"
 echo "original checkout" > "$d/repos/app/README"
 echo "hello from a local server" > "$d/site/index.html"
+# Run by root, cc-wrap never runs the command as root: it becomes the owner of
+# the working directory (else nobody). The demo gives its tree to nobody.
+[ "$(id -u)" -eq 0 ] && chown -R 65534:65534 "$d/agents" "$d/repos"
 
 # A local web server on 127.0.0.1 (an allowed destination).
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -63,3 +66,10 @@ echo
 echo "\$ cc-wrap --spec spec.json --print -- true | jq '{backend, proxy: .proxy.transport, denies: [.denies[] | select(.enforcement[0] | test(\"read-only bind over\"))| .rule]}'"
 cc-wrap --spec "$d/spec.json" --drop-filename-denies --print -- true 2>/dev/null |
   jq -c '{backend, proxy: .proxy.transport, denies: [.denies[] | select(.enforcement | any(test("over the writable"))) | .rule]}'
+echo
+echo "\$ cc-wrap --spec spec.json --print -- true | jq -c '.identity, .layers, [.seccomp.rules[].syscall] | unique'"
+cc-wrap --spec "$d/spec.json" --drop-filename-denies --print -- true 2>/dev/null |
+  jq -c '{hostUid: .identity.hostUid, switchedFromRoot: .identity.switchedFromRoot}, .layers, ([.seccomp.rules[].syscall] | unique | join(" "))'
+echo "\$ cc-wrap ... -- sh -c 'cat /proc/self/uid_map; unshare -U true; cat core_pattern > core_pattern'   # never host root"
+cc-wrap --spec "$d/spec.json" --drop-filename-denies -- sh -c 'cat /proc/self/uid_map; unshare -U true; v=$(cat /proc/sys/kernel/core_pattern); echo "$v" > /proc/sys/kernel/core_pattern' 2>&1 |
+  grep -v '^cc-wrap: no backend\|^cc-wrap: note'

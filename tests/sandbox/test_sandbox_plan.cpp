@@ -15,6 +15,12 @@
 #include "cc/sandbox/plan.hpp"
 #include "cc/sandbox/seatbelt.hpp"
 #include "cc/sandbox/violation.hpp"
+#include "cc/sandbox/seccomp.hpp"
+
+#include <fcntl.h>
+#include <seccomp.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace cc::sandbox;
 using cc::spec::Backend;
@@ -29,6 +35,14 @@ public:
     std::map<std::string, std::string> links = {{"/bin", "usr/bin"}, {"/lib", "usr/lib"}};
     std::set<std::string> elves;                       // executable ELF files
     std::map<std::string, std::string> scripts;        // executable script -> its "#!" interpreter
+    std::map<std::string, Owner> owners;               // stat() answers; others unknown
+    std::optional<Owner> owner(const std::string& path) const override {
+        auto r = resolve(path);
+        if (!r) return std::nullopt;
+        auto o = owners.find(*r);
+        if (o == owners.end()) return std::nullopt;
+        return o->second;
+    }
 
     void dir(const std::string& p) {
         for (std::string a = p; a != "/"; a = parent_of(a)) dirs.insert(a);
@@ -527,4 +541,204 @@ TEST_CASE("events: sequence, text and base64 chunks", "[events]") {
     auto j = nlohmann::json::parse(line);
     CHECK(j["text"] == tricky);
     CHECK(j.dump() == line);
+}
+
+TEST_CASE("identity: never host uid 0; root runs the command as the work dir's owner, else nobody", "[plan][identity]") {
+    auto h = standard_host();
+    auto spec = standard_input().spec;
+    const std::string work = "/srv/cc/conv1/agents/a1/work";
+    // A user: that user, in a user namespace, nothing switched.
+    auto u = choose_identity(spec, "/home/u", 1000, 1000, std::nullopt, h);
+    REQUIRE(u);
+    CHECK(u->uid == 1000);
+    CHECK_FALSE(u->drop);
+    CHECK(u->userNamespace);
+    // Root, work dir owned by root: nobody.
+    h.owners[work] = {0, 0, 0755};
+    auto r = choose_identity(spec, "/root", 0, 0, std::nullopt, h);
+    REQUIRE(r);
+    CHECK(r->drop);
+    CHECK(r->uid == 65534);
+    CHECK(r->gid == 65534);
+    CHECK(r->why.find("belongs to root") != std::string::npos);
+    // Root, work dir owned by a user: that user.
+    h.owners[work] = {1001, 1002, 0755};
+    r = choose_identity(spec, "/root", 0, 0, std::nullopt, h);
+    REQUIRE(r);
+    CHECK(r->uid == 1001);
+    CHECK(r->gid == 1002);
+    // ... found through guestWorkdir below a bind, or the first writable bind without one.
+    spec.guestWorkdir = "/srv/cc/conv1/repos/orig";
+    h.owners["/srv/cc/conv1/repos/orig"] = {2001, 2001, 0755};
+    CHECK(choose_identity(spec, "/root", 0, 0, std::nullopt, h)->uid == 2001);
+    spec.guestWorkdir.reset();
+    CHECK(choose_identity(spec, "/root", 0, 0, std::nullopt, h)->uid == 1001);
+    // A user-owned dir whose group is root: the gid is nobody's.
+    h.owners[work] = {1001, 0, 0775};
+    CHECK(choose_identity(spec, "/root", 0, 0, std::nullopt, h)->gid == 65534);
+    // --run-as: numbers only, never 0, root only for other ids.
+    auto a = choose_identity(spec, "/root", 0, 0, std::string("4242:77"), h);
+    REQUIRE(a);
+    CHECK(a->uid == 4242);
+    CHECK(a->gid == 77);
+    CHECK(choose_identity(spec, "/root", 0, 0, std::string("4242"), h)->gid == 4242);
+    for (const char* bad : {"0", "0:5", "5:0", "nobody", "", ":", "1:", "99999999999", "4294967295"}) {
+        auto e = choose_identity(spec, "/root", 0, 0, std::string(bad), h);
+        INFO(bad);
+        REQUIRE_FALSE(e);
+        CHECK(e.error().code == cc::Errc::input);
+    }
+    CHECK_FALSE(choose_identity(spec, "/home/u", 1000, 1000, std::string("1001"), h));
+    CHECK(choose_identity(spec, "/home/u", 1000, 1000, std::string("1000:1000"), h));
+}
+
+TEST_CASE("plan: user namespace, seccomp and identity are in the plan and argv", "[plan][identity]") {
+    auto h = standard_host();
+    auto in = standard_input();
+    in.identity = {true, true, 65534, 65534, "run by root"};
+    h.owners["/srv/cc/conv1/agents/a1/work"] = {0, 0, 0755};
+    h.owners["/srv/cc/conv1/repos"] = {65534, 65534, 0755};
+    Plan p = make(in, h);
+    CHECK(p.layers == std::vector<std::string>{"user-ns", "mount-ns", "pid-ns", "ipc-ns", "uts-ns", "net-ns", "seccomp"});
+    auto has = [&](const std::string& a) { return std::find(p.argv.begin(), p.argv.end(), a) != p.argv.end(); };
+    CHECK(has("--unshare-user"));
+    CHECK(has("--disable-userns"));
+    auto sc = std::find(p.argv.begin(), p.argv.end(), "--seccomp");
+    REQUIRE(sc != p.argv.end());
+    CHECK(*(sc + 1) == std::to_string(bwrap_seccomp_fd));
+    REQUIRE(p.seccomp);
+    // The root-owned writable bind is said to be unwritable for uid 65534; the other is not.
+    int unwritable = 0;
+    for (const auto& n : p.notes) unwritable += n.find("is not writable by uid 65534") != std::string::npos;
+    CHECK(unwritable == 1);
+    auto j = to_json(p);
+    CHECK(j["identity"]["hostUid"] == 65534);
+    CHECK(j["identity"]["switchedFromRoot"] == true);
+    CHECK(j["seccomp"]["rules"].size() == p.seccomp->rules.size());
+    CHECK(summary(p)["layers"].size() == 7);
+    // allowNestedNamespaces: no --disable-userns, no unshare/clone rules; allowPtrace: no ptrace rule.
+    in.spec.allowNestedNamespaces = true;
+    in.spec.allowPtrace = true;
+    p = make(in, h);
+    CHECK(std::find(p.argv.begin(), p.argv.end(), "--disable-userns") == p.argv.end());
+    for (const auto& r : p.seccomp->rules) {
+        CHECK(r.syscall != "unshare");
+        CHECK(r.syscall != "clone3");
+        CHECK(r.syscall != "ptrace");
+    }
+    // The terminal profile shares the host network: no net-ns layer.
+    in = standard_input();
+    in.profile = Profile::terminal;
+    p = make(in, h);
+    CHECK(std::find(p.layers.begin(), p.layers.end(), "net-ns") == p.layers.end());
+    CHECK(std::find(p.layers.begin(), p.layers.end(), "seccomp") != p.layers.end());
+}
+
+TEST_CASE("seccomp: the policy compiles with libseccomp into a sealed BPF memfd", "[seccomp]") {
+    auto pol = default_seccomp({});
+    auto fd = compile_seccomp(pol);
+    REQUIRE(fd);
+    struct stat st {};
+    REQUIRE(::fstat(*fd, &st) == 0);
+    CHECK(st.st_size > 0);
+    CHECK(st.st_size % 8 == 0);  // whole sock_filter instructions
+    CHECK(::fcntl(*fd, F_GET_SEALS) & F_SEAL_WRITE);
+    CHECK(::write(*fd, "x", 1) == -1);
+    ::close(*fd);
+    // Every rule names a call libseccomp knows on at least one ABI.
+    for (const auto& r : pol.rules) {
+        INFO(r.syscall);
+        CHECK(seccomp_syscall_resolve_name(r.syscall.c_str()) != __NR_SCMP_ERROR);
+    }
+}
+
+TEST_CASE("plan: credentials are stripped from the environment unless envPass names them", "[plan][env]") {
+    auto in = standard_input();
+    in.hostEnv["GITHUB_TOKEN"] = "ghp_x";
+    in.hostEnv["AWS_SECRET_ACCESS_KEY"] = "k";
+    in.hostEnv["ANTHROPIC_API_KEY"] = "sk";
+    in.hostEnv["my_service_password"] = "p";
+    in.hostEnv["PIP_INDEX_URL"] = "https://user:s3cret@pypi.example/simple";
+    in.hostEnv["PLAIN_URL"] = "https://pypi.example/simple";
+    in.hostEnv["USER_AT"] = "https://user@host.example/";
+    in.hostEnv["NPM_TOKEN"] = "n";
+    in.spec.envPass = {"NPM_TOKEN"};
+    Plan p = make(in, standard_host());
+    for (const char* k : {"GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "ANTHROPIC_API_KEY", "my_service_password",
+                          "PIP_INDEX_URL"}) {
+        INFO(k);
+        CHECK(p.env.count(k) == 0);
+        CHECK(std::find(p.envRemoved.begin(), p.envRemoved.end(), k) != p.envRemoved.end());
+    }
+    CHECK(p.envRemovedWhy.at("GITHUB_TOKEN") == "credential");
+    CHECK(p.envRemovedWhy.at("PIP_INDEX_URL") == "credential-url");
+    CHECK(p.envRemovedWhy.at("LD_PRELOAD") == "injection");
+    CHECK(p.envRemovedWhy.at("http_proxy") == "proxy");
+    CHECK(p.env.at("PLAIN_URL") == "https://pypi.example/simple");
+    CHECK(p.env.at("USER_AT") == "https://user@host.example/");
+    CHECK(p.env.at("NPM_TOKEN") == "n");
+    CHECK(p.envPassed == std::vector<std::string>{"NPM_TOKEN"});
+    CHECK(std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) { return n.find("NPM_TOKEN") != std::string::npos; }));
+    // envPass cannot bring back an injection vector.
+    in.spec.envPass = {"LD_PRELOAD"};
+    CHECK(make(in, standard_host()).env.count("LD_PRELOAD") == 0);
+}
+
+TEST_CASE("plan: system and other users' secrets are masked wherever a bind shows them", "[plan]") {
+    auto h = standard_host();
+    h.file("/etc/gshadow");
+    h.dir("/home/bob/.ssh");
+    h.file("/home/bob/.ssh/id_ed25519");
+    h.dir("/home/bob/.codex");
+    h.file("/home/bob/.codex/auth.json");
+    h.dir("/home/bob/src");
+    auto in = standard_input();
+    in.spec.bindMounts.push_back({"/etc", "/hostetc", true});
+    in.spec.bindMounts.push_back({"/home", "/homes", true});
+    Plan p = make(in, h);
+    CHECK(masked(p, "/etc/shadow"));
+    CHECK(masked(p, "/hostetc/shadow"));
+    CHECK(masked(p, "/hostetc/gshadow"));
+    CHECK(masked(p, "/homes/bob/.ssh"));
+    CHECK(masked(p, "/homes/bob/.codex/auth.json"));
+    CHECK(masked(p, "/homes/u/.ssh"));
+    CHECK(can_read(p, "/homes/bob/src"));
+    // A bind of bob's home still brings bob's secrets under the rules, and
+    // his start files under the write rules: read-only here, so nothing is
+    // missing; writable, a start file that is not there is refused by name
+    // (bubblewrap cannot cover a path that does not exist).
+    in = standard_input();
+    in.spec.bindMounts.push_back({"/home/bob", "/bob", true});
+    p = make(in, h);
+    CHECK(masked(p, "/bob/.ssh"));
+    CHECK(can_read(p, "/bob/src"));
+    in.spec.bindMounts.back().readOnly = false;
+    auto refused = build_plan(in, h);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().one_line().find("/home/bob/.bashrc") != std::string::npos);
+}
+
+TEST_CASE("plan: a bind through a symlink planted in a writable bind, or over the runtime dir, is refused", "[plan]") {
+    auto h = standard_host();
+    h.dir("/home/u/.config");
+    // An earlier run replaced work/vendor with a link to the host's ~/.config.
+    h.links["/srv/cc/conv1/agents/a1/work/vendor"] = "/home/u/.config";
+    auto in = standard_input();
+    in.spec.bindMounts.push_back({"/srv/cc/conv1/agents/a1/work/vendor", "/vendor", false});
+    auto r = build_plan(in, h);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == cc::Errc::unavailable);
+    CHECK(r.error().one_line().find("passes through the symlink '/srv/cc/conv1/agents/a1/work/vendor'") !=
+          std::string::npos);
+    // The same link outside every writable bind (the operator's own) is followed.
+    h.links["/srv/cc/vendor"] = "/home/u/.config";
+    in = standard_input();
+    in.spec.bindMounts.push_back({"/srv/cc/vendor", "/vendor", true});
+    CHECK(build_plan(in, h));
+    // cc-wrap's runtime directory inside a bind.
+    in = standard_input();
+    in.runtimeDir = "/srv/cc/conv1/agents/a1/work/.tmp/cc-wrap.T";
+    auto rt = build_plan(in, h);
+    REQUIRE_FALSE(rt);
+    CHECK(rt.error().one_line().find("runtime directory") != std::string::npos);
 }

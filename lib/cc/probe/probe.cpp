@@ -4,6 +4,8 @@
 #include <linux/kvm.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/landlock.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -54,6 +56,10 @@ public:
         std::stringstream ss;
         ss << f.rdbuf();
         return ss.str();
+    }
+    int landlock_abi() const override {
+        long v = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+        return v > 0 ? static_cast<int>(v) : 0;
     }
     bool kvm_usable(std::string& detail) const override {
         int fd = ::open("/dev/kvm", O_RDWR | O_CLOEXEC);
@@ -131,6 +137,35 @@ void probe_microvm(const HostFacts& host, const std::string& kernel, Microvm& m)
 
 }  // namespace
 
+namespace {
+
+KernelLayers kernel_layers(const HostFacts& host) {
+    KernelLayers k;
+    k.probed = true;
+    auto num = [&](const char* path) -> long {
+        auto t = host.read_file(path);
+        if (!t) return -1;
+        try { return std::stol(*t); } catch (...) { return -1; }
+    };
+    k.userNamespaces = num("/proc/sys/user/max_user_namespaces") > 0;
+    if (auto a = host.read_file("/proc/sys/kernel/seccomp/actions_avail")) {
+        std::istringstream in(*a);
+        std::string w;
+        while (in >> w) {
+            if (w == "errno") k.seccomp = true;
+            if (w == "user_notif") k.seccompUserNotif = true;
+        }
+    }
+    k.landlockAbi = host.landlock_abi();
+    if (k.userNamespaces) k.native = {"user-ns", "mount-ns", "pid-ns", "ipc-ns", "uts-ns", "net-ns"};
+    else k.missing.push_back("user-ns");
+    if (k.seccomp) k.native.push_back("seccomp");
+    else k.missing.push_back("seccomp");
+    return k;
+}
+
+}  // namespace
+
 ProbeResult probe(const HostFacts& host, const SandboxSwitch& sw, bool microvm) {
     ProbeResult p;
     p.sandbox = sw;
@@ -158,6 +193,7 @@ ProbeResult probe(const HostFacts& host, const SandboxSwitch& sw, bool microvm) 
             p.note = "native sandbox is not offered on this platform (WSL1 has no Linux namespaces; use WSL2)";
         } else {
             p.mechanism = "bubblewrap";
+            p.layers = kernel_layers(host);
             p.bwrap = host.find_program("bwrap");
             p.socat = host.find_program("socat");
             if (!p.bwrap) p.missing.push_back("bubblewrap");
@@ -216,6 +252,14 @@ nlohmann::json to_json(const ProbeResult& p) {
           {"kvmDetail", p.microvm.kvmDetail},
           {"runtimes", p.microvm.runtimes},
           {"reason", p.microvm.reason}}},
+        {"layers",
+         {{"probed", p.layers.probed},
+          {"userNamespaces", p.layers.userNamespaces},
+          {"seccomp", p.layers.seccomp},
+          {"seccompUserNotif", p.layers.seccompUserNotif},
+          {"landlockAbi", p.layers.landlockAbi},
+          {"native", p.layers.native},
+          {"missing", p.layers.missing}}},
         {"line", p.line},
     };
 }
@@ -255,6 +299,18 @@ Result<ProbeResult> from_json(const nlohmann::json& j) {
         rs.optional("kvmDetail", p.microvm.kvmDetail);
         rs.optional("runtimes", p.microvm.runtimes);
         rs.optional("reason", p.microvm.reason);
+        if (auto e = rs.finish()) return *e;
+        return ok();
+    });
+    r.optional_value("layers", [&](const nlohmann::json& s, const std::string& path) -> Status {
+        json::ObjectReader rs(s, path);
+        rs.optional("probed", p.layers.probed);
+        rs.optional("userNamespaces", p.layers.userNamespaces);
+        rs.optional("seccomp", p.layers.seccomp);
+        rs.optional("seccompUserNotif", p.layers.seccompUserNotif);
+        rs.optional("landlockAbi", p.layers.landlockAbi);
+        rs.optional("native", p.layers.native);
+        rs.optional("missing", p.layers.missing);
         if (auto e = rs.finish()) return *e;
         return ok();
     });

@@ -35,6 +35,9 @@ public:
     // Can /dev/kvm be opened read-write and does KVM_GET_API_VERSION answer 12?
     // Returns a human detail either way.
     virtual bool kvm_usable(std::string& detail) const = 0;
+    // Landlock's ABI version (landlock_create_ruleset with the VERSION flag),
+    // 0 when the kernel has none or it is disabled.
+    virtual int landlock_abi() const { return 0; }
 };
 
 std::unique_ptr<HostFacts> real_host();
@@ -56,6 +59,17 @@ struct Microvm {
     std::string reason;                 // why not, when not
 };
 
+// The kernel features cc-wrap's layers are built from (Linux only).
+struct KernelLayers {
+    bool probed = false;
+    bool userNamespaces = false;     // user.max_user_namespaces > 0
+    bool seccomp = false;            // seccomp filters that return an errno
+    bool seccompUserNotif = false;   // SECCOMP_RET_USER_NOTIF (a write supervisor could use it)
+    int landlockAbi = 0;             // 0: none
+    std::vector<std::string> native;  // the layers a native launch has in force here
+    std::vector<std::string> missing; // layers cc-wrap needs that the kernel lacks (launches fail, 125)
+};
+
 struct ProbeResult {
     std::string platform;        // "linux", "wsl2", "macos", or the kernel name lower-cased
     bool wsl = false;
@@ -69,6 +83,7 @@ struct ProbeResult {
     std::string installHint;
     std::optional<std::string> bwrap, socat, sandboxExec;  // paths found
     Microvm microvm;
+    KernelLayers layers;
     std::string line;            // the F2 start-up line
 };
 

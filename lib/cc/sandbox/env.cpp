@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <string_view>
 
 extern char** environ;
@@ -42,7 +43,59 @@ constexpr std::array<std::string_view, 10> proxy_names = {
     "http_proxy", "https_proxy", "all_proxy", "no_proxy", "ftp_proxy",
 };
 
+// Credentials by exact name: the ones agent hosts and CI runners commonly
+// hold, which a command inside has no business reading.
+constexpr std::array<std::string_view, 28> credential_names = {
+    "GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN", "GITLAB_TOKEN", "CI_JOB_TOKEN",
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
+    "AZURE_CLIENT_SECRET", "AZURE_CLIENT_CERTIFICATE_PASSWORD", "GOOGLE_APPLICATION_CREDENTIALS",
+    "GOOGLE_OAUTH_ACCESS_TOKEN", "NPM_TOKEN", "NODE_AUTH_TOKEN", "TWINE_PASSWORD", "CARGO_REGISTRY_TOKEN",
+    "DOCKER_PASSWORD", "DOCKER_AUTH_CONFIG", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "VAULT_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN", "DIGITALOCEAN_ACCESS_TOKEN", "HEROKU_API_KEY", "SENTRY_AUTH_TOKEN",
+    "KUBECONFIG",
+};
+
+// And by the shape of the name: the suffixes secrets are given by convention.
+constexpr std::array<std::string_view, 10> credential_suffixes = {
+    "_API_KEY", "_APIKEY", "_TOKEN", "_SECRET", "_SECRET_KEY", "_PASSWORD", "_PASSWD", "_ACCESS_KEY",
+    "_PRIVATE_KEY", "_CREDENTIALS",
+};
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// scheme://user:password@host...: a password in a URL's userinfo.
+bool url_with_password(std::string_view v) {
+    auto sep = v.find("://");
+    if (sep == std::string_view::npos || sep == 0) return false;
+    for (char c : v.substr(0, sep))
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.')) return false;
+    auto rest = v.substr(sep + 3);
+    auto end = rest.find_first_of("/?#");
+    auto authority = rest.substr(0, end);
+    auto at = authority.rfind('@');
+    if (at == std::string_view::npos) return false;
+    return authority.substr(0, at).find(':') != std::string_view::npos;
+}
+
+bool is_proxy_variable(const std::string& name) {
+    for (auto n : proxy_names)
+        if (name == n) return true;
+    return false;
+}
+
 }  // namespace
+
+bool is_credential_variable(const std::string& name, const std::string& value) {
+    for (auto n : credential_names)
+        if (name == n) return true;
+    std::string upper;
+    for (char c : name) upper.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+    for (auto sfx : credential_suffixes)
+        if (ends_with(upper, sfx)) return true;
+    return url_with_password(value);
+}
 
 bool is_stripped_variable(const std::string& name) {
     for (auto p : stripped_prefixes)
@@ -54,13 +107,22 @@ bool is_stripped_variable(const std::string& name) {
     return false;
 }
 
-SanitisedEnv sanitise_env(const Env& host) {
+SanitisedEnv sanitise_env(const Env& host, const std::vector<std::string>& env_pass) {
     SanitisedEnv s;
     for (const auto& [k, v] : host) {
-        if (is_stripped_variable(k))
+        if (is_stripped_variable(k)) {
             s.removed.push_back(k);
-        else
+            s.why[k] = is_proxy_variable(k) ? "proxy" : "injection";
+        } else if (is_credential_variable(k, v) &&
+                   std::find(env_pass.begin(), env_pass.end(), k) == env_pass.end()) {
+            s.removed.push_back(k);
+            bool by_name = std::any_of(credential_names.begin(), credential_names.end(), [&](auto n) { return k == n; }) ||
+                           is_credential_variable(k, "");
+            s.why[k] = by_name ? "credential" : "credential-url";
+        } else {
+            if (is_credential_variable(k, v)) s.passed.push_back(k);
             s.env.emplace(k, v);
+        }
     }
     std::sort(s.removed.begin(), s.removed.end());
     return s;

@@ -21,6 +21,12 @@ namespace {
 // it in a way the plan could act on anyway (it is a snapshot either way).
 class RealPaths final : public HostPaths {
 public:
+    RealPaths(uid_t uid, gid_t gid) : uid_(uid), gid_(gid) {}
+    std::optional<Owner> owner(const std::string& path) const override {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+        return Owner{st.st_uid, st.st_gid, st.st_mode & 07777};
+    }
     std::optional<std::string> resolve(const std::string& path) const override {
         if (auto it = resolved_.find(path); it != resolved_.end()) return it->second;
         char buf[PATH_MAX];
@@ -74,7 +80,7 @@ public:
         if (n < 4) return e;
         // The permission bits as the kernel applies them to an unprivileged
         // process: the owner's if we own it, else the group's if ours, else others'.
-        mode_t bit = st.st_uid == ::geteuid() ? S_IXUSR : st.st_gid == ::getegid() ? S_IXGRP : S_IXOTH;
+        mode_t bit = st.st_uid == uid_ ? S_IXUSR : st.st_gid == gid_ ? S_IXGRP : S_IXOTH;
         if (!(st.st_mode & bit)) return e;
         std::string_view h(head, static_cast<std::size_t>(n));
         if (h.substr(0, 4) == "\x7f" "ELF") {
@@ -91,12 +97,15 @@ public:
     }
 
 private:
+    uid_t uid_;
+    gid_t gid_;
     mutable std::unordered_map<std::string, std::optional<std::string>> resolved_, links_;
     mutable std::unordered_map<std::string, Kind> kinds_;
 };
 
 }  // namespace
 
-std::unique_ptr<HostPaths> real_paths() { return std::make_unique<RealPaths>(); }
+std::unique_ptr<HostPaths> real_paths() { return std::make_unique<RealPaths>(::geteuid(), ::getegid()); }
+std::unique_ptr<HostPaths> real_paths(unsigned uid, unsigned gid) { return std::make_unique<RealPaths>(uid, gid); }
 
 }  // namespace cc::sandbox

@@ -35,9 +35,17 @@ public:
         std::string interpreter;  // from "#!", empty otherwise
     };
     virtual Exec executable(const std::string& path) const = 0;
+    // Owner and permission bits, following symlinks; nullopt when unknown.
+    struct Owner {
+        unsigned uid = 0, gid = 0, mode = 0;
+    };
+    virtual std::optional<Owner> owner(const std::string&) const { return std::nullopt; }
 };
 
+// The real filesystem, its execute checks made for uid/gid (the identity
+// the command will have; by default this process's own).
 std::unique_ptr<HostPaths> real_paths();
+std::unique_ptr<HostPaths> real_paths(unsigned uid, unsigned gid);
 
 // "*" or "?" anywhere: a glob, left as written.
 bool is_glob(const std::string& path);

@@ -3,6 +3,7 @@
 #include "cc/sandbox/seatbelt.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 namespace cc::sandbox {
@@ -17,6 +18,11 @@ const std::vector<std::string> k_secrets = {
     "~/.oci", "~/.password-store", "~/.vault-token", "~/.terraform.d/credentials.tfrc.json",
     "~/.cargo/credentials", "~/.cargo/credentials.toml", "~/.gem/credentials", "~/.local/share/keyrings",
     "~/Library/Keychains",
+    // git's second credential store, and the agent CLIs' own login tokens
+    // (their settings are write-denied below; the tokens are not to be read).
+    "~/.config/git/credentials", "~/.claude/.credentials.json", "~/.codex/auth.json", "~/.gemini/oauth_creds.json",
+    "~/.config/op", "~/.pgpass", "~/.my.cnf", "~/.s3cfg", "~/.boto", "~/.m2/settings.xml",
+    "~/.gradle/gradle.properties", "~/.composer/auth.json", "~/.config/composer/auth.json",
 };
 
 // Files whose next read by the host runs code: shell start files and the
@@ -35,9 +41,10 @@ const std::vector<std::string> k_filename = {".env", ".env.*", "*.key", "*.pem"}
 
 // System files a process running as uid 0 inside could otherwise read.
 const std::vector<std::string> k_etc_secrets = {
-    "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
+    "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
     "/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key",
-    "/etc/ssh/ssh_host_dsa_key", "/etc/ssl/private",
+    "/etc/ssh/ssh_host_dsa_key", "/etc/ssl/private", "/etc/security/opasswd", "/etc/krb5.keytab",
+    "/etc/NetworkManager/system-connections", "/etc/wireguard", "/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets",
 };
 
 const std::vector<std::string> k_system_dirs = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"};
@@ -232,6 +239,45 @@ struct Builder {
         }
     }
 
+    // Two things an earlier run could have arranged, refused before anything
+    // runs: a bind source that passes through a symlink lying inside another
+    // writable bind (the agent replaced a directory the next run binds with a
+    // link to ~/.ssh or /etc), and cc-wrap's runtime directory (its masks and
+    // the egress inbox) inside any bind.
+    Status bind_sources_safe() const {
+        std::vector<std::string> writable;
+        for (const auto& m : plan.mounts)
+            if (m.op == "bind") writable.push_back(m.src);
+        for (const auto& b : in.spec.bindMounts) {
+            std::string src = normalise(b.hostPath, in.home);
+            std::string prefix;
+            std::size_t pos = 1;
+            while (pos <= src.size()) {
+                std::size_t next = src.find('/', pos);
+                prefix = src.substr(0, next);
+                if (auto link = host.read_link(prefix)) {
+                    for (const auto& w : writable)
+                        if (w != prefix && is_within(prefix, w) && !is_within(w, prefix))
+                            return unavailable_error(
+                                "bind '" + src + "'",
+                                "its path passes through the symlink '" + prefix + "' -> '" + *link +
+                                    "', which lies inside writable bind '" + w +
+                                    "' (a command could have planted it); refusing to follow it");
+                }
+                if (next == std::string::npos) break;
+                pos = next + 1;
+            }
+        }
+        if (!in.runtimeDir.empty())
+            for (const auto& m : plan.mounts)
+                if ((m.op == "bind" || m.op == "ro-bind") && is_within(in.runtimeDir, m.src) &&
+                    m.src.rfind(in.runtimeDir, 0) != 0)
+                    return unavailable_error("runtime directory '" + in.runtimeDir + "'",
+                                             "it lies inside bind '" + m.src + "' (" + m.dest +
+                                                 "): set XDG_RUNTIME_DIR or TMPDIR outside every bind");
+        return ok();
+    }
+
     // .git directories at the top of a writable bind and up to two levels down
     // (the workdir itself, repos/<name>).
     std::vector<std::string> git_dirs_in(const std::string& root) const {
@@ -253,18 +299,25 @@ struct Builder {
     }
 
     Status deny_rules() {
-        // /etc secrets: a uid-0 child without capabilities still owns them.
-        for (const auto& f : k_etc_secrets) {
-            Kind k = host.kind(f);
-            if (k == Kind::file) add("ro-bind", mask_file, f, "system secret");
-            if (k == Kind::dir) add("ro-bind", mask_dir, f, "system secrets");
-        }
+        // System secrets, wherever a bind shows them (/etc itself, or a bind
+        // of / or /etc elsewhere).
+        for (const auto& f : k_etc_secrets) read_deny(f, "system secrets");
+        // Home secrets, under cc-wrap's own $HOME and under every other home
+        // a bind shows (a bind of /home, or of a user's home or part of it).
         for (const auto& s : k_secrets) read_deny(s, "secrets");
+        for (const auto& h : other_homes())
+            for (const auto& s : k_secrets) read_deny(h + s.substr(1), "secrets (home " + h + ")");
         for (const auto& p : in.spec.protectedPaths)
             if (auto st = write_deny(p, "protectedPaths", true); !st) return st;
         if (in.profile == Profile::dispatch) {
             for (const auto& p : k_home_write)
                 if (auto st = write_deny(p, "mandatory", true && !home_writable()); !st) return st;
+            // Another user's home a bind shows: their start files run code as
+            // them on their next login, so they are covered the same way.
+            for (const auto& h : other_homes())
+                for (const auto& p : k_home_write)
+                    if (auto st = write_deny(h + p.substr(1), "mandatory (home " + h + ")", !writable_at(h)); !st)
+                        return st;
             std::vector<std::string> roots;
             for (const auto& m : plan.mounts)
                 if (m.op == "bind") roots.push_back(m.src);
@@ -291,9 +344,41 @@ struct Builder {
         return filename_rules();
     }
 
-    bool home_writable() const {
-        std::size_t c = cover(in.home);
-        return c != npos && plan.mounts[c].op == "bind";
+    // Homes other than $HOME that some bind's source reaches: /root and
+    // /home/<user> below or above a bind source.
+    std::vector<std::string> other_homes() const {
+        std::set<std::string> out;
+        auto consider = [&](const std::string& h) {
+            if (h != in.home && host.kind(h) == Kind::dir) out.insert(h);
+        };
+        for (const auto& m : plan.mounts) {
+            if (m.op != "bind" && m.op != "ro-bind") continue;
+            for (const std::string& base : {std::string("/home"), std::string("/root")}) {
+                if (base == "/root") {
+                    if (is_within("/root", m.src) || is_within(m.src, "/root")) consider("/root");
+                    continue;
+                }
+                if (is_within(base, m.src)) {  // the bind shows all of /home
+                    for (const auto& name : host.list(base)) consider(base + "/" + name);
+                } else if (is_within(m.src, base) && m.src != base) {  // inside one user's home
+                    std::string rest = m.src.substr(base.size() + 1);
+                    consider(base + "/" + rest.substr(0, rest.find('/')));
+                }
+            }
+        }
+        return {out.begin(), out.end()};
+    }
+
+    bool home_writable() const { return writable_at(in.home); }
+    // Is host directory h shown writable by some bind?
+    bool writable_at(const std::string& h) const {
+        if (h == in.home) {
+            std::size_t c = cover(in.home);
+            return c != npos && plan.mounts[c].op == "bind";
+        }
+        for (const auto& s : sightings(h))
+            if (s.mount(plan).op == "bind") return true;
+        return false;
     }
 
     // F11: bubblewrap can cover existing paths, not names created later.
@@ -366,9 +451,16 @@ struct Builder {
             plan.inheritEnv = true;
             plan.notes.push_back("--inherit-env: the host environment is passed unchanged (backend none only)");
         } else {
-            auto s = sanitise_env(in.hostEnv);
+            auto s = sanitise_env(in.hostEnv, in.spec.envPass);
             plan.env = std::move(s.env);
             plan.envRemoved = std::move(s.removed);
+            plan.envRemovedWhy = std::move(s.why);
+            plan.envPassed = std::move(s.passed);
+            if (!plan.envPassed.empty()) {
+                std::string names;
+                for (const auto& n : plan.envPassed) names += (names.empty() ? "" : ", ") + n;
+                plan.notes.push_back("envPass: credential variables passed into the sandbox: " + names);
+            }
         }
         plan.env["CC_SESSION_ID"] = in.spec.sessionId;
         plan.env["CC_SANDBOX_BACKEND"] = std::string(spec::to_string(in.backend));
@@ -445,6 +537,10 @@ struct Builder {
             plan.initWhy = "--pty: the terminal becomes the session's controlling one inside";
             return;
         }
+        if (plan.landlockAbi > 0) {
+            plan.initWhy = "Landlock is applied inside, by the init step, once bubblewrap's mounts are made";
+            return;
+        }
         const std::string& cmd = in.command.front();
         auto runnable = [&](const std::string& g) -> Seen {
             auto s = guest_lookup(g);
@@ -481,6 +577,10 @@ struct Builder {
     std::vector<std::string> init_argv(const std::string& exe) const {
         std::vector<std::string> a = {exe, "--internal-sandbox-init", "--transport", plan.proxy.transport};
         if (in.pty) a.insert(a.end(), {"--pty", "1"});
+        if (plan.landlockAbi > 0) {
+            a.insert(a.end(), {"--landlock-abi", std::to_string(plan.landlockAbi)});
+            for (const auto& w : plan.landlockWritable) a.insert(a.end(), {"--landlock-write", w});
+        }
         if (plan.proxy.transport == "socat-bridge") {
             a.insert(a.end(), {"--http-port", std::to_string(plan.proxy.httpPort), "--socks-port",
                                std::to_string(plan.proxy.socksPort), "--egress-dir", guest_egress_dir});
@@ -497,12 +597,19 @@ struct Builder {
         // with --pty the child's terminal is its own, so it keeps job control.
         a = {in.bwrap, "--die-with-parent"};
         if (!in.pty) a.push_back("--new-session");
-        a.insert(a.end(), {"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"});
+        // A user namespace always, as root too (cc-wrap has switched to an
+        // unprivileged uid by then): the command's uid 0 would otherwise be
+        // the host's, with write access to every root-owned file /proc shows.
+        a.insert(a.end(), {"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"});
+        // Nested user namespaces are refused twice: by the seccomp filter
+        // and by the kernel's own limit on this namespace.
+        if (!in.spec.allowNestedNamespaces) a.push_back("--disable-userns");
         if (plan.proxy.transport != "host") a.push_back("--unshare-net");
         a.insert(a.end(), {"--cap-drop", "ALL", "--hostname", "cc-sandbox", "--json-status-fd", "3"});
         // fd-handover: bubblewrap waits on fd 4 until cc-wrap has handed the
         // listeners over, so the command never starts without its proxies.
         if (plan.proxy.transport == "fd-handover") a.insert(a.end(), {"--block-fd", "4"});
+        if (plan.seccomp) a.insert(a.end(), {"--seccomp", std::to_string(bwrap_seccomp_fd)});
         for (const auto& m : plan.mounts) {
             a.push_back("--" + m.op);
             if (m.op == "bind" || m.op == "ro-bind" || m.op == "symlink") a.push_back(m.src);
@@ -558,8 +665,31 @@ struct Builder {
         return plan;
     }
 
+    // As root the command is an ordinary uid: a writable bind it cannot write
+    // works as a read-only one. Said out loud, since the mount says otherwise.
+    void writable_by_identity() {
+        if (!plan.identity.drop) return;
+        for (const auto& m : plan.mounts) {
+            if (m.op != "bind") continue;
+            auto o = host.owner(m.src);
+            if (!o) continue;
+            const auto& id = plan.identity;
+            unsigned bit = o->uid == id.uid ? 0200 : o->gid == id.gid ? 0020 : 0002;
+            if (!(o->mode & bit))
+                plan.notes.push_back("writable bind '" + m.dest + "' (owner " + std::to_string(o->uid) + ":" +
+                                     std::to_string(o->gid) + ", mode " + octal(o->mode) + ") is not writable by uid " +
+                                     std::to_string(id.uid) + ", which the command runs as (" + id.why + ")");
+        }
+    }
+    static std::string octal(unsigned m) {
+        char b[8];
+        std::snprintf(b, sizeof b, "%04o", m & 07777);
+        return b;
+    }
+
     Result<Plan> build() {
         plan.spec = in.spec;
+        plan.identity = in.identity;
         plan.backend = in.backend;
         plan.backendLog = in.backendLog;
         plan.profile = in.profile;
@@ -577,6 +707,10 @@ struct Builder {
             environment();
             if (auto st = filename_rules(); !st) return st.error();
             plan.notes.push_back("backend none: no sandbox; binds, deny rules and modes are not enforced");
+            plan.identity.userNamespace = false;
+            if (plan.identity.drop)
+                plan.notes.push_back("backend none run by root: the command runs as uid " +
+                                     std::to_string(plan.identity.uid) + " (" + plan.identity.why + "), never as root");
             plan.argv = init_argv(in.initExe);
             plan.initWhy = "backend none: the init step runs the command and reports 126/127";
             plan.chdir = in.spec.guestWorkdir.value_or("");
@@ -588,6 +722,7 @@ struct Builder {
         plan.maskFiles = {mask_dir, mask_file};
         system_mounts();
         spec_mounts();
+        if (auto st = bind_sources_safe(); !st) return st.error();
         if (auto st = deny_rules(); !st) return st.error();
         proxy_wiring();
         // Later mounts over a path win, so parents first; same depth keeps order.
@@ -600,6 +735,24 @@ struct Builder {
             plan.chdir = normalise(in.spec.bindMounts.front().guestPath, in.home);
         else
             plan.chdir = in.profile == Profile::terminal ? in.home : "/";
+        plan.layers = {"user-ns", "mount-ns", "pid-ns", "ipc-ns", "uts-ns"};
+        if (plan.proxy.transport != "host") plan.layers.push_back("net-ns");
+        plan.seccomp = default_seccomp({in.spec.allowNestedNamespaces, in.spec.allowPtrace});
+        plan.layers.push_back("seccomp");
+        if (in.spec.allowNestedNamespaces)
+            plan.notes.push_back("allowNestedNamespaces: the command may create user namespaces of its own");
+        if (in.spec.allowPtrace) plan.notes.push_back("allowPtrace: the command may trace its own processes");
+        if (in.landlockAbi > 0) {
+            plan.landlockAbi = in.landlockAbi;
+            std::set<std::string> w = {"/dev", "/proc"};
+            for (const auto& m : plan.mounts)
+                if (m.op == "bind" || m.op == "tmpfs") w.insert(m.dest);
+            plan.landlockWritable.assign(w.begin(), w.end());
+            plan.layers.push_back("landlock:v" + std::to_string(in.landlockAbi));
+        } else {
+            plan.notes.push_back("Landlock: this kernel has none; the mounts and seccomp layers stand without it");
+        }
+        writable_by_identity();
         decide_init_step();
         if (plan.initStep) {
             add("ro-bind", in.initExe, guest_init, "the init step (cc-wrap-init)");
@@ -622,6 +775,11 @@ const std::vector<std::string>& standard_filename_denies() { return k_filename; 
 Result<Plan> build_plan(const PlanInput& in, const HostPaths& host) {
     Builder b{in, host, {}, {}, {}};
     return b.build();
+}
+
+static nlohmann::json identity_json(const Identity& id) {
+    return {{"hostUid", id.uid}, {"hostGid", id.gid}, {"userNamespace", id.userNamespace},
+            {"switchedFromRoot", id.drop}, {"why", id.why}};
 }
 
 nlohmann::json to_json(const Plan& p) {
@@ -648,6 +806,8 @@ nlohmann::json to_json(const Plan& p) {
         {"chdir", p.chdir},
         {"env", env},
         {"envRemoved", p.envRemoved},
+        {"envRemovedWhy", p.envRemovedWhy},
+        {"envPassed", p.envPassed},
         {"inheritEnv", p.inheritEnv},
         {"mounts", mounts},
         {"denies", denies},
@@ -657,7 +817,11 @@ nlohmann::json to_json(const Plan& p) {
         {"runtimeDir", p.runtimeDir},
         {"initStep", {{"used", p.initStep}, {"why", p.initWhy}}},
         {"notes", p.notes},
+        {"identity", identity_json(p.identity)},
+        {"layers", p.layers},
     };
+    if (p.seccomp) j["seccomp"] = to_json(*p.seccomp);
+    if (p.landlockAbi > 0) j["landlock"] = {{"abi", p.landlockAbi}, {"writable", p.landlockWritable}};
     if (!p.proxy.inbox.empty()) j["proxy"]["inbox"] = p.proxy.inbox;
     return j;
 }
@@ -673,6 +837,8 @@ nlohmann::json summary(const Plan& p) {
             {"mounts", p.mounts.size()},
             {"writableMounts", rw},
             {"denyRules", p.denies.size()},
+            {"identity", identity_json(p.identity)},
+            {"layers", p.layers},
             {"notes", p.notes}};
 }
 

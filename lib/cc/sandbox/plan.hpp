@@ -23,6 +23,7 @@
 #include "cc/core/result.hpp"
 #include "cc/sandbox/env.hpp"
 #include "cc/sandbox/paths.hpp"
+#include "cc/sandbox/seccomp.hpp"
 #include "cc/spec/spec.hpp"
 
 namespace cc::sandbox {
@@ -43,6 +44,23 @@ struct EgressWiring {
     std::string http, socks;  // host TCP addresses (backend none / reporting)
 };
 
+// Who the command is on the host. It is never uid 0 of the host: run by
+// root, cc-wrap starts bubblewrap (and so the command) as an unprivileged
+// uid/gid, which then creates the user namespace as any user's bubblewrap
+// does. Run by a user, the command is that user (in a user namespace).
+struct Identity {
+    bool userNamespace = true;  // the command runs in a user namespace of its own
+    bool drop = false;          // cc-wrap (root) switches to uid/gid before starting the sandbox
+    unsigned uid = 0, gid = 0;  // the command's uid/gid as the host sees them
+    std::string why;
+};
+
+// As root: --run-as UID[:GID], else the owner of the working directory's
+// host path when that is not root, else nobody (65534:65534). As a user: that
+// user. uid or gid 0 is refused (exit 2).
+Result<Identity> choose_identity(const spec::SandboxSpec& spec, const std::string& home, unsigned caller_uid,
+                                 unsigned caller_gid, const std::optional<std::string>& run_as, const HostPaths& host);
+
 struct PlanInput {
     spec::SandboxSpec spec;
     spec::Backend backend = spec::Backend::native;
@@ -61,6 +79,8 @@ struct PlanInput {
     bool pty = false;                      // the child gets its own terminal
     std::string runtimeDir;               // cc-wrap's private dir for this launch
     EgressWiring egress;
+    Identity identity;
+    int landlockAbi = 0;                  // the kernel's (cc-probe); 0: no Landlock layer
 };
 
 struct Mount {
@@ -99,6 +119,8 @@ struct Plan {
     std::vector<std::string> argv;     // what the launcher executes, argv[0] absolute
     Env env;                           // the child's whole environment
     std::vector<std::string> envRemoved;
+    std::map<std::string, std::string> envRemovedWhy;  // name -> injection, proxy, credential, credential-url
+    std::vector<std::string> envPassed;                // credentials kept by the spec's envPass
     bool inheritEnv = false;
     std::vector<Mount> mounts;
     std::vector<DenyRule> denies;
@@ -115,7 +137,19 @@ struct Plan {
     // otherwise bubblewrap execs the command itself (one exec fewer).
     bool initStep = true;
     std::string initWhy;
+    Identity identity;
+    // The layers in force, outermost first ("user-ns", "mount-ns", "pid-ns",
+    // "net-ns", "seccomp"); `starting` and --print report them.
+    std::vector<std::string> layers;
+    std::optional<SeccompPolicy> seccomp;  // native backend: the filter bubblewrap installs
+    // Landlock, applied by the init step inside: writes only beneath these.
+    int landlockAbi = 0;
+    std::vector<std::string> landlockWritable;
 };
+
+// Descriptor numbers bubblewrap is started with: 3 its JSON status, 4 the
+// block fd (fd handover), 5 the seccomp program.
+inline constexpr int bwrap_seccomp_fd = 5;
 
 // Paths used inside the sandbox.
 inline constexpr const char* guest_init = "/run/cc/init";

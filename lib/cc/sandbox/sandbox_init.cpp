@@ -1,5 +1,7 @@
 #include "cc/sandbox/sandbox_init.hpp"
 
+#include "cc/sandbox/landlock.hpp"
+
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
@@ -75,6 +77,8 @@ int sandbox_init_main(const std::vector<std::string>& args) {
     std::string transport = "none", egress_dir, socat = "socat";
     int http_port = 0, socks_port = 0;
     bool pty = false;
+    int landlock_abi = 0;
+    std::vector<std::string> landlock_write;
     std::size_t i = 0;
     for (; i < args.size(); ++i) {
         const auto& a = args[i];
@@ -87,6 +91,8 @@ int sandbox_init_main(const std::vector<std::string>& args) {
         else if (a == "--egress-dir") egress_dir = v;
         else if (a == "--socat") socat = v;
         else if (a == "--pty") pty = v == "1";
+        else if (a == "--landlock-abi") landlock_abi = std::atoi(v.c_str());
+        else if (a == "--landlock-write") landlock_write.push_back(v);
         else return fail("unknown option '" + a + "'");
     }
     if (i >= args.size()) return fail("no command");
@@ -104,6 +110,11 @@ int sandbox_init_main(const std::vector<std::string>& args) {
     if (pty && ::isatty(0)) {
         ::setsid();
         ::ioctl(0, TIOCSCTTY, 0);
+    }
+    // Landlock last before the command: the bridge above needed none of it.
+    if (landlock_abi > 0) {
+        std::string err;
+        if (!apply_landlock(landlock_abi, landlock_write, err)) return fail("Landlock: " + err);
     }
     // The command gets stdin, stdout and stderr and nothing else (bwrap's
     // status pipe to cc-wrap stays outside).

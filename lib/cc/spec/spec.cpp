@@ -60,6 +60,9 @@ Result<SandboxSpec> sandbox_spec_from_json(const json& j) {
     r.optional("protectedPaths", s.protectedPaths);
     r.optional("runnerStateDirs", s.runnerStateDirs);
     r.optional("execGrantRoots", s.execGrantRoots);
+    r.optional("allowNestedNamespaces", s.allowNestedNamespaces);
+    r.optional("allowPtrace", s.allowPtrace);
+    r.optional("envPass", s.envPass);
     r.accept("$schema");
     if (auto e = r.finish()) return *e;
 
@@ -73,6 +76,9 @@ Result<SandboxSpec> sandbox_spec_from_json(const json& j) {
     if (auto st = check_all_absolute(s.protectedPaths, "protectedPaths"); !st) return st.error();
     if (auto st = check_all_absolute(s.runnerStateDirs, "runnerStateDirs"); !st) return st.error();
     if (auto st = check_all_absolute(s.execGrantRoots, "execGrantRoots"); !st) return st.error();
+    for (std::size_t i = 0; i < s.envPass.size(); ++i)
+        if (s.envPass[i].empty() || s.envPass[i].find_first_of("=\0") != std::string::npos)
+            return input_error(cc::json::join("envPass", i), "must be a variable name");
     for (std::size_t i = 0; i < s.egressAllowlist.size(); ++i)
         if (s.egressAllowlist[i].empty())
             return input_error(cc::json::join("egressAllowlist", i), "must not be empty");
@@ -112,6 +118,9 @@ json to_json(const SandboxSpec& s) {
     j["protectedPaths"] = s.protectedPaths;
     j["runnerStateDirs"] = s.runnerStateDirs;
     j["execGrantRoots"] = s.execGrantRoots;
+    j["allowNestedNamespaces"] = s.allowNestedNamespaces;
+    j["allowPtrace"] = s.allowPtrace;
+    j["envPass"] = s.envPass;
     return j;
 }
 

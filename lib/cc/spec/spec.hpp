@@ -36,6 +36,14 @@ struct SandboxSpec {
     std::vector<std::string> protectedPaths;
     std::vector<std::string> runnerStateDirs;
     std::vector<std::string> execGrantRoots;
+    // Kernel surfaces the seccomp layer refuses unless the operator asks:
+    // user namespaces inside the sandbox (nested sandboxes, rootless
+    // containers) and ptrace (debuggers, strace).
+    bool allowNestedNamespaces = false;
+    bool allowPtrace = false;
+    // Credential variables (GITHUB_TOKEN, *_API_KEY, ...) the operator wants
+    // passed into the sandbox after all; exact names.
+    std::vector<std::string> envPass;
 };
 
 Result<SandboxSpec> parse_sandbox_spec(const std::string& text, const std::string& subject);

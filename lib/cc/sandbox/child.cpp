@@ -1,0 +1,170 @@
+// Children of cc-wrap: the session's own cc-egress, and waiting for exits (launch_parts.hpp).
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/close_range.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+// Boost.Process compiles its vfork(2) path only for pre-2008 POSIX feature
+// levels; glibc has vfork at every level, so it is asked for here.
+#ifndef BOOST_POSIX_HAS_VFORK
+#define BOOST_POSIX_HAS_VFORK 1
+#endif
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/process.hpp>
+#include <boost/process/extend.hpp>
+#include <boost/process/posix.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <iostream>
+#include <memory>
+#include <utility>
+
+#include "cc/core/io.hpp"
+#include "cc/core/json_reader.hpp"
+#include "cc/core/tool.hpp"
+#include "cc/probe/probe.hpp"
+#include "cc/sandbox/events.hpp"
+#include "cc/sandbox/handover.hpp"
+#include "cc/sandbox/plan.hpp"
+#include "cc/sandbox/launch_parts.hpp"
+#include "cc/sandbox/seatbelt.hpp"
+#include "cc/sandbox/seccomp.hpp"
+#include "cc/fs/unique_fd.hpp"
+#include "cc/sandbox/violation.hpp"
+
+
+namespace cc::sandbox::detail {
+
+namespace bp = boost::process;
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string self_exe() {
+    std::error_code ec;
+    auto p = fs::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string("/proc/self/exe") : p.string();
+}
+
+// Waits up to `ms` for `pid` (a child) to exit and reaps it; its wait status,
+// or nullopt if it is still running. A pidfd wakes us the moment it exits;
+// kernels without pidfd_open get a 1 ms polling loop.
+std::optional<int> wait_exit(pid_t pid, int ms) {
+    int st = 0;
+    if (::waitpid(pid, &st, WNOHANG) == pid) return st;
+    int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (fd >= 0) {
+        pollfd p{fd, POLLIN, 0};
+        while (::poll(&p, 1, ms) < 0 && errno == EINTR) {}
+        ::close(fd);
+        if (::waitpid(pid, &st, WNOHANG) == pid) return st;
+        return std::nullopt;
+    }
+    for (int i = 0; i < ms; ++i) {
+        if (::waitpid(pid, &st, WNOHANG) == pid) return st;
+        ::usleep(1000);
+    }
+    return std::nullopt;
+}
+
+// cc-wrap-init next to this binary; else cc-wrap itself runs the init step.
+std::string init_exe() {
+    std::string self = self_exe();
+    std::string init = (fs::path(self).parent_path() / "cc-wrap-init").string();
+    return ::access(init.c_str(), X_OK) == 0 ? init : self;
+}
+
+std::optional<std::string> find_egress() {
+    fs::path dir = fs::path(self_exe()).parent_path();
+    for (const auto& c : {dir / "cc-egress", dir.parent_path() / "cc-egress" / "cc-egress"})
+        if (::access(c.c_str(), X_OK) == 0) return c.string();
+    auto found = bp::search_path("cc-egress");
+    if (!found.empty()) return found.string();
+    return std::nullopt;
+}
+
+Status start_egress(Egress& eg, const std::string& exe, const std::string& spec_file, const std::string& inbox) {
+    int in[2], out[2], err[2];
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
+        return io_error("pipe", "cannot create");
+    // Only the inbox: cc-wrap hands it the listeners; no Unix proxy sockets needed.
+    std::vector<std::string> args = {"--spec", spec_file, "--fd-inbox", inbox, "--exit-with-stdin"};
+    try {
+        SpawnMask mask;
+        bp::child c(exe, bp::args(args), bp::posix::fd.bind(0, in[0]), bp::posix::fd.bind(1, out[1]),
+                    bp::posix::fd.bind(2, err[1]),
+                    bp::posix::use_vfork, bp::extend::on_exec_setup = [&mask](auto&) {
+                        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+                        ::syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+                        child_signals_default(mask.old);
+                    });
+        eg.pid = c.id();
+        c.detach();
+    } catch (const std::exception& e) {
+        for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) ::close(fd);
+        return unavailable_error("cc-egress", std::string("cannot start: ") + e.what());
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    ::close(err[1]);
+    eg.stderr_r = err[0];
+    eg.stdin_w = in[1];
+    eg.stdout_r = out[0];
+    return ok();
+}
+
+// The runtime copy of the spec for cc-egress: private to this run, removed
+// with the runtime directory, so no fsync (it is read once, milliseconds later).
+Status write_private(const std::string& path, const std::string& text) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return io_error(path, "cannot create");
+    std::size_t off = 0;
+    while (off < text.size()) {
+        ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) { ::close(fd); return io_error(path, "cannot write"); }
+        off += static_cast<std::size_t>(n);
+    }
+    ::close(fd);
+    return ok();
+}
+
+// Fills the wiring from a ready object (our own cc-egress, or --egress FILE).
+Status wiring_from_ready(const json& j, EgressWiring& w, const std::string& subject) {
+    if (!j.is_object() || j.value("event", "") != "ready")
+        return input_error(subject, "not a cc-egress ready object");
+    auto str = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
+    w.http = str("http");
+    w.socks = str("socks");
+    w.httpUnix = str("httpUnix");
+    w.socksUnix = str("socksUnix");
+    w.inbox = str("fdInbox");
+    if (w.inbox.empty() && (w.httpUnix.empty() || w.socksUnix.empty()))
+        return input_error(subject, "has neither fdInbox nor httpUnix and socksUnix; nothing can reach it from inside");
+    return ok();
+}
+
+}  // namespace cc::sandbox::detail

@@ -1,0 +1,150 @@
+// cc-wrap's private runtime directory for one launch (launch_parts.hpp).
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/close_range.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+// Boost.Process compiles its vfork(2) path only for pre-2008 POSIX feature
+// levels; glibc has vfork at every level, so it is asked for here.
+#ifndef BOOST_POSIX_HAS_VFORK
+#define BOOST_POSIX_HAS_VFORK 1
+#endif
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/process.hpp>
+#include <boost/process/extend.hpp>
+#include <boost/process/posix.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <iostream>
+#include <memory>
+#include <utility>
+
+#include "cc/core/io.hpp"
+#include "cc/core/json_reader.hpp"
+#include "cc/core/tool.hpp"
+#include "cc/probe/probe.hpp"
+#include "cc/sandbox/events.hpp"
+#include "cc/sandbox/handover.hpp"
+#include "cc/sandbox/plan.hpp"
+#include "cc/sandbox/launch_parts.hpp"
+#include "cc/sandbox/seatbelt.hpp"
+#include "cc/sandbox/seccomp.hpp"
+#include "cc/fs/unique_fd.hpp"
+#include "cc/sandbox/violation.hpp"
+
+
+namespace cc::sandbox::detail {
+
+namespace bp = boost::process;
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Removed on every exit path; the mask directory is mode 0 and is opened up
+// first so remove_all can walk it as an unprivileged user. While cc-wrap runs
+// it holds an flock on <dir>/lock; a cc-wrap killed outright (SIGKILL) cannot
+// clean up, so every start sweeps the directories whose lock nobody holds.
+void remove_runtime_dir(const std::string& path) {
+    ::chmod((path + "/mask-dir").c_str(), 0700);
+    std::error_code ec;
+    fs::remove_all(path, ec);
+}
+
+
+// $XDG_RUNTIME_DIR, else $TMPDIR, else /dev/shm when it is a writable tmpfs,
+// else /tmp. A memory filesystem matters on the launch path: on ext4 the
+// directory's creation and removal cost about 1 ms of journal work per run.
+std::string runtime_base() {
+    const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+    if (xdg && *xdg && ::access(xdg, W_OK) == 0) return xdg;
+    const char* tmp = std::getenv("TMPDIR");
+    if (tmp && *tmp) return tmp;
+    struct statfs fs {};
+    if (::statfs("/dev/shm", &fs) == 0 && fs.f_type == TMPFS_MAGIC && ::access("/dev/shm", W_OK | X_OK) == 0)
+        return "/dev/shm";
+    return "/tmp";
+}
+
+// Leftovers of cc-wrap runs that were killed outright: ours (same owner), named
+// cc-wrap.*, with a lock file nobody holds. Returns how many were removed.
+int sweep_stale_runtime_dirs(const std::string& base) {
+    int removed = 0;
+    DIR* d = ::opendir(base.c_str());
+    if (!d) return 0;
+    while (dirent* e = ::readdir(d)) {
+        if (std::strncmp(e->d_name, "cc-wrap.", 8) != 0) continue;
+        std::string dir = base + "/" + e->d_name;
+        struct stat st {};
+        if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
+        int fd = ::open((dir + "/lock").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0) continue;  // not ours to judge (or a run between mkdtemp and its lock)
+        bool dead = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+        ::close(fd);
+        if (dead) {
+            remove_runtime_dir(dir);
+            ++removed;
+        }
+    }
+    ::closedir(d);
+    return removed;
+}
+
+Result<RuntimeDir> make_runtime_dir() {
+    std::string base = runtime_base();
+    if (int n = sweep_stale_runtime_dirs(base))
+        log("removed " + std::to_string(n) + " runtime director" + (n == 1 ? "y" : "ies") +
+            " left by cc-wrap runs that were killed outright");
+    // Made under a name the sweep ignores, locked, then renamed into place:
+    // a concurrent sweep never sees a cc-wrap.* directory whose lock is free.
+    for (int attempt = 0; attempt < 8; ++attempt) {
+        std::string tmpl = base + "/.cc-wrap-new.XXXXXX";
+        if (!::mkdtemp(tmpl.data())) return io_error(base, "cannot create the runtime directory");
+        RuntimeDir rt;
+        rt.path = tmpl;
+        rt.lock = ::open((tmpl + "/lock").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (rt.lock < 0 || ::flock(rt.lock, LOCK_EX) != 0) return io_error(tmpl + "/lock", "cannot create or lock");
+        std::string final_path = base + "/cc-wrap." + tmpl.substr(tmpl.size() - 6);
+        if (::rename(tmpl.c_str(), final_path.c_str()) != 0) {
+            if (errno == EEXIST || errno == ENOTEMPTY) continue;  // that name is taken: the destructor removes ours
+            return io_error(final_path, "cannot rename the runtime directory into place");
+        }
+        rt.path = final_path;
+        return rt;
+    }
+    return io_error(base, "cannot find a free runtime directory name");
+}
+
+Status make_masks(const Plan& plan) {
+    std::string d = plan.runtimeDir + "/mask-dir", f = plan.runtimeDir + "/mask-file";
+    if (::mkdir(d.c_str(), 0) != 0) return io_error(d, "cannot create the mask directory");
+    int fd = ::open(f.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0);
+    if (fd < 0) return io_error(f, "cannot create the mask file");
+    ::close(fd);
+    ::chmod(d.c_str(), 0);
+    return ok();
+}
+
+}  // namespace cc::sandbox::detail

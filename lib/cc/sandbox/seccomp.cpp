@@ -1,0 +1,63 @@
+#include "cc/sandbox/seccomp.hpp"
+
+#include <fcntl.h>
+#include <seccomp.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+
+namespace cc::sandbox {
+
+namespace {
+
+struct Ctx {
+    scmp_filter_ctx c;
+    ~Ctx() {
+        if (c) seccomp_release(c);
+    }
+};
+
+}  // namespace
+
+Result<int> compile_seccomp(const SeccompPolicy& p) {
+    const std::string what = "seccomp filter";
+    Ctx ctx{seccomp_init(SCMP_ACT_ALLOW)};
+    if (!ctx.c) return unavailable_error(what, "libseccomp could not start a filter");
+    // The 32-bit ABIs reach the same kernel: without them `int 0x80` would be
+    // a way around every rule. Anything else is killed (libseccomp's default
+    // for an architecture the filter does not name).
+#if defined(__x86_64__)
+    for (auto arch : {SCMP_ARCH_X86, SCMP_ARCH_X32})
+        if (int rc = seccomp_arch_add(ctx.c, arch); rc != 0 && rc != -EEXIST)
+            return unavailable_error(what, std::string("cannot add a 32-bit ABI: ") + std::strerror(-rc));
+#endif
+    for (const auto& r : p.rules) {
+        int nr = seccomp_syscall_resolve_name(r.syscall.c_str());
+        // A call this kernel's ABI never had (on every architecture) needs no rule.
+        if (nr == __NR_SCMP_ERROR) continue;
+        int rc;
+        if (!r.cond) {
+            rc = seccomp_rule_add(ctx.c, SCMP_ACT_ERRNO(static_cast<uint16_t>(r.errnum)), nr, 0);
+        } else {
+            scmp_arg_cmp cmp = r.cond->op == SeccompRule::Cond::Op::gt
+                                   ? scmp_arg_cmp{r.cond->arg, SCMP_CMP_GT, r.cond->value, 0}
+                                   : scmp_arg_cmp{r.cond->arg, SCMP_CMP_MASKED_EQ, r.cond->mask, r.cond->value};
+            rc = seccomp_rule_add_array(ctx.c, SCMP_ACT_ERRNO(static_cast<uint16_t>(r.errnum)), nr, 1, &cmp);
+        }
+        if (rc != 0)
+            return unavailable_error(what, "rule for '" + r.syscall + "': " + std::strerror(-rc));
+    }
+    int fd = ::memfd_create("cc-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return unavailable_error(what, std::string("memfd_create: ") + std::strerror(errno));
+    if (int rc = seccomp_export_bpf(ctx.c, fd); rc != 0) {
+        ::close(fd);
+        return unavailable_error(what, std::string("export: ") + std::strerror(-rc));
+    }
+    ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+    ::lseek(fd, 0, SEEK_SET);
+    return fd;
+}
+
+}  // namespace cc::sandbox

@@ -1,0 +1,86 @@
+// cc-test-syscall OP [ARG]: makes one system call the sandbox's seccomp layer
+// is about, and prints "OP ok" or "OP errno=NAME". It always exits 0 when it
+// ran, so a test tells "the call was refused" (EPERM, ENOSYS) from "the probe
+// never ran" (cc-wrap's 125, 126, 127).
+//
+// Arguments are chosen so that, without the filter, the kernel itself
+// answers with something other than EPERM where it can (a bad command for
+// bpf, bad flags for userfaultfd): an EPERM inside is then the filter's.
+#include <fcntl.h>
+#include <linux/io_uring.h>
+#include <linux/keyctl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/personality.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace {
+
+long call(const std::string& op, const char* arg) {
+    if (op == "io_uring") {
+        io_uring_params p{};
+        return syscall(SYS_io_uring_setup, 1, &p);
+    }
+    if (op == "keyctl") return syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0);
+    if (op == "add_key") return syscall(SYS_add_key, "user", "cc-test", "x", 1, KEY_SPEC_PROCESS_KEYRING);
+    if (op == "bpf") return syscall(SYS_bpf, 0xffff, nullptr, 0);
+    if (op == "perf_event_open") return syscall(SYS_perf_event_open, nullptr, 0, -1, -1, 0);
+    if (op == "userfaultfd") return syscall(SYS_userfaultfd, 0xfff0001);  // UFFD_USER_MODE_ONLY: not refused for users first
+    if (op == "mount") return syscall(SYS_mount, "none", "/cc-no-such-dir", "tmpfs", 0, nullptr);
+    if (op == "open_tree") return syscall(SYS_open_tree, AT_FDCWD, "/", 0);
+    if (op == "fsopen") return syscall(SYS_fsopen, "tmpfs", 0);
+    if (op == "setns") return syscall(SYS_setns, -1, 0);
+    if (op == "unshare_user") return syscall(SYS_unshare, CLONE_NEWUSER);
+    if (op == "clone_user") {
+        long pid = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+        if (pid == 0) _exit(0);
+        if (pid > 0) waitpid(static_cast<pid_t>(pid), nullptr, 0);
+        return pid;
+    }
+    if (op == "clone3") return syscall(SYS_clone3, nullptr, 0);
+    if (op == "ptrace") return ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+    if (op == "tiocsti") {
+        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        char c = 'x';
+        return ioctl(fd, TIOCSTI, &c);
+    }
+    if (op == "personality_rie") return personality(static_cast<unsigned long>(PER_LINUX) | static_cast<unsigned long>(READ_IMPLIES_EXEC));
+    if (op == "personality_linux") return personality(PER_LINUX);
+    if (op == "write") {  // write ARG's current value back into it
+        int fd = open(arg, O_RDWR | O_CLOEXEC);
+        if (fd < 0) return -1;
+        char buf[4096];
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0) return -1;
+        if (lseek(fd, 0, SEEK_SET) < 0) return -1;
+        return write(fd, buf, static_cast<std::size_t>(n)) < 0 ? -1 : 0;
+    }
+    errno = EINVAL;
+    std::fprintf(stderr, "cc-test-syscall: unknown op '%s'\n", op.c_str());
+    _exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        std::string op = argv[i];
+        const char* arg = nullptr;
+        if (op == "write" && i + 1 < argc) arg = argv[++i];
+        errno = 0;
+        long r = call(op, arg);
+        if (r < 0) std::printf("%s errno=%s\n", op.c_str(), strerrorname_np(errno));
+        else std::printf("%s ok\n", op.c_str());
+    }
+    return 0;
+}

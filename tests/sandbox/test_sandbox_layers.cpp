@@ -1,0 +1,238 @@
+// The layers above bubblewrap's mounts: the command is never host root, and
+// the seccomp filter refuses the kernel surfaces it never needs. Registered
+// twice, as root and as an unprivileged user. Every refusal is first shown
+// not to happen without cc-wrap (the same probe, run on the host or under a
+// bare bubblewrap), then asserted exactly (the errno the probe printed).
+#include "launch_fixture.hpp"
+
+#include <algorithm>
+
+namespace {
+
+// The probe's output lines as a map: op -> "ok" or "errno=NAME".
+std::map<std::string, std::string> probe_lines(const std::string& out) {
+    std::map<std::string, std::string> m;
+    std::istringstream in(out);
+    std::string op, res;
+    while (in >> op >> res) m[op] = res;
+    return m;
+}
+
+std::string probe_path(const Tree& t) { return t.tools + "/cc-test-syscall"; }
+
+}  // namespace
+
+TEST_CASE("layers: global sysctls are out of reach; the command is never host uid 0", "[launch][escape][layers]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    Tree t("sysctl");
+    const std::vector<std::string> knobs = {"/proc/sys/kernel/core_pattern", "/proc/sys/kernel/panic",
+                                            "/proc/sys/vm/overcommit_memory"};
+    std::map<std::string, std::string> before;
+    for (const auto& k : knobs) before[k] = slurp(k);
+
+    // Without cc-wrap's user namespace: bubblewrap as root with the
+    // capabilities dropped, as cc-wrap ran it before, still writes them
+    // (the same value back, so nothing changes on the host).
+    if (cc::test::is_root()) {
+        std::vector<std::string> a = {"bwrap", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+                                      "--unshare-pid", "--cap-drop", "ALL", "--", probe_path(t)};
+        for (const auto& k : knobs) a.insert(a.end(), {"write", k});
+        auto bare = run(a);
+        REQUIRE(bare.status == 0);
+        CHECK(bare.out == "write ok\nwrite ok\nwrite ok\n");
+    }
+
+    std::string cmd = probe_path(t);
+    for (const auto& k : knobs) cmd += " write " + k;
+    auto r = t.sh(cmd);
+    REQUIRE(r.status == 0);
+    std::istringstream lines(r.out);
+    std::string line;
+    int refused = 0;
+    while (std::getline(lines, line))
+        if (line == "write errno=EACCES" || line == "write errno=EROFS") ++refused;
+    CHECK(refused == 3);
+    for (const auto& k : knobs) CHECK(slurp(k) == before[k]);
+    // (Who the command is on the host is the next test's: /proc/self/uid_map
+    // inside names the intermediate namespace --disable-userns makes.)
+}
+
+TEST_CASE("layers: seen from the host, every sandbox process is unprivileged", "[launch][layers]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    Tree t("hostuid");
+    std::string out = t.root + "/hostuid.out";
+    Async a({bin("cc-wrap"), "--spec", t.spec, "--egress", t.ready, "--drop-filename-denies", "--events", "--", "sh",
+             "-c", "echo up; sleep 30"},
+            out, t.home);
+    REQUIRE(eventually([&] { return slurp(out).find("\"up\\n\"") != std::string::npos; }));
+    auto tree = descendants(a.pid);
+    REQUIRE(tree.size() >= 2);  // bubblewrap, the command (and the sleep)
+    std::set<std::string> uids;
+    for (pid_t p : tree) {
+        std::string st = slurp("/proc/" + std::to_string(p) + "/status");
+        auto u = st.find("\nUid:");
+        if (u == std::string::npos) continue;
+        std::istringstream f(st.substr(u + 5));
+        std::string real, eff, saved, fsuid;
+        f >> real >> eff >> saved >> fsuid;
+        uids.insert(real), uids.insert(eff), uids.insert(saved), uids.insert(fsuid);
+    }
+    std::string want = cc::test::is_root() ? "65534" : std::to_string(::getuid());
+    CHECK(uids == std::set<std::string>{want});
+    ::kill(a.pid, SIGTERM);
+    int st = a.wait();
+    CHECK((st == 128 + SIGTERM || st == 128 + SIGKILL));
+}
+
+TEST_CASE("layers: --run-as and the identity in --print and the starting event", "[layers][cli]") {
+    Tree t("identity");
+    auto p = run({bin("cc-wrap"), "--spec", t.spec, "--egress", t.ready, "--drop-filename-denies", "--print", "--", "true"});
+    REQUIRE(p.status == 0);
+    auto plan = json::parse(p.out);
+    CHECK(plan["identity"]["hostUid"] == (cc::test::is_root() ? 65534u : ::getuid()));
+    CHECK(plan["identity"]["userNamespace"] == true);
+    CHECK(plan["identity"]["switchedFromRoot"] == cc::test::is_root());
+    json layers = {"user-ns", "mount-ns", "pid-ns", "ipc-ns", "uts-ns", "net-ns", "seccomp"};
+    if (landlock_abi() > 0) layers.push_back("landlock:v" + std::to_string(landlock_abi()));
+    CHECK(plan["layers"] == layers);
+    auto argv = plan["argv"].get<std::vector<std::string>>();
+    CHECK(std::find(argv.begin(), argv.end(), "--unshare-user") != argv.end());
+    CHECK(std::find(argv.begin(), argv.end(), "--disable-userns") != argv.end());
+    std::set<std::string> filtered;
+    for (const auto& r : plan["seccomp"]["rules"]) filtered.insert(r["syscall"].get<std::string>());
+    for (const char* s : {"io_uring_setup", "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
+                          "kexec_load", "init_module", "mount", "open_tree", "fsopen", "move_mount", "pivot_root",
+                          "unshare", "clone", "clone3", "ptrace", "ioctl", "personality"})
+        CHECK(filtered.count(s) == 1);
+
+    // uid 0 is refused, with the reason, and nothing runs.
+    for (const char* bad : {"0", "0:0", "1000:0", "root", "12x", "-1"}) {
+        auto r = run({bin("cc-wrap"), "--spec", t.spec, "--egress", t.ready, "--drop-filename-denies", "--run-as", bad,
+                      "--", "true"});
+        CHECK(r.status == 2);
+        CHECK(r.err.find("--run-as") != std::string::npos);
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    }
+    if (cc::test::is_root()) {
+        auto as = run({bin("cc-wrap"), "--spec", t.spec, "--egress", t.ready, "--drop-filename-denies", "--run-as",
+                       "4242:4343", "--events", "--", "sh", "-c", "id -u; id -g; id -G"});
+        REQUIRE(as.status == 0);
+        auto ev = events_of(as.out);
+        REQUIRE(!ev.empty());
+        CHECK(ev.front()["plan"]["identity"]["hostUid"] == 4242);
+        CHECK(ev.front()["plan"]["identity"]["hostGid"] == 4343);
+        CHECK(ev.front()["plan"]["layers"] == layers);
+        std::string text;
+        for (const auto& e : ev)
+            if (e["event"] == "stdout") text += e["text"].get<std::string>();
+        CHECK(text == "4242\n4343\n4343\n");
+        // Its writable bind belongs to 65534: the plan says it is not writable by 4242.
+        CHECK(as.err.find("is not writable by uid 4242") != std::string::npos);
+    } else {
+        auto other = run({bin("cc-wrap"), "--spec", t.spec, "--egress", t.ready, "--drop-filename-denies", "--run-as",
+                          "4242", "--", "true"});
+        CHECK(other.status == 2);
+        CHECK(other.err.find("only root") != std::string::npos);
+    }
+}
+
+TEST_CASE("layers: the seccomp filter refuses what a command never needs", "[launch][escape][layers]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    Tree t("seccomp");
+    // clone_user before unshare_user: after a successful unshare the probe
+    // is in a namespace with no uid mapping, where a second one is EPERM.
+    const std::vector<std::string> ops = {"io_uring", "keyctl", "add_key", "bpf", "perf_event_open", "userfaultfd",
+                                          "open_tree", "setns", "clone_user", "unshare_user", "clone3", "ptrace",
+                                          "tiocsti", "personality_rie", "personality_linux"};
+    std::vector<std::string> argv = {probe_path(t)};
+    argv.insert(argv.end(), ops.begin(), ops.end());
+
+    // On the host, none of these is refused with the filter's answer.
+    auto host = probe_lines(run(argv).out);
+    CHECK(host["io_uring"] == "ok");
+    CHECK(host["keyctl"] == "ok");
+    CHECK(host["add_key"] == "ok");
+    CHECK(host["bpf"] == "errno=EINVAL");
+    CHECK(host["userfaultfd"] == "errno=EINVAL");
+    CHECK(host["open_tree"] == "ok");
+    CHECK(host["setns"] == "errno=EBADF");
+    CHECK(host["unshare_user"] == "ok");
+    CHECK(host["clone_user"] == "ok");
+    CHECK(host["clone3"] == "errno=EINVAL");
+    CHECK(host["ptrace"] == "ok");
+    CHECK(host["tiocsti"] == "errno=ENOTTY");
+    CHECK(host["personality_rie"] == "ok");
+    CHECK(host["perf_event_open"] != "errno=EPERM");
+
+    std::string cmd;
+    for (const auto& a : argv) cmd += a + " ";
+    auto r = t.sh(cmd + "; grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status");
+    REQUIRE(r.status == 0);
+    auto in = probe_lines(r.out);
+    for (const char* op : {"io_uring", "keyctl", "add_key", "bpf", "perf_event_open", "userfaultfd", "open_tree",
+                           "setns", "unshare_user", "clone_user", "ptrace", "tiocsti", "personality_rie"})
+        CHECK(in[op] == "errno=EPERM");
+    CHECK(in["clone3"] == "errno=ENOSYS");
+    CHECK(in["personality_linux"] == "ok");
+    CHECK(in["Seccomp:"] == "2");
+    CHECK(in["NoNewPrivs:"] == "1");
+    // Programs that start threads and processes still work (clone3 -> clone).
+    auto work = t.sh("git -c user.name=a -c user.email=a@b commit -q --allow-empty -m x && git log --oneline | wc -l");
+    CHECK(work.status == 0);
+    CHECK(work.out == "1\n");
+}
+
+TEST_CASE("layers: allowNestedNamespaces and allowPtrace lift their rules only", "[launch][layers]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    Tree t("optin");
+    auto j = json::parse(slurp(t.spec));
+    j["allowNestedNamespaces"] = true;
+    j["allowPtrace"] = true;
+    spit(t.spec, j.dump());
+    auto r = t.sh(probe_path(t) + " unshare_user ptrace keyctl io_uring");
+    REQUIRE(r.status == 0);
+    auto in = probe_lines(r.out);
+    CHECK(in["unshare_user"] == "ok");
+    CHECK(in["ptrace"] == "ok");
+    CHECK(in["keyctl"] == "errno=EPERM");
+    CHECK(in["io_uring"] == "errno=EPERM");
+    j["allowNestedNamespaces"] = "yes";
+    spit(t.spec, j.dump());
+    auto bad = t.sh("true");
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find("allowNestedNamespaces") != std::string::npos);
+}
+
+TEST_CASE("layers: Landlock refuses a write the mounts would have let through", "[launch][escape][layers]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (landlock_abi() == 0) CC_SKIP("this kernel has no Landlock");
+    Tree t("landlock");
+    // The init step's Landlock alone, outside any sandbox: a write beneath
+    // the allowed directory works, one elsewhere in a writable directory
+    // does not (EACCES), though the mounts allow both.
+    std::string init = (fs::path(bin("cc-wrap")).parent_path() / "cc-wrap-init").string();
+    std::string allowed = t.root + "/ll-allowed", other = t.root + "/ll-other";
+    fs::create_directories(allowed);
+    fs::create_directories(other);
+    if (cc::test::is_root()) Tree::give_to_nobody(t.root);
+    auto bare = run({"sh", "-c", "touch " + other + "/before && echo made"});
+    CHECK(bare.out == "made\n");
+    auto r = run({init, "--internal-sandbox-init", "--landlock-abi", std::to_string(landlock_abi()), "--landlock-write",
+                  allowed, "--", "sh", "-c", "touch " + allowed + "/x && echo ok; touch " + other + "/y 2>&1; echo $?"});
+    CHECK(r.status == 0);
+    CHECK(r.out.find("ok\n") == 0);
+    CHECK(r.out.find("Permission denied") != std::string::npos);
+    CHECK(fs::exists(allowed + "/x"));
+    CHECK_FALSE(fs::exists(other + "/y"));
+    // In a real launch the writable binds, the private tmpfs, /dev and /proc
+    // are writable, and the plan says which.
+    auto p = json::parse(
+        run({bin("cc-wrap"), "--spec", t.spec, "--egress", t.ready, "--drop-filename-denies", "--print", "--", "true"}).out);
+    auto w = p["landlock"]["writable"].get<std::vector<std::string>>();
+    for (const auto& d : {t.work, t.repos, t.state, std::string("/tmp"), std::string("/dev"), std::string("/proc")})
+        CHECK(std::find(w.begin(), w.end(), d) != w.end());
+    CHECK(std::find(w.begin(), w.end(), t.config) == w.end());
+    auto ok = t.sh("echo hi > " + t.work + "/f && echo tmp > /tmp/x && cat /tmp/x && echo x > /dev/null && cat f");
+    CHECK(ok.status == 0);
+    CHECK(ok.out == "tmp\nhi\n");
+}
