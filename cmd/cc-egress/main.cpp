@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
         app.add_option("--socks-port", o.socks_port, "SOCKS5 proxy port (default: ephemeral)");
         app.add_option("--unix-dir", unix_dir, "also listen on DIR/http.sock and DIR/socks.sock");
         app.add_option("--fd-inbox", fd_inbox, "Unix socket accepting listening sockets over SCM_RIGHTS");
+        app.add_flag("--fd-inbox-once", o.fd_inbox_once,
+                     "the fd inbox takes one handover, then is closed and removed");
         app.add_flag("--exit-with-stdin", o.exit_with_stdin, "exit when stdin (a pipe) reaches end of file");
         app.add_option("--header-timeout", o.header_timeout,
                        "seconds for a request head, SOCKS5 handshake or TLS ClientHello (default 10; 0 = off)")
@@ -51,6 +53,10 @@ int main(int argc, char** argv) {
         if (!fd_inbox.empty()) o.fd_inbox = fd_inbox;
         if (!token_file.empty()) o.auth_token_file = token_file;
         o.sni_check = !no_sni;
+        if (o.fd_inbox_once && !o.fd_inbox) {
+            std::cerr << "cc-egress: --fd-inbox-once: only with --fd-inbox\n";
+            return cc::tool::exit_usage;
+        }
         if (o.resolve && o.check.empty()) {
             std::cerr << "cc-egress: --resolve: only with --check\n";
             return cc::tool::exit_usage;

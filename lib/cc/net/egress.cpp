@@ -245,6 +245,7 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     cfg.socks_port = o.socks_port;
     cfg.unix_dir = o.unix_dir;
     cfg.fd_inbox = o.fd_inbox;
+    cfg.fd_inbox_once = o.fd_inbox_once;
     cfg.exit_with_stdin = o.exit_with_stdin;
     cfg.sni_check = o.sni_check;
     cfg.handshake_timeout_ms = static_cast<int>(o.header_timeout * 1000);

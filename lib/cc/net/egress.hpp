@@ -32,6 +32,7 @@ struct EgressOptions {
     std::string listen = "127.0.0.1";
     std::uint16_t http_port = 0, socks_port = 0;
     std::optional<std::string> unix_dir, fd_inbox;
+    bool fd_inbox_once = false;  // the inbox takes one handover, then is closed and removed
     bool exit_with_stdin = false;
     bool sni_check = true;
     double header_timeout = 10;  // seconds; 0 = off: request head, SOCKS5 handshake, TLS ClientHello

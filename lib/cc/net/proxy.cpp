@@ -20,6 +20,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "cc/net/tls.hpp"
 #include "cc/net/wire.hpp"
 
 namespace cc::net {
@@ -123,6 +124,8 @@ struct Server {
     std::optional<asio::posix::stream_descriptor> stdin_watch;
     bool stopping = false;
     ProxyStats stats;
+    Acceptor* inbox = nullptr;  // the fd inbox's acceptor (on this loop), if any
+    bool inbox_taken = false;   // --fd-inbox-once: its one handover is done
 
     Server(Shared& s, std::size_t i) : sh(s), cfg(s.cfg), index(i) {}
     ~Server() {
@@ -465,11 +468,25 @@ awaitable<void> pump(Server& srv, Sock& from, Sock& to, std::uint64_t& count, st
     }
 }
 
-// The client-to-upstream half of a tunnel runs as its own coroutine; this
+// The upstream-to-client half of a tunnel runs as its own coroutine; this
 // wrapper owns its parameters (a coroutine must not borrow from its caller).
+// With a TLS follower, the server's records are read (and passed on as they
+// come) until its ServerHello says which version, and whether it asks for a
+// second ClientHello; then splice.
 awaitable<void> pump_detached(Server* srv, std::shared_ptr<Conn> c, std::shared_ptr<asio::steady_timer> done,
-                              std::shared_ptr<bool> finished) {
+                              std::shared_ptr<bool> finished, std::shared_ptr<tls::Follower> follow) {
     try {
+        if (follow) {
+            std::string buf;
+            while (!follow->server_done() && !follow->refused()) {
+                buf.clear();
+                std::size_t n = co_await read_more(*c->upstream, buf, 16 * 1024);
+                if (n == 0) break;
+                follow->server(buf);
+                co_await write_all(c->client, buf);
+                c->down += n;
+            }
+        }
         co_await pump(*srv, *c->upstream, c->client, c->down, unlimited, true);
     } catch (const std::exception&) {
         c->close();  // a reset on one leg ends the tunnel
@@ -583,43 +600,75 @@ awaitable<Dialed> dial(Server& srv, std::shared_ptr<Conn> c, const std::vector<A
     co_return d;
 }
 
-// Tunnel both ways. The client's first bytes are held back until the TLS
-// server name (if any) is checked against the target (protocols.md B3:
-// CONNECT to an allowed host carrying SNI for another one).
+// The server names of the ClientHellos the follower has seen: each must be
+// the tunnel's host, or allowed itself (protocols.md B3: CONNECT to an
+// allowed host carrying SNI for another one). False: refused and decided.
+bool hellos_pass(Server& srv, tls::Follower& f, const Target& t, Record& rec) {
+    for (const auto& h : f.take_hellos()) {
+        if (!h.has_sni) continue;
+        if (!rec.j.contains("sni")) rec.j["sni"] = h.sni;
+        Verdict v = srv.cfg.rules->check_sni(t, h.sni);
+        if (!v.allow) {
+            rec.decide(v);
+            return false;
+        }
+    }
+    if (f.hello_retries() > 0) rec.j["tlsHelloRetry"] = true;
+    return true;
+}
+
+// Tunnel both ways. With the SNI check, the client's bytes go on record by
+// record as the TLS follower clears them: every ClientHello (the first, and
+// a second one after a HelloRetryRequest) is checked before it is forwarded,
+// until the handshake's encrypted part starts; then splice.
 awaitable<void> tunnel(Server& srv, std::shared_ptr<Conn> c, const Target& t, std::string pending, Record& rec) {
     auto ex = co_await asio::this_coro::executor;
     auto done = std::make_shared<asio::steady_timer>(ex, asio::steady_timer::time_point::max());
     auto finished = std::make_shared<bool>(false);
+    std::shared_ptr<tls::Follower> follow;
+    if (srv.cfg.sni_check) follow = std::make_shared<tls::Follower>();
     watch_idle(srv.io, c, srv.cfg.idle_timeout_ms);
-    asio::co_spawn(ex, pump_detached(&srv, c, done, finished), asio::detached);
+    asio::co_spawn(ex, pump_detached(&srv, c, done, finished, follow), asio::detached);
     try {
-        if (srv.cfg.sni_check) {
+        bool cleared = true;  // every client byte read so far may go on
+        if (follow) {
             std::optional<Deadline> deadline;
+            std::uint64_t sent = 0;
+            follow->client(pending);
             while (true) {
-                std::string sni;
-                tls::Sni s = tls::peek_sni(pending, sni);
-                if (s == tls::Sni::more) {
-                    if (!pending.empty() && !deadline)
-                        deadline.emplace(srv.io, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
-                    if (co_await read_more(c->client, pending, 16 * 1024) == 0) break;
-                    continue;
-                }
-                if (s == tls::Sni::found) {
-                    rec.j["sni"] = sni;
-                    Verdict v = srv.cfg.rules->check_sni(t, sni);
-                    if (!v.allow) {
-                        rec.decide(v);
-                        c->close();
-                    }
-                } else if (s == tls::Sni::bad) {
-                    rec.decide(Verdict{false, "tls", "malformed TLS ClientHello on tunnel to " + t.host, ""});
+                if (!hellos_pass(srv, *follow, t, rec)) {
                     c->close();
+                    break;
                 }
-                break;
+                if (follow->refused()) {
+                    rec.decide(Verdict{false, "tls", follow->error() + " on tunnel to " + t.host, ""});
+                    c->close();
+                    break;
+                }
+                std::uint64_t ready = follow->client_ready();
+                if (ready > sent) {
+                    std::size_t n = static_cast<std::size_t>(ready - sent);
+                    co_await write_all(*c->upstream, std::string_view(pending).substr(0, n));
+                    c->up += n;
+                    pending.erase(0, n);
+                    sent = ready;
+                }
+                if (follow->client_done()) break;
+                // The first ClientHello is due within the handshake timeout.
+                if (follow->hellos() == 0 && !pending.empty() && !deadline)
+                    deadline.emplace(srv.io, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
+                if (follow->hellos() > 0) deadline.reset();
+                std::size_t before = pending.size();
+                if (co_await read_more(c->client, pending, 16 * 1024) == 0) {
+                    // Held bytes (part of a record) are not forwarded unread.
+                    cleared = pending.empty();
+                    break;
+                }
+                follow->client(std::string_view(pending).substr(before));
             }
         }
         if (c->client.is_open()) {
-            if (!pending.empty()) {
+            if (!pending.empty() && cleared) {
                 co_await write_all(*c->upstream, pending);
                 c->up += pending.size();
             }
@@ -792,6 +841,12 @@ awaitable<void> send_error(Server& srv, std::shared_ptr<Conn> c, int status, con
     }
 }
 
+// A chunked body broke its framing (ChunkedScanner::error() says how). The
+// bytes from the bad line on were not forwarded.
+struct MalformedBody : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
 // Forward a body of known framing from `from` (with `buf` already read) to
 // `to`; `dechunk` sends a chunked body's payload only (the client reads to EOF).
 awaitable<void> forward_body(Server& srv, Sock& from, std::string& buf, Sock& to, const http::Framing& f,
@@ -815,7 +870,7 @@ awaitable<void> forward_body(Server& srv, Sock& from, std::string& buf, Sock& to
     while (true) {
         data.clear();
         std::size_t n = scan.feed(buf, dechunk ? &data : nullptr);
-        if (scan.failed()) throw std::runtime_error("malformed chunked body");
+        if (scan.failed()) throw MalformedBody(scan.error());
         if (n) {
             std::string_view out = dechunk ? std::string_view(data) : std::string_view(buf).substr(0, n);
             if (!out.empty()) co_await write_all(to, out);
@@ -953,7 +1008,21 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
         c->up += up_head.size();
         if (expect && framing->kind != http::BodyKind::none)
             co_await write_all(c->client, "HTTP/1.1 100 Continue\r\n\r\n");
-        co_await forward_body(srv, c->client, buf, *c->upstream, *framing, c->up);
+        std::string bad_body;
+        try {
+            co_await forward_body(srv, c->client, buf, *c->upstream, *framing, c->up);
+        } catch (const MalformedBody& e) {
+            bad_body = e.what();
+        }
+        if (!bad_body.empty()) {
+            // The upstream never sees the bad line nor anything after it, and
+            // its connection is dropped mid-body: nothing it could read as a
+            // second request reaches it.
+            c->close_upstream();
+            rec.decide(Verdict{false, "malformed", "malformed chunked request body: " + bad_body, ""});
+            co_await send_error(srv, c, 400, "", "malformed chunked request body: " + bad_body);
+            co_return false;
+        }
         ubuf.clear();
         bool failed = false;
         try {
@@ -1353,8 +1422,19 @@ awaitable<void> serve_inbox_client(Server& srv, Sock s) {
             else if (msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) err = "message or descriptors truncated";
             else err = parse_inbox_request(std::string(data, static_cast<std::size_t>(n)), fds, used, rq);
             hold = rq.hold;
+            if (err.empty() && srv.cfg.fd_inbox_once && srv.inbox_taken)
+                err = "this inbox took its one handover (--fd-inbox-once)";
             if (err.empty() && rq.events) sink = std::make_shared<EventSink>(srv, c);
             if (err.empty()) err = take_fds(srv, rq, sink, adopted);
+            if (err.empty() && srv.cfg.fd_inbox_once) {
+                // One handover per session: nobody else may hand this session
+                // listeners (and hear their connection lines) later.
+                srv.inbox_taken = true;
+                ErrorCode ignored;
+                if (srv.inbox) srv.inbox->close(ignored);
+                ::unlink(srv.cfg.fd_inbox->c_str());
+                srv.log("fd inbox: took its one handover; " + *srv.cfg.fd_inbox + " is closed and removed");
+            }
             // Descriptors not adopted (unused, or all of them after an error) are closed.
             for (std::size_t i = 0; i < fds.size(); ++i)
                 if (std::find(adopted.begin(), adopted.end(), fds[i]) == adopted.end()) ::close(fds[i]);
@@ -1378,14 +1458,24 @@ awaitable<void> serve_inbox_client(Server& srv, Sock s) {
             // shutdown (which closes every live connection, this one too).
             std::uint64_t id = srv.next_id++;
             srv.live[id] = c;
-            std::array<char, 64> sink;
+            // One handover per connection: a second message (or any byte) on
+            // it is refused, and the listeners it holds close with it (its
+            // descriptors, read here without room for them, are closed by
+            // the kernel).
+            std::array<char, 64> extra;
             ErrorCode ec;
-            while (!ec && !srv.stopping)
-                co_await c->client.async_read_some(asio::buffer(sink), asio::redirect_error(use_awaitable, ec));
+            std::size_t n = 0;
+            while (!ec && !srv.stopping && n == 0)
+                n = co_await c->client.async_read_some(asio::buffer(extra), asio::redirect_error(use_awaitable, ec));
             close_listeners(srv, adopted);
             srv.live.erase(id);
-            if (!srv.stopping)
+            if (n > 0) {
+                srv.log("fd inbox: refused a second message on a connection that made its handover; its " +
+                        std::to_string(adopted.size()) + " handed-over listeners closed");
+                c->close();
+            } else if (!srv.stopping) {
                 srv.log("fd inbox: sender gone; " + std::to_string(adopted.size()) + " handed-over listeners closed");
+            }
         }
     } catch (const std::exception&) {
     }
@@ -1482,6 +1572,7 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
         acc->assign(Proto(AF_UNIX, 0), *fd, ec);
         if (ec) return fail(io_error(*cfg.fd_inbox, "cannot use inbox socket", ec.value()));
         asio::co_spawn(srv.io, inbox_loop(srv, *acc), asio::detached);
+        srv.inbox = acc.get();
         srv.acceptors.push_back(std::move(acc));
         ready["fdInbox"] = *cfg.fd_inbox;
     }

@@ -34,6 +34,7 @@ struct ProxyConfig {
     std::uint16_t socks_port = 0;
     std::optional<std::string> unix_dir;  // DIR/http.sock and DIR/socks.sock
     std::optional<std::string> fd_inbox;  // Unix socket receiving listening fds (SCM_RIGHTS)
+    bool fd_inbox_once = false;           // close and remove the inbox after its first handover
     bool exit_with_stdin = false;         // stop when stdin (a pipe) reaches EOF
     bool sni_check = true;                // tunnels: TLS server name must match the target
     // Timeouts; 0 turns one off.

@@ -76,6 +76,7 @@ public:
 
 private:
     const AddressRule* find_address(const std::vector<AddressRule>& list, const Address& a) const;
+    const AddressRule* find_allow_address(const Address& a) const;
     bool allowed_exactly(const Address& a) const;
 };
 
