@@ -45,6 +45,8 @@ int main(int argc, char** argv) {
                        "require proxy authentication: HTTP Basic / SOCKS5 password = the file's token");
         bool no_sni = false;
         app.add_flag("--no-sni-check", no_sni, "do not compare a tunnel's TLS server name with its target");
+        app.add_option("--tls-ports", o.tls_ports,
+                       "tunnels to these ports must start with a TLS ClientHello (default 443; 'none')");
         if (auto rc = cc::tool::parse(app, argc, argv, "cc-egress")) return *rc;
         if (!spec.empty()) o.spec_path = spec;
         if (!policy.empty()) o.policy_path = policy;

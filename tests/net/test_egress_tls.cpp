@@ -192,3 +192,32 @@ TEST_CASE("egress tls: a TLS record other than a handshake placed first is refus
     CHECK(reasons == std::vector<std::string>{"TLS alert record before any ClientHello on tunnel to 127.0.0.1",
                                               "TLS application_data record before any ClientHello on tunnel to 127.0.0.1"});
 }
+
+TEST_CASE("egress tls: a tunnel to a TLS port (--tls-ports) must start with a ClientHello") {
+    Origin origin;  // plain HTTP, on a port named a TLS port below
+    std::string port = std::to_string(origin.port);
+    {
+        // By default only 443 is a TLS port: plain HTTP through a tunnel to another port passes.
+        Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+        CHECK(eg.ready["tlsPorts"] == json::array({443}));
+        auto r = curl({"-p", "-x", "http://" + eg.http(), origin.url("/hello")});
+        CHECK(r.out == "hello\n");
+        CHECK(eg.stop() == 0);
+    }
+    Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--tls-ports", "443," + port});
+    CHECK(eg.ready["tlsPorts"] == json::array({443, origin.port}));
+    auto r = curl({"-p", "-x", "http://" + eg.http(), origin.url("/hello")});
+    CHECK(r.status == 52);  // the tunnel was opened, then closed with no answer
+    CHECK(r.out.empty());
+    CHECK(eg.stop() == 0);
+    const json* l = eg.find("127.0.0.1", "http-connect");
+    REQUIRE(l);
+    CHECK((*l)["decision"] == "deny");
+    CHECK((*l)["rule"] == "tls");
+    CHECK((*l)["reason"] == "tunnel to 127.0.0.1:" + port + " does not start with a TLS ClientHello (--tls-ports)");
+    CHECK((*l)["bytesUp"] == 0);
+
+    auto bad = cc::test::run({bin("cc-egress"), "--no-baseline", "--tls-ports", "443,https"});
+    CHECK(bad.status == 2);
+    CHECK_THAT(bad.err, Catch::Contains("--tls-ports '443,https'"));
+}

@@ -206,6 +206,29 @@ private:
     std::thread thread_;
 };
 
+// --tls-ports: "443,8443", or "none".
+Result<std::vector<std::uint16_t>> parse_tls_ports(const std::string& text) {
+    std::vector<std::uint16_t> out;
+    if (text == "none") return out;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        auto comma = text.find(',', start);
+        std::string p = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        unsigned v = 0;
+        bool good = !p.empty() && p.size() <= 5;
+        for (char c : p) {
+            if (c < '0' || c > '9') good = false;
+            else v = v * 10 + static_cast<unsigned>(c - '0');
+        }
+        if (!good || v == 0 || v > 65535)
+            return input_error("--tls-ports '" + text + "'", "is not a comma-separated list of ports 1-65535, or none");
+        out.push_back(static_cast<std::uint16_t>(v));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return out;
+}
+
 }  // namespace
 
 Result<int> run_egress(const EgressOptions& o, const std::function<void(const json&)>& out,
@@ -248,6 +271,9 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     cfg.fd_inbox_once = o.fd_inbox_once;
     cfg.exit_with_stdin = o.exit_with_stdin;
     cfg.sni_check = o.sni_check;
+    auto tls_ports = parse_tls_ports(o.tls_ports);
+    if (!tls_ports) return tls_ports.error();
+    cfg.tls_ports = *tls_ports;
     cfg.handshake_timeout_ms = static_cast<int>(o.header_timeout * 1000);
     cfg.idle_timeout_ms = static_cast<int>(o.idle_timeout * 1000);
     cfg.threads = o.threads;
@@ -260,6 +286,7 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
                  {"pid", static_cast<long>(::getpid())},
                  {"headerTimeoutMs", cfg.handshake_timeout_ms},
                  {"idleTimeoutMs", cfg.idle_timeout_ms},
+                 {"tlsPorts", o.sni_check ? json(cfg.tls_ports) : json::array()},
                  {"auth", token.has_value()}};
     std::uint64_t dropped = 0;
     Result<ProxyStats> stats = ProxyStats{};

@@ -35,6 +35,7 @@ struct EgressOptions {
     bool fd_inbox_once = false;  // the inbox takes one handover, then is closed and removed
     bool exit_with_stdin = false;
     bool sni_check = true;
+    std::string tls_ports = "443";  // --tls-ports: comma-separated ports, or "none"
     double header_timeout = 10;  // seconds; 0 = off: request head, SOCKS5 handshake, TLS ClientHello
     double idle_timeout = 300;   // seconds; 0 = off: nothing relayed on a tunnel, request or kept-alive connection
     int threads = 0;             // event loops; 0 = one per CPU (at most 8)

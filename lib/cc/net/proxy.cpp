@@ -635,7 +635,16 @@ awaitable<void> tunnel(Server& srv, std::shared_ptr<Conn> c, const Target& t, st
             std::optional<Deadline> deadline;
             std::uint64_t sent = 0;
             follow->client(pending);
+            bool tls_port = std::find(srv.cfg.tls_ports.begin(), srv.cfg.tls_ports.end(), t.port) != srv.cfg.tls_ports.end();
             while (true) {
+                if (tls_port && follow->not_tls()) {
+                    // Port 443 and the like carry TLS: other bytes there are
+                    // some protocol the server-name rules cannot see into.
+                    rec.decide(Verdict{false, "tls", "tunnel to " + t.host + ":" + std::to_string(t.port) +
+                                                         " does not start with a TLS ClientHello (--tls-ports)", ""});
+                    c->close();
+                    break;
+                }
                 if (!hellos_pass(srv, *follow, t, rec)) {
                     c->close();
                     break;

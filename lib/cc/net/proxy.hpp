@@ -37,6 +37,9 @@ struct ProxyConfig {
     bool fd_inbox_once = false;           // close and remove the inbox after its first handover
     bool exit_with_stdin = false;         // stop when stdin (a pipe) reaches EOF
     bool sni_check = true;                // tunnels: TLS server name must match the target
+    // With sni_check: a tunnel to one of these ports must start with a TLS
+    // ClientHello; other bytes there are refused (anywhere else they pass).
+    std::vector<std::uint16_t> tls_ports = {443};
     // Timeouts; 0 turns one off.
     int handshake_timeout_ms = 10000;     // request head / SOCKS handshake / first TLS record
     int connect_timeout_ms = 10000;
