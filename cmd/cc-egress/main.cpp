@@ -39,6 +39,15 @@ int main(int argc, char** argv) {
         app.add_option("--idle-timeout", o.idle_timeout,
                        "close a tunnel, request or kept-alive connection idle this many seconds (default 300; 0 = off)")
             ->check(CLI::Range(0.0, 604800.0));
+        app.add_option("--first-byte-timeout", o.first_byte_timeout,
+                       "close a tunnel on which no byte moved this many seconds (default 30; 0 = off)")
+            ->check(CLI::Range(0.0, 604800.0));
+        app.add_option("--max-connections", o.max_connections,
+                       "connections served at once (default: from the descriptor limit)")
+            ->check(CLI::Range(1, 1000000));
+        app.add_option("--max-client-connections", o.max_client_connections,
+                       "connections one client (listener and peer address) may hold (default: half, at most 1024)")
+            ->check(CLI::Range(1, 1000000));
         app.add_option("--threads", o.threads, "event loops (default 0: one per CPU, at most 8)")->check(CLI::Range(0, 64));
         std::string token_file;
         app.add_option("--auth-token-file", token_file,

@@ -277,6 +277,9 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     cfg.handshake_timeout_ms = static_cast<int>(o.header_timeout * 1000);
     cfg.idle_timeout_ms = static_cast<int>(o.idle_timeout * 1000);
     cfg.threads = o.threads;
+    cfg.first_byte_timeout_ms = static_cast<int>(o.first_byte_timeout * 1000);
+    cfg.max_connections = o.max_connections;
+    cfg.max_client_connections = o.max_client_connections;
     cfg.auth_token = token;
     cfg.ready = {{"sessionId", plan->session_id},
                  {"network", plan->network ? "on" : "off"},

@@ -39,6 +39,8 @@ struct EgressOptions {
     double header_timeout = 10;  // seconds; 0 = off: request head, SOCKS5 handshake, TLS ClientHello
     double idle_timeout = 300;   // seconds; 0 = off: nothing relayed on a tunnel, request or kept-alive connection
     int threads = 0;             // event loops; 0 = one per CPU (at most 8)
+    double first_byte_timeout = 30;  // seconds; 0 = off: a tunnel on which nothing moved yet
+    std::size_t max_connections = 0, max_client_connections = 0;  // 0 = from the descriptor limit
     std::optional<std::string> auth_token_file;  // proxy authentication with the token it holds
 };
 

@@ -44,10 +44,11 @@ constexpr int pipe_size = 256 * 1024;
 enum class Kind { http, socks };
 
 // Why the proxy itself ended a connection (the connection line's "closed").
-enum class Closed { none, header_timeout, idle_timeout, shutdown };
+enum class Closed { none, header_timeout, idle_timeout, first_byte_timeout, shutdown };
 const char* to_string(Closed c) {
     switch (c) {
     case Closed::header_timeout: return "header-timeout";
+    case Closed::first_byte_timeout: return "first-byte-timeout";
     case Closed::idle_timeout: return "idle-timeout";
     case Closed::shutdown: return "shutdown";
     case Closed::none: break;
@@ -104,9 +105,34 @@ struct Shared {
     std::unique_ptr<Resolver> resolver;  // reset on stop: pending lookups complete with an error
     std::mutex out_mu;                   // on_connection and on_log are called under it
     std::atomic<bool> stopping{false};
+    // Connection caps, over every loop: one client (a listener and a peer
+    // address) holding idle tunnels cannot take the session's descriptors.
+    std::mutex limits_mu;
+    std::unordered_map<std::string, std::size_t> per_client;
+    std::size_t open = 0;
+    std::size_t max_connections = 0, max_client = 0;  // effective values
 
     explicit Shared(const ProxyConfig& c) : cfg(c) {}
     void stop_all();
+    // "" when admitted (then release() once done), else why not.
+    std::string admit(const std::string& key, const std::string& client) {
+        std::lock_guard<std::mutex> lock(limits_mu);
+        if (open >= max_connections)
+            return "the proxy holds " + std::to_string(open) + " connections (--max-connections " +
+                   std::to_string(max_connections) + ")";
+        std::size_t& n = per_client[key];
+        if (n >= max_client)
+            return "client " + client + " holds " + std::to_string(n) + " connections (--max-client-connections " +
+                   std::to_string(max_client) + ")";
+        ++n;
+        ++open;
+        return "";
+    }
+    void release(const std::string& key) {
+        std::lock_guard<std::mutex> lock(limits_mu);
+        --open;
+        if (auto it = per_client.find(key); it != per_client.end() && --it->second == 0) per_client.erase(it);
+    }
 };
 
 struct Server {
@@ -280,7 +306,8 @@ struct Record {
         j["bytesUp"] = conn->up - up0;
         j["bytesDown"] = conn->down - down0;
         j["durationMs"] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-        if (conn->closed == Closed::header_timeout || conn->closed == Closed::idle_timeout) {
+        if (conn->closed == Closed::header_timeout || conn->closed == Closed::idle_timeout ||
+            conn->closed == Closed::first_byte_timeout) {
             std::string what = j.value("host", std::string("?"));
             if (j.contains("port")) what += ":" + std::to_string(j["port"].get<int>());
             srv.log(std::string(to_string(conn->closed)) + ": closed " + j["proto"].get<std::string>() + " " + what +
@@ -628,6 +655,17 @@ awaitable<void> tunnel(Server& srv, std::shared_ptr<Conn> c, const Target& t, st
     std::shared_ptr<tls::Follower> follow;
     if (srv.cfg.sni_check) follow = std::make_shared<tls::Follower>();
     watch_idle(srv.io, c, srv.cfg.idle_timeout_ms);
+    // A tunnel on which no byte moves either way is closed sooner than an
+    // idle one: opened and left empty, it only holds two descriptors.
+    asio::steady_timer first_byte(srv.io);
+    if (srv.cfg.first_byte_timeout_ms > 0 && pending.empty()) {
+        first_byte.expires_after(std::chrono::milliseconds(srv.cfg.first_byte_timeout_ms));
+        first_byte.async_wait([w = std::weak_ptr<Conn>(c), up = c->up, down = c->down](ErrorCode ec) {
+            if (ec) return;
+            if (auto conn = w.lock(); conn && conn->up == up && conn->down == down)
+                conn->close(Closed::first_byte_timeout);
+        });
+    }
     asio::co_spawn(ex, pump_detached(&srv, c, done, finished, follow), asio::detached);
     try {
         bool cleared = true;  // every client byte read so far may go on
@@ -731,7 +769,7 @@ std::uint8_t socks_code_for(int err) {
     return socks5::rep_host_unreachable;
 }
 
-awaitable<void> serve_socks(Server& srv, std::shared_ptr<Conn> c, std::string client) {
+awaitable<void> serve_socks(Server& srv, std::shared_ptr<Conn> c, std::string client, std::string busy) {
     Record rec(srv, c, "socks5", client);
     std::string buf;
     try {
@@ -787,6 +825,11 @@ awaitable<void> serve_socks(Server& srv, std::shared_ptr<Conn> c, std::string cl
         if (req.cmd != socks5::cmd_connect) {
             rec.j["reason"] = "SOCKS5 command " + std::to_string(req.cmd) + " not supported";
             co_await write_all(c->client, socks5::reply(socks5::rep_command_not_supported));
+            co_return;
+        }
+        if (!busy.empty()) {
+            rec.decide(Verdict{false, "limit", busy, "connection_limit_reached"});
+            co_await write_all(c->client, socks5::reply(socks5::rep_general_failure));
             co_return;
         }
         auto t = canonical_target(req.host);
@@ -1106,7 +1149,7 @@ awaitable<bool> authorized(Server& srv, std::shared_ptr<Conn> c, const std::stri
     co_return false;
 }
 
-awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string client) {
+awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string client, std::string busy) {
     std::string buf;
     bool first = true;
     try {
@@ -1147,6 +1190,13 @@ awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string cli
                 co_return;
             }
             if (srv.cfg.auth_token && !co_await authorized(srv, c, client, *h)) co_return;
+            if (!busy.empty()) {
+                Record rec(srv, c, h->method == "CONNECT" ? "http-connect" : "http", client);
+                if (h->method != "CONNECT") rec.j["method"] = h->method;
+                rec.decide(Verdict{false, "limit", busy, "connection_limit_reached"});
+                co_await send_error(srv, c, 503, "connection_limit_reached", busy);
+                co_return;
+            }
             if (h->method == "CONNECT") {
                 c->close_upstream();
                 co_await serve_connect(srv, c, client, *h, std::move(buf));
@@ -1167,13 +1217,21 @@ awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener, P
     ++srv.stats.connections;
     set_nodelay(c->client);
     std::string client = describe_client(peer, listener);
+    // The peer's address without its port (a Unix listener is one client).
+    std::string who = client;
+    if (auto colon = who.rfind(':'); colon != std::string::npos && colon + 1 < who.size() &&
+                                     who.find_first_not_of("0123456789", colon + 1) == std::string::npos)
+        who.erase(colon);
+    std::string key = listener + "|" + who;
+    std::string busy = srv.sh.admit(key, who);
     try {
-        if (kind == Kind::http) co_await serve_http(srv, c, client);
-        else co_await serve_socks(srv, c, client);
+        if (kind == Kind::http) co_await serve_http(srv, c, client, busy);
+        else co_await serve_socks(srv, c, client, busy);
     } catch (const std::exception&) {
     }
     c->close();
     srv.live.erase(id);
+    if (busy.empty()) srv.sh.release(key);
 }
 
 awaitable<void> accept_loop(Server& srv, Acceptor& acc, Kind kind, std::string listener,
@@ -1516,13 +1574,17 @@ awaitable<void> watch_stdin(Server& srv) {
     }
 }
 
-// Up to the hard limit: 1,000 tunnels are 2,000 sockets plus pipes.
-void raise_fd_limit() {
+// Up to the hard limit: 1,000 tunnels are 2,000 sockets plus pipes. The
+// descriptor limit afterwards.
+std::size_t raise_fd_limit() {
     rlimit rl{};
-    if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+    if (rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
         ::setrlimit(RLIMIT_NOFILE, &rl);
+        ::getrlimit(RLIMIT_NOFILE, &rl);
     }
+    return rl.rlim_cur == RLIM_INFINITY ? std::size_t{1} << 20 : static_cast<std::size_t>(rl.rlim_cur);
 }
 
 // Event loops: --threads, or one per CPU this process may run on (at most 8).
@@ -1537,9 +1599,18 @@ std::size_t loop_count(int asked) {
 }  // namespace
 
 Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
-    raise_fd_limit();
+    std::size_t nofile = raise_fd_limit();
     Shared sh(cfg);
     std::size_t n = loop_count(cfg.threads);
+    // A tunnel holds a client and an upstream socket and, while splicing, up
+    // to two pipes (6 descriptors at worst, 4 counted); each loop keeps up to
+    // 64 idle pipes; 256 more are kept for listeners, the resolver and logs.
+    // So the upstream socket of every admitted connection has a descriptor.
+    std::size_t reserve = 256 + 128 * n;
+    std::size_t fit = nofile > reserve + 64 ? (nofile - reserve) / 4 : 16;
+    sh.max_connections = cfg.max_connections > 0 ? cfg.max_connections : fit;
+    sh.max_client = cfg.max_client_connections > 0 ? cfg.max_client_connections
+                                                   : std::min<std::size_t>(1024, std::max<std::size_t>(8, sh.max_connections / 2));
     for (std::size_t i = 0; i < n; ++i) sh.loops.push_back(std::make_unique<Server>(sh, i));
     Server& srv = *sh.loops[0];
     auto resolver = Resolver::create(cfg.dns);
@@ -1603,6 +1674,9 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
         }
     }
     ready["threads"] = n;
+    ready["maxConnections"] = sh.max_connections;
+    ready["maxClientConnections"] = sh.max_client;
+    ready["firstByteTimeoutMs"] = cfg.first_byte_timeout_ms;
     for (auto& [k, v] : cfg.ready.items()) ready[k] = v;
     if (cfg.on_ready) cfg.on_ready(ready);
 

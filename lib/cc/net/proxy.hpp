@@ -45,6 +45,12 @@ struct ProxyConfig {
     int connect_timeout_ms = 10000;
     int idle_timeout_ms = 300000;         // nothing relayed either way: tunnels, requests, keep-alive waits
     int threads = 0;                      // event loops; 0: one per CPU (at most 8)
+    int first_byte_timeout_ms = 30000;    // a tunnel on which no byte moved either way
+    // Caps; 0: from the descriptor limit (each admitted connection keeps room
+    // for its upstream socket and pipes), per client half of that, at most
+    // 1,024. Over a cap: 503 (HTTP) or reply 01 (SOCKS5), rule "limit".
+    std::size_t max_connections = 0;
+    std::size_t max_client_connections = 0;  // per listener and peer address
     // When set: HTTP requests need Proxy-Authorization Basic with this password
     // (any user name), SOCKS5 clients RFC 1929 username/password with it.
     std::optional<std::string> auth_token;

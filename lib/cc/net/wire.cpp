@@ -395,6 +395,7 @@ std::string error_response(int status, std::string_view proxy_error, std::string
                          : status == 431 ? "Request Header Fields Too Large"
                          : status == 501 ? "Not Implemented"
                          : status == 502 ? "Bad Gateway"
+                         : status == 503 ? "Service Unavailable"
                          : status == 504 ? "Gateway Timeout"
                                          : "Error";
     std::string b(body);
