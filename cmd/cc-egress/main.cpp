@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cc/core/cli.hpp"
+#include "cc/core/io.hpp"
 #include "cc/core/tool.hpp"
 #include "cc/net/egress.hpp"
 
@@ -52,11 +53,22 @@ int main(int argc, char** argv) {
         std::string token_file;
         app.add_option("--auth-token-file", token_file,
                        "require proxy authentication: HTTP Basic / SOCKS5 password = the file's token");
+        app.add_flag("--report", o.report,
+                     "allow what only the allowlist would deny, logging it with \"wouldDeny\":true");
         bool no_sni = false;
         app.add_flag("--no-sni-check", no_sni, "do not compare a tunnel's TLS server name with its target");
         app.add_option("--tls-ports", o.tls_ports,
                        "tunnels to these ports must start with a TLS ClientHello (default 443; 'none')");
+        auto* learn = app.add_subcommand("learn", "print the allowlist that would have allowed the connection lines on stdin");
         if (auto rc = cc::tool::parse(app, argc, argv, "cc-egress")) return *rc;
+        if (learn->parsed()) {
+            auto in = cc::io::read_input("-");
+            if (!in) return cc::tool::report("cc-egress", in.error());
+            auto hosts = cc::net::learn_allowlist(*in);
+            if (!hosts) return cc::tool::report("cc-egress", hosts.error());
+            for (const auto& h : *hosts) std::cout << h << '\n';
+            return 0;
+        }
         if (!spec.empty()) o.spec_path = spec;
         if (!policy.empty()) o.policy_path = policy;
         if (!network.empty()) o.network = network;

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -88,6 +89,32 @@ Result<std::string> read_auth_token(const std::string& path) {
     for (unsigned char ch : token)
         if (ch < 0x21 || ch > 0x7e) return input_error(what, "the token must be printable ASCII without spaces");
     return token;
+}
+
+Result<std::vector<std::string>> learn_allowlist(std::string_view jsonl) {
+    std::vector<std::string> out;
+    std::size_t n = 0;
+    while (!jsonl.empty()) {
+        ++n;
+        auto nl = jsonl.find('\n');
+        std::string_view line = jsonl.substr(0, nl);
+        jsonl.remove_prefix(nl == std::string_view::npos ? jsonl.size() : nl + 1);
+        if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+        json j = json::parse(line, nullptr, false);
+        if (!j.is_object()) return input_error("line " + std::to_string(n), "is not a JSON object");
+        if (j.value("event", "") != "connection") continue;
+        std::string rule = j.value("rule", ""), host = j.value("host", "");
+        std::string want;
+        if (rule.rfind("tls sni ", 0) == 0) want = rule.substr(8);  // the server name to allow
+        else if (j.value("decision", "") == "allow" || rule == "no allow entry") want = host;
+        if (want.empty()) continue;
+        auto t = canonical_target(want);
+        if (!t) continue;
+        out.push_back(t->host);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
 }
 
 bool check_targets(const EgressOptions& o, const Plan& plan, const std::function<void(const json&)>& out) {
@@ -271,6 +298,7 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     cfg.fd_inbox_once = o.fd_inbox_once;
     cfg.exit_with_stdin = o.exit_with_stdin;
     cfg.sni_check = o.sni_check;
+    cfg.report = o.report;
     auto tls_ports = parse_tls_ports(o.tls_ports);
     if (!tls_ports) return tls_ports.error();
     cfg.tls_ports = *tls_ports;
@@ -290,7 +318,8 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
                  {"headerTimeoutMs", cfg.handshake_timeout_ms},
                  {"idleTimeoutMs", cfg.idle_timeout_ms},
                  {"tlsPorts", o.sni_check ? json(cfg.tls_ports) : json::array()},
-                 {"auth", token.has_value()}};
+                 {"auth", token.has_value()},
+                 {"report", o.report}};
     std::uint64_t dropped = 0;
     Result<ProxyStats> stats = ProxyStats{};
     {

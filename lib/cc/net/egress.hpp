@@ -35,6 +35,7 @@ struct EgressOptions {
     bool fd_inbox_once = false;  // the inbox takes one handover, then is closed and removed
     bool exit_with_stdin = false;
     bool sni_check = true;
+    bool report = false;  // --report: what only the allowlist denies is allowed and logged wouldDeny
     std::string tls_ports = "443";  // --tls-ports: comma-separated ports, or "none"
     double header_timeout = 10;  // seconds; 0 = off: request head, SOCKS5 handshake, TLS ClientHello
     double idle_timeout = 300;   // seconds; 0 = off: nothing relayed on a tunnel, request or kept-alive connection
@@ -59,6 +60,15 @@ struct Plan {
 // Reads the spec and policy, asks decide({"network_access", mode}) once
 // (F21: deny -> off; allow and ask -> on), builds the rule set.
 Result<Plan> make_plan(const EgressOptions& o);
+
+// `cc-egress learn`: from a session's connection lines (JSON Lines, as
+// cc-egress writes them; other events are skipped), the allowlist entries that
+// would have allowed its traffic: every host that was allowed, allowed with
+// wouldDeny (--report), or denied for want of an allow entry or by a TLS
+// server name that is not allowed; canonical, sorted, each once. What the
+// always-deny lists, --deny or the address checks refused is not learnt. An
+// input error names the line that is not a JSON object.
+Result<std::vector<std::string>> learn_allowlist(std::string_view jsonl);
 
 // --check: one line per target; true when every target is allowed.
 bool check_targets(const EgressOptions& o, const Plan& plan,

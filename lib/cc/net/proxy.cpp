@@ -287,6 +287,7 @@ struct Record {
     }
     void decide(const Verdict& v) {
         j["decision"] = v.allow ? "allow" : "deny";
+        if (v.would_deny) j["wouldDeny"] = true;
         j["rule"] = v.rule;
         j["reason"] = v.reason;
     }
@@ -556,8 +557,18 @@ auto async_resolve(Server& s, std::string name, Token&& token) {
 awaitable<Vetting> vet(Server& srv, const Target& t) {
     Vetting v;
     v.verdict = srv.cfg.rules->check_target(t);
+    if (srv.cfg.report) v.verdict = report_only(v.verdict);
     if (!v.verdict.allow) co_return v;
     if (t.address) {
+        // An allowed literal was vetted by check_target; one let through by
+        // report mode still meets the address rules.
+        if (v.verdict.would_deny) {
+            Verdict av = srv.cfg.rules->check_address(t, *t.address);
+            if (!av.allow) {
+                v.verdict = av;
+                co_return v;
+            }
+        }
         v.addrs.push_back(*t.address);
         co_return v;
     }
@@ -577,7 +588,7 @@ awaitable<Vetting> vet(Server& srv, const Target& t) {
         }
     }
     v.addrs = std::move(r.addresses);
-    co_return v;
+    co_return v;  // (a would_deny name verdict stays, its addresses vetted)
 }
 
 awaitable<Dialed> dial(Server& srv, std::shared_ptr<Conn> c, const std::vector<Address>& addrs, std::uint16_t port) {
@@ -635,6 +646,8 @@ bool hellos_pass(Server& srv, tls::Follower& f, const Target& t, Record& rec) {
         if (!h.has_sni) continue;
         if (!rec.j.contains("sni")) rec.j["sni"] = h.sni;
         Verdict v = srv.cfg.rules->check_sni(t, h.sni);
+        if (srv.cfg.report) v = report_only(v);
+        if (v.would_deny) rec.decide(v);
         if (!v.allow) {
             rec.decide(v);
             return false;
@@ -1027,7 +1040,8 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
     for (int attempt = 0;; ++attempt) {
         bool reused = c->upstream && c->upstream_key == key;
         if (reused) {
-            if (attempt == 0) rec.decide(srv.cfg.rules->check_target(t));
+            if (attempt == 0)
+                rec.decide(srv.cfg.report ? report_only(srv.cfg.rules->check_target(t)) : srv.cfg.rules->check_target(t));
         } else {
             c->close_upstream();
             Vetting v = co_await vet(srv, t);

@@ -36,6 +36,7 @@ struct ProxyConfig {
     std::optional<std::string> fd_inbox;  // Unix socket receiving listening fds (SCM_RIGHTS)
     bool fd_inbox_once = false;           // close and remove the inbox after its first handover
     bool exit_with_stdin = false;         // stop when stdin (a pipe) reaches EOF
+    bool report = false;                  // allowlist denials are logged (wouldDeny), not enforced
     bool sni_check = true;                // tunnels: TLS server name must match the target
     // With sni_check: a tunnel to one of these ports must start with a TLS
     // ClientHello; other bytes there are refused (anywhere else they pass).

@@ -187,6 +187,16 @@ Verdict RuleSet::check_address(const Target& t, const Address& a) const {
     return Verdict{true, "address " + a.to_string(), "allowed", ""};
 }
 
+Verdict report_only(Verdict v) {
+    if (v.allow) return v;
+    if (v.rule == "no allow entry" || v.rule.rfind("tls sni ", 0) == 0) {
+        v.allow = true;
+        v.would_deny = true;
+        v.proxy_error.clear();
+    }
+    return v;
+}
+
 Verdict RuleSet::check_sni(const Target& t, const std::string& sni) const {
     auto n = canonical_target(sni);
     if (!n) return deny("tls sni", "TLS server name " + in_quotes(sni) + " is malformed");
