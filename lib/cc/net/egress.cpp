@@ -104,13 +104,14 @@ Result<std::vector<std::string>> learn_allowlist(std::string_view jsonl) {
         if (!j.is_object()) return input_error("line " + std::to_string(n), "is not a JSON object");
         if (j.value("event", "") != "connection") continue;
         std::string rule = j.value("rule", ""), host = j.value("host", "");
-        std::string want;
-        if (rule.rfind("tls sni ", 0) == 0) want = rule.substr(8);  // the server name to allow
-        else if (j.value("decision", "") == "allow" || rule == "no allow entry") want = host;
-        if (want.empty()) continue;
-        auto t = canonical_target(want);
-        if (!t) continue;
-        out.push_back(t->host);
+        std::vector<std::string> want;
+        if (rule.rfind("tls sni ", 0) == 0) {
+            want = {rule.substr(8), host};  // the server name to allow, and the tunnel's target
+        } else if (j.value("decision", "") == "allow" || rule == "no allow entry") {
+            want = {host};
+        }
+        for (const auto& w : want)
+            if (auto t = canonical_target(w); !w.empty() && t) out.push_back(t->host);
     }
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
