@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "cc/net/host.hpp"
+#include "cc/net/tls.hpp"
 #include "cc/net/wire.hpp"
 
 using namespace cc::net;
@@ -93,6 +94,23 @@ void chunked(std::string_view in) {
     if (!whole.failed()) check(na == nb && a == b);
 }
 
+// The TLS follower: the client half of the input one way, the rest as the
+// server's; fed whole or split, it clears the same bytes and refuses alike,
+// and never clears more than it was given.
+void tls_follow(std::string_view in) {
+    std::size_t half = in.empty() ? 0 : static_cast<unsigned char>(in[0]) % (in.size() + 1);
+    std::string_view cl = in.substr(0, half), sv = in.substr(half);
+    tls::Follower whole, split;
+    whole.client(cl);
+    whole.server(sv);
+    split.client(cl.substr(0, cl.size() / 2));
+    split.client(cl.substr(cl.size() / 2));
+    split.server(sv);
+    check(whole.client_ready() <= cl.size());
+    check(whole.refused() == split.refused() && whole.client_ready() == split.client_ready());
+    for (const auto& h : whole.take_hellos()) check(!h.has_sni || !h.sni.empty());
+}
+
 void names(std::string_view in) {
     std::string sni;
     if (tls::peek_sni(in, sni) == tls::Sni::found) check(!sni.empty());
@@ -115,6 +133,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     http_request(in);
     http_response(in);
     chunked(in);
+    tls_follow(in);
     names(in);
     return 0;
 }

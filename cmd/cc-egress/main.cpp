@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cc/core/cli.hpp"
+#include "cc/core/io.hpp"
 #include "cc/core/tool.hpp"
 #include "cc/net/egress.hpp"
 
@@ -30,6 +31,8 @@ int main(int argc, char** argv) {
         app.add_option("--socks-port", o.socks_port, "SOCKS5 proxy port (default: ephemeral)");
         app.add_option("--unix-dir", unix_dir, "also listen on DIR/http.sock and DIR/socks.sock");
         app.add_option("--fd-inbox", fd_inbox, "Unix socket accepting listening sockets over SCM_RIGHTS");
+        app.add_flag("--fd-inbox-once", o.fd_inbox_once,
+                     "the fd inbox takes one handover, then is closed and removed");
         app.add_flag("--exit-with-stdin", o.exit_with_stdin, "exit when stdin (a pipe) reaches end of file");
         app.add_option("--header-timeout", o.header_timeout,
                        "seconds for a request head, SOCKS5 handshake or TLS ClientHello (default 10; 0 = off)")
@@ -37,13 +40,35 @@ int main(int argc, char** argv) {
         app.add_option("--idle-timeout", o.idle_timeout,
                        "close a tunnel, request or kept-alive connection idle this many seconds (default 300; 0 = off)")
             ->check(CLI::Range(0.0, 604800.0));
+        app.add_option("--first-byte-timeout", o.first_byte_timeout,
+                       "close a tunnel on which no byte moved this many seconds (default 30; 0 = off)")
+            ->check(CLI::Range(0.0, 604800.0));
+        app.add_option("--max-connections", o.max_connections,
+                       "connections served at once (default: from the descriptor limit)")
+            ->check(CLI::Range(1, 1000000));
+        app.add_option("--max-client-connections", o.max_client_connections,
+                       "connections one client (listener and peer address) may hold (default: half, at most 1024)")
+            ->check(CLI::Range(1, 1000000));
         app.add_option("--threads", o.threads, "event loops (default 0: one per CPU, at most 8)")->check(CLI::Range(0, 64));
         std::string token_file;
         app.add_option("--auth-token-file", token_file,
                        "require proxy authentication: HTTP Basic / SOCKS5 password = the file's token");
+        app.add_flag("--report", o.report,
+                     "allow what only the allowlist would deny, logging it with \"wouldDeny\":true");
         bool no_sni = false;
         app.add_flag("--no-sni-check", no_sni, "do not compare a tunnel's TLS server name with its target");
+        app.add_option("--tls-ports", o.tls_ports,
+                       "tunnels to these ports must start with a TLS ClientHello (default 443; 'none')");
+        auto* learn = app.add_subcommand("learn", "print the allowlist that would have allowed the connection lines on stdin");
         if (auto rc = cc::tool::parse(app, argc, argv, "cc-egress")) return *rc;
+        if (learn->parsed()) {
+            auto in = cc::io::read_input("-");
+            if (!in) return cc::tool::report("cc-egress", in.error());
+            auto hosts = cc::net::learn_allowlist(*in);
+            if (!hosts) return cc::tool::report("cc-egress", hosts.error());
+            for (const auto& h : *hosts) std::cout << h << '\n';
+            return 0;
+        }
         if (!spec.empty()) o.spec_path = spec;
         if (!policy.empty()) o.policy_path = policy;
         if (!network.empty()) o.network = network;
@@ -51,6 +76,10 @@ int main(int argc, char** argv) {
         if (!fd_inbox.empty()) o.fd_inbox = fd_inbox;
         if (!token_file.empty()) o.auth_token_file = token_file;
         o.sni_check = !no_sni;
+        if (o.fd_inbox_once && !o.fd_inbox) {
+            std::cerr << "cc-egress: --fd-inbox-once: only with --fd-inbox\n";
+            return cc::tool::exit_usage;
+        }
         if (o.resolve && o.check.empty()) {
             std::cerr << "cc-egress: --resolve: only with --check\n";
             return cc::tool::exit_usage;

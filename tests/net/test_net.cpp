@@ -285,3 +285,96 @@ TEST_CASE("tls: the server name is read from a ClientHello, even across records"
     CHECK(tls::peek_sni("SSH-2.0-OpenSSH_9.2\r\n", out) == tls::Sni::not_tls);
     CHECK(tls::peek_sni(std::string("\x16\x03\x01\x00\x05\x02\x00\x00\x01\x00", 10), out) == tls::Sni::bad);
 }
+
+TEST_CASE("addresses: the IPv6 special-purpose blocks are non-public; Teredo and NAT64 local-use unwrap") {
+    RuleSet r = rules({"*.example.com", "127.0.0.1", "93.184.216.34"});
+    Target t = *canonical_target("a.example.com");
+    auto vetted = [&](const char* a) { return r.check_address(t, *parse_ip_literal(a)).allow; };
+    // Globally reachable IPv6 and its NAT64 spelling pass.
+    CHECK(vetted("2606:2800:220:1:248:1893:25c8:1946"));
+    CHECK(vetted("64:ff9b::93.184.216.34"));
+    for (const char* a : {"2001::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "2001:2::1", "64:ff9b:1::5db8:d823",
+                          "64:ff9b:1:ffff::1", "100::1", "100:0:0:1::1", "3fff::1", "5f00::1", "fec0::1", "192.88.99.1"}) {
+        INFO(a);
+        Verdict v = r.check_address(t, *parse_ip_literal(a));
+        CHECK_FALSE(v.allow);
+        CHECK_THAT(v.rule, Catch::StartsWith("non-public "));
+    }
+    // Teredo carries the server and, inverted, the client: either one being
+    // the metadata address is the always-deny rule, not only "non-public".
+    auto teredo = *parse_ip_literal("2001:0:a9fe:a9fe::");  // server 169.254.169.254
+    auto all = teredo.embedded_v4_all();
+    REQUIRE(all.size() == 2);
+    CHECK(all[0].to_string() == "169.254.169.254");
+    CHECK(all[1].to_string() == "255.255.255.255");
+    auto client = *parse_ip_literal("2001:0:0101:0101::5601:5601");  // client ~0x56015601 = 169.254.169.254
+    CHECK(client.embedded_v4_all()[1].to_string() == "169.254.169.254");
+    CHECK_THAT(r.check_address(t, client).rule, Catch::Contains("always-deny"));
+    // The local-use NAT64 /96 unwraps like the well-known one.
+    auto local = *parse_ip_literal("64:ff9b:1::a9fe:a9fe");
+    REQUIRE(local.embedded_v4());
+    CHECK(local.embedded_v4()->to_string() == "169.254.169.254");
+    CHECK_THAT(r.check_address(t, local).rule, Catch::Contains("always-deny"));
+}
+
+TEST_CASE("addresses: an allowed IPv4 address admits its exact 6to4 spelling, not the whole /48") {
+    RuleSet r = rules({"127.0.0.1"});
+    CHECK(allowed(r, "[2002:7f00:1::]"));             // exactly 127.0.0.1
+    CHECK(allowed(r, "[::ffff:127.0.0.1]"));
+    CHECK_FALSE(allowed(r, "[2002:7f00:1:abcd::1]"));  // inside 2002:7f00:1::/48
+    CHECK_FALSE(allowed(r, "[2002:7f00:1::1]"));
+    Target t = *canonical_target("[2002:7f00:1:abcd::1]");
+    Verdict v = r.check_target(t);
+    CHECK(v.rule == "no allow entry");
+    // Resolved to such an address, a name meets the non-public rule (it
+    // carries 127.0.0.1), which the allow entry no longer lifts.
+    Target n = *canonical_target("a.example.com");
+    CHECK_THAT(r.check_address(n, *parse_ip_literal("2002:7f00:1:abcd::1")).rule, Catch::StartsWith("non-public"));
+    CHECK(r.check_address(n, *parse_ip_literal("2002:7f00:1::")).allow);
+}
+
+TEST_CASE("patterns: a wildcard pattern must be ASCII (punycode), and says so naming it") {
+    for (const char* bad : {"*.bücher.example", "bücher.*.example", "*.example\xef\xbc\x8e" "com"}) {
+        INFO(bad);
+        auto p = parse_pattern(bad);
+        REQUIRE_FALSE(p);
+        CHECK_THAT(p.error().one_line(), Catch::Contains(std::string("'") + bad + "'"));
+        CHECK_THAT(p.error().one_line(), Catch::Contains("punycode"));
+    }
+    auto puny = parse_pattern("*.xn--bcher-kva.example");
+    REQUIRE(puny);
+    CHECK(puny->matches("a.xn--bcher-kva.example"));
+    auto exact = parse_pattern("bücher.example");  // an exact name is still mapped as a whole
+    REQUIRE(exact);
+    CHECK(exact->text == "xn--bcher-kva.example");
+}
+
+TEST_CASE("http: chunked framing takes CRLF only; a bare LF anywhere in it is refused and named") {
+    // The lenient reading (tests/net/origin.py, many origins): a bare LF ends
+    // the line. Where this scanner used to read on, the two disagreed on where
+    // the body ends.
+    struct Case {
+        std::string body;
+        const char* error;
+    };
+    for (const auto& c : {Case{"5;ext\nhello\r\n0\r\n\r\n", "bare LF in a chunk size line"},
+                          Case{"5\nhello\r\n0\r\n\r\n", "bare LF in a chunk size line"},
+                          Case{"5\r\nhello\n0\r\n\r\n", "bare LF after chunk data"},
+                          Case{"0\r\nX: y\n\r\n", "bare LF in the trailer section"},
+                          Case{"0\r\n\n", "bare LF in the trailer section"},
+                          Case{std::string("5;a") + '\0' + "b\r\nhello\r\n0\r\n\r\n", "control byte in a chunk extension"}}) {
+        INFO(c.body);
+        http::ChunkedScanner s;
+        s.feed(c.body);
+        CHECK(s.failed());
+        CHECK(std::string(s.error()) == c.error);
+        // Byte by byte, the same.
+        http::ChunkedScanner b;
+        for (std::size_t i = 0; i < c.body.size() && !b.failed(); ++i) b.feed(c.body.substr(i, 1));
+        CHECK(std::string(b.error()) == c.error);
+    }
+    http::ChunkedScanner good;
+    good.feed("5;a=\"b c\"\t\r\nhello\r\n0\r\nX: y\r\n\r\n");
+    CHECK(good.done());
+    CHECK(std::string(good.error()).empty());
+}

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -88,6 +89,33 @@ Result<std::string> read_auth_token(const std::string& path) {
     for (unsigned char ch : token)
         if (ch < 0x21 || ch > 0x7e) return input_error(what, "the token must be printable ASCII without spaces");
     return token;
+}
+
+Result<std::vector<std::string>> learn_allowlist(std::string_view jsonl) {
+    std::vector<std::string> out;
+    std::size_t n = 0;
+    while (!jsonl.empty()) {
+        ++n;
+        auto nl = jsonl.find('\n');
+        std::string_view line = jsonl.substr(0, nl);
+        jsonl.remove_prefix(nl == std::string_view::npos ? jsonl.size() : nl + 1);
+        if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+        json j = json::parse(line, nullptr, false);
+        if (!j.is_object()) return input_error("line " + std::to_string(n), "is not a JSON object");
+        if (j.value("event", "") != "connection") continue;
+        std::string rule = j.value("rule", ""), host = j.value("host", "");
+        std::vector<std::string> want;
+        if (rule.rfind("tls sni ", 0) == 0) {
+            want = {rule.substr(8), host};  // the server name to allow, and the tunnel's target
+        } else if (j.value("decision", "") == "allow" || rule == "no allow entry") {
+            want = {host};
+        }
+        for (const auto& w : want)
+            if (auto t = canonical_target(w); !w.empty() && t) out.push_back(t->host);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
 }
 
 bool check_targets(const EgressOptions& o, const Plan& plan, const std::function<void(const json&)>& out) {
@@ -206,6 +234,29 @@ private:
     std::thread thread_;
 };
 
+// --tls-ports: "443,8443", or "none".
+Result<std::vector<std::uint16_t>> parse_tls_ports(const std::string& text) {
+    std::vector<std::uint16_t> out;
+    if (text == "none") return out;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        auto comma = text.find(',', start);
+        std::string p = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        unsigned v = 0;
+        bool good = !p.empty() && p.size() <= 5;
+        for (char c : p) {
+            if (c < '0' || c > '9') good = false;
+            else v = v * 10 + static_cast<unsigned>(c - '0');
+        }
+        if (!good || v == 0 || v > 65535)
+            return input_error("--tls-ports '" + text + "'", "is not a comma-separated list of ports 1-65535, or none");
+        out.push_back(static_cast<std::uint16_t>(v));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return out;
+}
+
 }  // namespace
 
 Result<int> run_egress(const EgressOptions& o, const std::function<void(const json&)>& out,
@@ -245,11 +296,19 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     cfg.socks_port = o.socks_port;
     cfg.unix_dir = o.unix_dir;
     cfg.fd_inbox = o.fd_inbox;
+    cfg.fd_inbox_once = o.fd_inbox_once;
     cfg.exit_with_stdin = o.exit_with_stdin;
     cfg.sni_check = o.sni_check;
+    cfg.report = o.report;
+    auto tls_ports = parse_tls_ports(o.tls_ports);
+    if (!tls_ports) return tls_ports.error();
+    cfg.tls_ports = *tls_ports;
     cfg.handshake_timeout_ms = static_cast<int>(o.header_timeout * 1000);
     cfg.idle_timeout_ms = static_cast<int>(o.idle_timeout * 1000);
     cfg.threads = o.threads;
+    cfg.first_byte_timeout_ms = static_cast<int>(o.first_byte_timeout * 1000);
+    cfg.max_connections = o.max_connections;
+    cfg.max_client_connections = o.max_client_connections;
     cfg.auth_token = token;
     cfg.ready = {{"sessionId", plan->session_id},
                  {"network", plan->network ? "on" : "off"},
@@ -259,7 +318,9 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
                  {"pid", static_cast<long>(::getpid())},
                  {"headerTimeoutMs", cfg.handshake_timeout_ms},
                  {"idleTimeoutMs", cfg.idle_timeout_ms},
-                 {"auth", token.has_value()}};
+                 {"tlsPorts", o.sni_check ? json(cfg.tls_ports) : json::array()},
+                 {"auth", token.has_value()},
+                 {"report", o.report}};
     std::uint64_t dropped = 0;
     Result<ProxyStats> stats = ProxyStats{};
     {

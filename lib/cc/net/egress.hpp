@@ -32,11 +32,16 @@ struct EgressOptions {
     std::string listen = "127.0.0.1";
     std::uint16_t http_port = 0, socks_port = 0;
     std::optional<std::string> unix_dir, fd_inbox;
+    bool fd_inbox_once = false;  // the inbox takes one handover, then is closed and removed
     bool exit_with_stdin = false;
     bool sni_check = true;
+    bool report = false;  // --report: what only the allowlist denies is allowed and logged wouldDeny
+    std::string tls_ports = "443";  // --tls-ports: comma-separated ports, or "none"
     double header_timeout = 10;  // seconds; 0 = off: request head, SOCKS5 handshake, TLS ClientHello
     double idle_timeout = 300;   // seconds; 0 = off: nothing relayed on a tunnel, request or kept-alive connection
     int threads = 0;             // event loops; 0 = one per CPU (at most 8)
+    double first_byte_timeout = 30;  // seconds; 0 = off: a tunnel on which nothing moved yet
+    std::size_t max_connections = 0, max_client_connections = 0;  // 0 = from the descriptor limit
     std::optional<std::string> auth_token_file;  // proxy authentication with the token it holds
 };
 
@@ -55,6 +60,15 @@ struct Plan {
 // Reads the spec and policy, asks decide({"network_access", mode}) once
 // (F21: deny -> off; allow and ask -> on), builds the rule set.
 Result<Plan> make_plan(const EgressOptions& o);
+
+// `cc-egress learn`: from a session's connection lines (JSON Lines, as
+// cc-egress writes them; other events are skipped), the allowlist entries that
+// would have allowed its traffic: every host that was allowed, allowed with
+// wouldDeny (--report), or denied for want of an allow entry or by a TLS
+// server name that is not allowed; canonical, sorted, each once. What the
+// always-deny lists, --deny or the address checks refused is not learnt. An
+// input error names the line that is not a JSON object.
+Result<std::vector<std::string>> learn_allowlist(std::string_view jsonl);
 
 // --check: one line per target; true when every target is allowed.
 bool check_targets(const EgressOptions& o, const Plan& plan,

@@ -75,8 +75,34 @@ std::optional<Address> Address::embedded_v4() const {
     }
     static const std::uint8_t nat64[12] = {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
     if (std::memcmp(b.data(), nat64, 12) == 0) return from(b[12], b[13], b[14], b[15]);  // 64:ff9b::/96
+    // RFC 8215 local-use 64:ff9b:1::/48; a translator there uses a /96 in it.
+    static const std::uint8_t nat64_local[12] = {0, 0x64, 0xff, 0x9b, 0, 1, 0, 0, 0, 0, 0, 0};
+    if (std::memcmp(b.data(), nat64_local, 12) == 0) return from(b[12], b[13], b[14], b[15]);
     if (b[0] == 0x20 && b[1] == 0x02) return from(b[2], b[3], b[4], b[5]);                 // 2002::/16
     return std::nullopt;
+}
+
+std::vector<Address> Address::embedded_v4_all() const {
+    std::vector<Address> out;
+    if (auto v4 = embedded_v4()) out.push_back(*v4);
+    const auto& b = bytes;
+    if (!is_v4 && b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0) {  // Teredo 2001:0::/32
+        out.push_back(Address::v4((std::uint32_t{b[4]} << 24) | (std::uint32_t{b[5]} << 16) |
+                                  (std::uint32_t{b[6]} << 8) | b[7]));
+        std::uint32_t client = (std::uint32_t{b[12]} << 24) | (std::uint32_t{b[13]} << 16) |
+                               (std::uint32_t{b[14]} << 8) | b[15];
+        out.push_back(Address::v4(~client));
+    }
+    return out;
+}
+
+std::optional<Address> Address::exact_v4() const {
+    auto v4 = embedded_v4();
+    if (!v4) return std::nullopt;
+    if (bytes[0] == 0x20 && bytes[1] == 0x02 &&
+        !std::all_of(bytes.begin() + 6, bytes.end(), [](auto x) { return x == 0; }))
+        return std::nullopt;  // inside a 6to4 /48, not its exact spelling
+    return v4;
 }
 
 std::optional<Address> parse_ip_literal(std::string_view text) {
@@ -252,6 +278,11 @@ Result<HostPattern> parse_pattern(std::string_view text) {
         if (looks_numeric(*n)) return bad("is an address, not a name pattern");
         return HostPattern{HostPattern::Kind::exact, *n, "", ""};
     }
+    // A wildcard's labels are mapped one side of the '*' at a time, not as the
+    // one name a client sends: UTS-46 mapping (full-width dots, case folds,
+    // contextual rules) of a part need not equal that part of the mapped
+    // whole. Written in punycode, the pattern means exactly what it says.
+    if (!ascii_only(text)) return bad("is not ASCII: write a wildcard pattern's labels in punycode (xn--...)");
     // Check the * is a whole label, then canonicalise with a placeholder label.
     std::string_view t = text;
     if (!t.empty() && t.back() == '.') t.remove_suffix(1);

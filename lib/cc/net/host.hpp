@@ -38,8 +38,18 @@ struct Address {
     bool v4() const { return is_v4; }
     std::uint32_t v4_value() const;  // host order; only for v4()
     std::string to_string() const;   // "127.0.0.1", "fd00:ec2::254"
-    // IPv4 carried inside IPv6: ::ffff:a.b.c.d, ::a.b.c.d, 64:ff9b::/96, 2002::/16.
+    // IPv4 carried inside IPv6: ::ffff:a.b.c.d, ::a.b.c.d, 64:ff9b::/96,
+    // 64:ff9b:1::/96 (the /96 inside the local-use NAT64 /48), 2002::/16.
     std::optional<Address> embedded_v4() const;
+    // Every IPv4 address an IPv6 address carries, for deny rules: the above,
+    // plus both of Teredo's (2001::/32: the server, and the client stored
+    // inverted, RFC 4380 4).
+    std::vector<Address> embedded_v4_all() const;
+    // The IPv4 address whose exact IPv6 spelling this is, for allow entries:
+    // mapped, compatible, 64:ff9b::a.b.c.d, 64:ff9b:1::a.b.c.d, and 6to4
+    // only as 2002:AABB:CCDD:: (an allowed IPv4 address must not admit a
+    // whole 6to4 /48 of 2^80 addresses).
+    std::optional<Address> exact_v4() const;
     bool operator==(const Address& o) const { return bytes == o.bytes && is_v4 == o.is_v4; }
 };
 

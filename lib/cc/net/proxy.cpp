@@ -20,6 +20,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "cc/net/tls.hpp"
 #include "cc/net/wire.hpp"
 
 namespace cc::net {
@@ -43,10 +44,11 @@ constexpr int pipe_size = 256 * 1024;
 enum class Kind { http, socks };
 
 // Why the proxy itself ended a connection (the connection line's "closed").
-enum class Closed { none, header_timeout, idle_timeout, shutdown };
+enum class Closed { none, header_timeout, idle_timeout, first_byte_timeout, shutdown };
 const char* to_string(Closed c) {
     switch (c) {
     case Closed::header_timeout: return "header-timeout";
+    case Closed::first_byte_timeout: return "first-byte-timeout";
     case Closed::idle_timeout: return "idle-timeout";
     case Closed::shutdown: return "shutdown";
     case Closed::none: break;
@@ -103,9 +105,34 @@ struct Shared {
     std::unique_ptr<Resolver> resolver;  // reset on stop: pending lookups complete with an error
     std::mutex out_mu;                   // on_connection and on_log are called under it
     std::atomic<bool> stopping{false};
+    // Connection caps, over every loop: one client (a listener and a peer
+    // address) holding idle tunnels cannot take the session's descriptors.
+    std::mutex limits_mu;
+    std::unordered_map<std::string, std::size_t> per_client;
+    std::size_t open = 0;
+    std::size_t max_connections = 0, max_client = 0;  // effective values
 
     explicit Shared(const ProxyConfig& c) : cfg(c) {}
     void stop_all();
+    // "" when admitted (then release() once done), else why not.
+    std::string admit(const std::string& key, const std::string& client) {
+        std::lock_guard<std::mutex> lock(limits_mu);
+        if (open >= max_connections)
+            return "the proxy holds " + std::to_string(open) + " connections (--max-connections " +
+                   std::to_string(max_connections) + ")";
+        std::size_t& n = per_client[key];
+        if (n >= max_client)
+            return "client " + client + " holds " + std::to_string(n) + " connections (--max-client-connections " +
+                   std::to_string(max_client) + ")";
+        ++n;
+        ++open;
+        return "";
+    }
+    void release(const std::string& key) {
+        std::lock_guard<std::mutex> lock(limits_mu);
+        --open;
+        if (auto it = per_client.find(key); it != per_client.end() && --it->second == 0) per_client.erase(it);
+    }
 };
 
 struct Server {
@@ -123,6 +150,8 @@ struct Server {
     std::optional<asio::posix::stream_descriptor> stdin_watch;
     bool stopping = false;
     ProxyStats stats;
+    Acceptor* inbox = nullptr;  // the fd inbox's acceptor (on this loop), if any
+    bool inbox_taken = false;   // --fd-inbox-once: its one handover is done
 
     Server(Shared& s, std::size_t i) : sh(s), cfg(s.cfg), index(i) {}
     ~Server() {
@@ -258,6 +287,7 @@ struct Record {
     }
     void decide(const Verdict& v) {
         j["decision"] = v.allow ? "allow" : "deny";
+        if (v.would_deny) j["wouldDeny"] = true;
         j["rule"] = v.rule;
         j["reason"] = v.reason;
     }
@@ -277,7 +307,8 @@ struct Record {
         j["bytesUp"] = conn->up - up0;
         j["bytesDown"] = conn->down - down0;
         j["durationMs"] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-        if (conn->closed == Closed::header_timeout || conn->closed == Closed::idle_timeout) {
+        if (conn->closed == Closed::header_timeout || conn->closed == Closed::idle_timeout ||
+            conn->closed == Closed::first_byte_timeout) {
             std::string what = j.value("host", std::string("?"));
             if (j.contains("port")) what += ":" + std::to_string(j["port"].get<int>());
             srv.log(std::string(to_string(conn->closed)) + ": closed " + j["proto"].get<std::string>() + " " + what +
@@ -465,11 +496,25 @@ awaitable<void> pump(Server& srv, Sock& from, Sock& to, std::uint64_t& count, st
     }
 }
 
-// The client-to-upstream half of a tunnel runs as its own coroutine; this
+// The upstream-to-client half of a tunnel runs as its own coroutine; this
 // wrapper owns its parameters (a coroutine must not borrow from its caller).
+// With a TLS follower, the server's records are read (and passed on as they
+// come) until its ServerHello says which version, and whether it asks for a
+// second ClientHello; then splice.
 awaitable<void> pump_detached(Server* srv, std::shared_ptr<Conn> c, std::shared_ptr<asio::steady_timer> done,
-                              std::shared_ptr<bool> finished) {
+                              std::shared_ptr<bool> finished, std::shared_ptr<tls::Follower> follow) {
     try {
+        if (follow) {
+            std::string buf;
+            while (!follow->server_done() && !follow->refused()) {
+                buf.clear();
+                std::size_t n = co_await read_more(*c->upstream, buf, 16 * 1024);
+                if (n == 0) break;
+                follow->server(buf);
+                co_await write_all(c->client, buf);
+                c->down += n;
+            }
+        }
         co_await pump(*srv, *c->upstream, c->client, c->down, unlimited, true);
     } catch (const std::exception&) {
         c->close();  // a reset on one leg ends the tunnel
@@ -512,8 +557,18 @@ auto async_resolve(Server& s, std::string name, Token&& token) {
 awaitable<Vetting> vet(Server& srv, const Target& t) {
     Vetting v;
     v.verdict = srv.cfg.rules->check_target(t);
+    if (srv.cfg.report) v.verdict = report_only(v.verdict);
     if (!v.verdict.allow) co_return v;
     if (t.address) {
+        // An allowed literal was vetted by check_target; one let through by
+        // report mode still meets the address rules.
+        if (v.verdict.would_deny) {
+            Verdict av = srv.cfg.rules->check_address(t, *t.address);
+            if (!av.allow) {
+                v.verdict = av;
+                co_return v;
+            }
+        }
         v.addrs.push_back(*t.address);
         co_return v;
     }
@@ -533,7 +588,7 @@ awaitable<Vetting> vet(Server& srv, const Target& t) {
         }
     }
     v.addrs = std::move(r.addresses);
-    co_return v;
+    co_return v;  // (a would_deny name verdict stays, its addresses vetted)
 }
 
 awaitable<Dialed> dial(Server& srv, std::shared_ptr<Conn> c, const std::vector<Address>& addrs, std::uint16_t port) {
@@ -583,43 +638,97 @@ awaitable<Dialed> dial(Server& srv, std::shared_ptr<Conn> c, const std::vector<A
     co_return d;
 }
 
-// Tunnel both ways. The client's first bytes are held back until the TLS
-// server name (if any) is checked against the target (protocols.md B3:
-// CONNECT to an allowed host carrying SNI for another one).
+// The server names of the ClientHellos the follower has seen: each must be
+// the tunnel's host, or allowed itself (protocols.md B3: CONNECT to an
+// allowed host carrying SNI for another one). False: refused and decided.
+bool hellos_pass(Server& srv, tls::Follower& f, const Target& t, Record& rec) {
+    for (const auto& h : f.take_hellos()) {
+        if (!h.has_sni) continue;
+        if (!rec.j.contains("sni")) rec.j["sni"] = h.sni;
+        Verdict v = srv.cfg.rules->check_sni(t, h.sni);
+        if (srv.cfg.report) v = report_only(v);
+        if (v.would_deny) rec.decide(v);
+        if (!v.allow) {
+            rec.decide(v);
+            return false;
+        }
+    }
+    if (f.hello_retries() > 0) rec.j["tlsHelloRetry"] = true;
+    return true;
+}
+
+// Tunnel both ways. With the SNI check, the client's bytes go on record by
+// record as the TLS follower clears them: every ClientHello (the first, and
+// a second one after a HelloRetryRequest) is checked before it is forwarded,
+// until the handshake's encrypted part starts; then splice.
 awaitable<void> tunnel(Server& srv, std::shared_ptr<Conn> c, const Target& t, std::string pending, Record& rec) {
     auto ex = co_await asio::this_coro::executor;
     auto done = std::make_shared<asio::steady_timer>(ex, asio::steady_timer::time_point::max());
     auto finished = std::make_shared<bool>(false);
+    std::shared_ptr<tls::Follower> follow;
+    if (srv.cfg.sni_check) follow = std::make_shared<tls::Follower>();
     watch_idle(srv.io, c, srv.cfg.idle_timeout_ms);
-    asio::co_spawn(ex, pump_detached(&srv, c, done, finished), asio::detached);
+    // A tunnel on which no byte moves either way is closed sooner than an
+    // idle one: opened and left empty, it only holds two descriptors.
+    asio::steady_timer first_byte(srv.io);
+    if (srv.cfg.first_byte_timeout_ms > 0 && pending.empty()) {
+        first_byte.expires_after(std::chrono::milliseconds(srv.cfg.first_byte_timeout_ms));
+        first_byte.async_wait([w = std::weak_ptr<Conn>(c), up = c->up, down = c->down](ErrorCode ec) {
+            if (ec) return;
+            if (auto conn = w.lock(); conn && conn->up == up && conn->down == down)
+                conn->close(Closed::first_byte_timeout);
+        });
+    }
+    asio::co_spawn(ex, pump_detached(&srv, c, done, finished, follow), asio::detached);
     try {
-        if (srv.cfg.sni_check) {
+        bool cleared = true;  // every client byte read so far may go on
+        if (follow) {
             std::optional<Deadline> deadline;
+            std::uint64_t sent = 0;
+            follow->client(pending);
+            bool tls_port = std::find(srv.cfg.tls_ports.begin(), srv.cfg.tls_ports.end(), t.port) != srv.cfg.tls_ports.end();
             while (true) {
-                std::string sni;
-                tls::Sni s = tls::peek_sni(pending, sni);
-                if (s == tls::Sni::more) {
-                    if (!pending.empty() && !deadline)
-                        deadline.emplace(srv.io, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
-                    if (co_await read_more(c->client, pending, 16 * 1024) == 0) break;
-                    continue;
-                }
-                if (s == tls::Sni::found) {
-                    rec.j["sni"] = sni;
-                    Verdict v = srv.cfg.rules->check_sni(t, sni);
-                    if (!v.allow) {
-                        rec.decide(v);
-                        c->close();
-                    }
-                } else if (s == tls::Sni::bad) {
-                    rec.decide(Verdict{false, "tls", "malformed TLS ClientHello on tunnel to " + t.host, ""});
+                if (tls_port && follow->not_tls()) {
+                    // Port 443 and the like carry TLS: other bytes there are
+                    // some protocol the server-name rules cannot see into.
+                    rec.decide(Verdict{false, "tls", "tunnel to " + t.host + ":" + std::to_string(t.port) +
+                                                         " does not start with a TLS ClientHello (--tls-ports)", ""});
                     c->close();
+                    break;
                 }
-                break;
+                if (!hellos_pass(srv, *follow, t, rec)) {
+                    c->close();
+                    break;
+                }
+                if (follow->refused()) {
+                    rec.decide(Verdict{false, "tls", follow->error() + " on tunnel to " + t.host, ""});
+                    c->close();
+                    break;
+                }
+                std::uint64_t ready = follow->client_ready();
+                if (ready > sent) {
+                    std::size_t n = static_cast<std::size_t>(ready - sent);
+                    co_await write_all(*c->upstream, std::string_view(pending).substr(0, n));
+                    c->up += n;
+                    pending.erase(0, n);
+                    sent = ready;
+                }
+                if (follow->client_done()) break;
+                // The first ClientHello is due within the handshake timeout.
+                if (follow->hellos() == 0 && !pending.empty() && !deadline)
+                    deadline.emplace(srv.io, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
+                if (follow->hellos() > 0) deadline.reset();
+                std::size_t before = pending.size();
+                if (co_await read_more(c->client, pending, 16 * 1024) == 0) {
+                    // Held bytes (part of a record) are not forwarded unread.
+                    cleared = pending.empty();
+                    break;
+                }
+                follow->client(std::string_view(pending).substr(before));
             }
         }
         if (c->client.is_open()) {
-            if (!pending.empty()) {
+            if (!pending.empty() && cleared) {
                 co_await write_all(*c->upstream, pending);
                 c->up += pending.size();
             }
@@ -673,7 +782,7 @@ std::uint8_t socks_code_for(int err) {
     return socks5::rep_host_unreachable;
 }
 
-awaitable<void> serve_socks(Server& srv, std::shared_ptr<Conn> c, std::string client) {
+awaitable<void> serve_socks(Server& srv, std::shared_ptr<Conn> c, std::string client, std::string busy) {
     Record rec(srv, c, "socks5", client);
     std::string buf;
     try {
@@ -729,6 +838,11 @@ awaitable<void> serve_socks(Server& srv, std::shared_ptr<Conn> c, std::string cl
         if (req.cmd != socks5::cmd_connect) {
             rec.j["reason"] = "SOCKS5 command " + std::to_string(req.cmd) + " not supported";
             co_await write_all(c->client, socks5::reply(socks5::rep_command_not_supported));
+            co_return;
+        }
+        if (!busy.empty()) {
+            rec.decide(Verdict{false, "limit", busy, "connection_limit_reached"});
+            co_await write_all(c->client, socks5::reply(socks5::rep_general_failure));
             co_return;
         }
         auto t = canonical_target(req.host);
@@ -792,6 +906,12 @@ awaitable<void> send_error(Server& srv, std::shared_ptr<Conn> c, int status, con
     }
 }
 
+// A chunked body broke its framing (ChunkedScanner::error() says how). The
+// bytes from the bad line on were not forwarded.
+struct MalformedBody : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
 // Forward a body of known framing from `from` (with `buf` already read) to
 // `to`; `dechunk` sends a chunked body's payload only (the client reads to EOF).
 awaitable<void> forward_body(Server& srv, Sock& from, std::string& buf, Sock& to, const http::Framing& f,
@@ -815,7 +935,7 @@ awaitable<void> forward_body(Server& srv, Sock& from, std::string& buf, Sock& to
     while (true) {
         data.clear();
         std::size_t n = scan.feed(buf, dechunk ? &data : nullptr);
-        if (scan.failed()) throw std::runtime_error("malformed chunked body");
+        if (scan.failed()) throw MalformedBody(scan.error());
         if (n) {
             std::string_view out = dechunk ? std::string_view(data) : std::string_view(buf).substr(0, n);
             if (!out.empty()) co_await write_all(to, out);
@@ -920,7 +1040,8 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
     for (int attempt = 0;; ++attempt) {
         bool reused = c->upstream && c->upstream_key == key;
         if (reused) {
-            if (attempt == 0) rec.decide(srv.cfg.rules->check_target(t));
+            if (attempt == 0)
+                rec.decide(srv.cfg.report ? report_only(srv.cfg.rules->check_target(t)) : srv.cfg.rules->check_target(t));
         } else {
             c->close_upstream();
             Vetting v = co_await vet(srv, t);
@@ -953,7 +1074,21 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
         c->up += up_head.size();
         if (expect && framing->kind != http::BodyKind::none)
             co_await write_all(c->client, "HTTP/1.1 100 Continue\r\n\r\n");
-        co_await forward_body(srv, c->client, buf, *c->upstream, *framing, c->up);
+        std::string bad_body;
+        try {
+            co_await forward_body(srv, c->client, buf, *c->upstream, *framing, c->up);
+        } catch (const MalformedBody& e) {
+            bad_body = e.what();
+        }
+        if (!bad_body.empty()) {
+            // The upstream never sees the bad line nor anything after it, and
+            // its connection is dropped mid-body: nothing it could read as a
+            // second request reaches it.
+            c->close_upstream();
+            rec.decide(Verdict{false, "malformed", "malformed chunked request body: " + bad_body, ""});
+            co_await send_error(srv, c, 400, "", "malformed chunked request body: " + bad_body);
+            co_return false;
+        }
         ubuf.clear();
         bool failed = false;
         try {
@@ -1028,7 +1163,7 @@ awaitable<bool> authorized(Server& srv, std::shared_ptr<Conn> c, const std::stri
     co_return false;
 }
 
-awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string client) {
+awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string client, std::string busy) {
     std::string buf;
     bool first = true;
     try {
@@ -1069,6 +1204,13 @@ awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string cli
                 co_return;
             }
             if (srv.cfg.auth_token && !co_await authorized(srv, c, client, *h)) co_return;
+            if (!busy.empty()) {
+                Record rec(srv, c, h->method == "CONNECT" ? "http-connect" : "http", client);
+                if (h->method != "CONNECT") rec.j["method"] = h->method;
+                rec.decide(Verdict{false, "limit", busy, "connection_limit_reached"});
+                co_await send_error(srv, c, 503, "connection_limit_reached", busy);
+                co_return;
+            }
             if (h->method == "CONNECT") {
                 c->close_upstream();
                 co_await serve_connect(srv, c, client, *h, std::move(buf));
@@ -1089,13 +1231,21 @@ awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener, P
     ++srv.stats.connections;
     set_nodelay(c->client);
     std::string client = describe_client(peer, listener);
+    // The peer's address without its port (a Unix listener is one client).
+    std::string who = client;
+    if (auto colon = who.rfind(':'); colon != std::string::npos && colon + 1 < who.size() &&
+                                     who.find_first_not_of("0123456789", colon + 1) == std::string::npos)
+        who.erase(colon);
+    std::string key = listener + "|" + who;
+    std::string busy = srv.sh.admit(key, who);
     try {
-        if (kind == Kind::http) co_await serve_http(srv, c, client);
-        else co_await serve_socks(srv, c, client);
+        if (kind == Kind::http) co_await serve_http(srv, c, client, busy);
+        else co_await serve_socks(srv, c, client, busy);
     } catch (const std::exception&) {
     }
     c->close();
     srv.live.erase(id);
+    if (busy.empty()) srv.sh.release(key);
 }
 
 awaitable<void> accept_loop(Server& srv, Acceptor& acc, Kind kind, std::string listener,
@@ -1353,8 +1503,19 @@ awaitable<void> serve_inbox_client(Server& srv, Sock s) {
             else if (msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) err = "message or descriptors truncated";
             else err = parse_inbox_request(std::string(data, static_cast<std::size_t>(n)), fds, used, rq);
             hold = rq.hold;
+            if (err.empty() && srv.cfg.fd_inbox_once && srv.inbox_taken)
+                err = "this inbox took its one handover (--fd-inbox-once)";
             if (err.empty() && rq.events) sink = std::make_shared<EventSink>(srv, c);
             if (err.empty()) err = take_fds(srv, rq, sink, adopted);
+            if (err.empty() && srv.cfg.fd_inbox_once) {
+                // One handover per session: nobody else may hand this session
+                // listeners (and hear their connection lines) later.
+                srv.inbox_taken = true;
+                ErrorCode ignored;
+                if (srv.inbox) srv.inbox->close(ignored);
+                ::unlink(srv.cfg.fd_inbox->c_str());
+                srv.log("fd inbox: took its one handover; " + *srv.cfg.fd_inbox + " is closed and removed");
+            }
             // Descriptors not adopted (unused, or all of them after an error) are closed.
             for (std::size_t i = 0; i < fds.size(); ++i)
                 if (std::find(adopted.begin(), adopted.end(), fds[i]) == adopted.end()) ::close(fds[i]);
@@ -1378,14 +1539,24 @@ awaitable<void> serve_inbox_client(Server& srv, Sock s) {
             // shutdown (which closes every live connection, this one too).
             std::uint64_t id = srv.next_id++;
             srv.live[id] = c;
-            std::array<char, 64> sink;
+            // One handover per connection: a second message (or any byte) on
+            // it is refused, and the listeners it holds close with it (its
+            // descriptors, read here without room for them, are closed by
+            // the kernel).
+            std::array<char, 64> extra;
             ErrorCode ec;
-            while (!ec && !srv.stopping)
-                co_await c->client.async_read_some(asio::buffer(sink), asio::redirect_error(use_awaitable, ec));
+            std::size_t n = 0;
+            while (!ec && !srv.stopping && n == 0)
+                n = co_await c->client.async_read_some(asio::buffer(extra), asio::redirect_error(use_awaitable, ec));
             close_listeners(srv, adopted);
             srv.live.erase(id);
-            if (!srv.stopping)
+            if (n > 0) {
+                srv.log("fd inbox: refused a second message on a connection that made its handover; its " +
+                        std::to_string(adopted.size()) + " handed-over listeners closed");
+                c->close();
+            } else if (!srv.stopping) {
                 srv.log("fd inbox: sender gone; " + std::to_string(adopted.size()) + " handed-over listeners closed");
+            }
         }
     } catch (const std::exception&) {
     }
@@ -1417,13 +1588,17 @@ awaitable<void> watch_stdin(Server& srv) {
     }
 }
 
-// Up to the hard limit: 1,000 tunnels are 2,000 sockets plus pipes.
-void raise_fd_limit() {
+// Up to the hard limit: 1,000 tunnels are 2,000 sockets plus pipes. The
+// descriptor limit afterwards.
+std::size_t raise_fd_limit() {
     rlimit rl{};
-    if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+    if (rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
         ::setrlimit(RLIMIT_NOFILE, &rl);
+        ::getrlimit(RLIMIT_NOFILE, &rl);
     }
+    return rl.rlim_cur == RLIM_INFINITY ? std::size_t{1} << 20 : static_cast<std::size_t>(rl.rlim_cur);
 }
 
 // Event loops: --threads, or one per CPU this process may run on (at most 8).
@@ -1438,9 +1613,18 @@ std::size_t loop_count(int asked) {
 }  // namespace
 
 Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
-    raise_fd_limit();
+    std::size_t nofile = raise_fd_limit();
     Shared sh(cfg);
     std::size_t n = loop_count(cfg.threads);
+    // A tunnel holds a client and an upstream socket and, while splicing, up
+    // to two pipes (6 descriptors at worst, 4 counted); each loop keeps up to
+    // 64 idle pipes; 256 more are kept for listeners, the resolver and logs.
+    // So the upstream socket of every admitted connection has a descriptor.
+    std::size_t reserve = 256 + 128 * n;
+    std::size_t fit = nofile > reserve + 64 ? (nofile - reserve) / 4 : 16;
+    sh.max_connections = cfg.max_connections > 0 ? cfg.max_connections : fit;
+    sh.max_client = cfg.max_client_connections > 0 ? cfg.max_client_connections
+                                                   : std::min<std::size_t>(1024, std::max<std::size_t>(8, sh.max_connections / 2));
     for (std::size_t i = 0; i < n; ++i) sh.loops.push_back(std::make_unique<Server>(sh, i));
     Server& srv = *sh.loops[0];
     auto resolver = Resolver::create(cfg.dns);
@@ -1482,6 +1666,7 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
         acc->assign(Proto(AF_UNIX, 0), *fd, ec);
         if (ec) return fail(io_error(*cfg.fd_inbox, "cannot use inbox socket", ec.value()));
         asio::co_spawn(srv.io, inbox_loop(srv, *acc), asio::detached);
+        srv.inbox = acc.get();
         srv.acceptors.push_back(std::move(acc));
         ready["fdInbox"] = *cfg.fd_inbox;
     }
@@ -1503,6 +1688,9 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
         }
     }
     ready["threads"] = n;
+    ready["maxConnections"] = sh.max_connections;
+    ready["maxClientConnections"] = sh.max_client;
+    ready["firstByteTimeoutMs"] = cfg.first_byte_timeout_ms;
     for (auto& [k, v] : cfg.ready.items()) ready[k] = v;
     if (cfg.on_ready) cfg.on_ready(ready);
 

@@ -34,13 +34,24 @@ struct ProxyConfig {
     std::uint16_t socks_port = 0;
     std::optional<std::string> unix_dir;  // DIR/http.sock and DIR/socks.sock
     std::optional<std::string> fd_inbox;  // Unix socket receiving listening fds (SCM_RIGHTS)
+    bool fd_inbox_once = false;           // close and remove the inbox after its first handover
     bool exit_with_stdin = false;         // stop when stdin (a pipe) reaches EOF
+    bool report = false;                  // allowlist denials are logged (wouldDeny), not enforced
     bool sni_check = true;                // tunnels: TLS server name must match the target
+    // With sni_check: a tunnel to one of these ports must start with a TLS
+    // ClientHello; other bytes there are refused (anywhere else they pass).
+    std::vector<std::uint16_t> tls_ports = {443};
     // Timeouts; 0 turns one off.
     int handshake_timeout_ms = 10000;     // request head / SOCKS handshake / first TLS record
     int connect_timeout_ms = 10000;
     int idle_timeout_ms = 300000;         // nothing relayed either way: tunnels, requests, keep-alive waits
     int threads = 0;                      // event loops; 0: one per CPU (at most 8)
+    int first_byte_timeout_ms = 30000;    // a tunnel on which no byte moved either way
+    // Caps; 0: from the descriptor limit (each admitted connection keeps room
+    // for its upstream socket and pipes), per client half of that, at most
+    // 1,024. Over a cap: 503 (HTTP) or reply 01 (SOCKS5), rule "limit".
+    std::size_t max_connections = 0;
+    std::size_t max_client_connections = 0;  // per listener and peer address
     // When set: HTTP requests need Proxy-Authorization Basic with this password
     // (any user name), SOCKS5 clients RFC 1929 username/password with it.
     std::optional<std::string> auth_token;

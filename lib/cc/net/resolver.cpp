@@ -112,9 +112,20 @@ Result<std::unique_ptr<Resolver>> Resolver::create(const ResolverOptions& o) {
 
     auto impl = std::make_unique<Impl>();
     ares_options opts{};
-    int mask = ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES;
+    int mask = ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_FLAGS | ARES_OPT_NDOTS | ARES_OPT_DOMAINS;
     opts.timeout = o.timeout_ms;
     opts.tries = o.tries;
+    // The vetted name is the name asked, as a fully qualified name. A search
+    // list (resolv.conf "search", LOCALDOMAIN) with ndots (Kubernetes pods use
+    // ndots:5, also settable through RES_OPTIONS) would first ask
+    // "allowed.example.corp.example" and dial whatever that answers;
+    // HOSTALIASES would rename it. c-ares takes values given here over the
+    // environment and resolv.conf, so: no domains, ndots 0 (every name is
+    // tried as is, single labels too), no search, no aliases.
+    opts.flags = ARES_FLAG_NOSEARCH | ARES_FLAG_NOALIASES;
+    opts.ndots = 0;
+    opts.domains = nullptr;
+    opts.ndomains = 0;
     std::string lookups = "b";  // a named server answers alone; no hosts file
     if (!o.server.empty()) {
         opts.lookups = lookups.data();

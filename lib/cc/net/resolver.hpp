@@ -1,5 +1,7 @@
 // Name resolution with c-ares on one small thread of its own, so the proxy's
-// event loop never blocks on DNS. Each name is resolved once; the caller
+// event loop never blocks on DNS. A name is asked exactly as given, fully
+// qualified: no search list, no ndots, no LOCALDOMAIN, RES_OPTIONS or
+// HOSTALIASES from the environment. Each name is resolved once; the caller
 // vets every address and dials one of them (never re-resolving, which is
 // what defeats DNS rebinding).
 //

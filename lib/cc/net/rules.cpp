@@ -14,9 +14,17 @@ Verdict deny(std::string rule, std::string reason, std::string err = "http_reque
     return Verdict{false, std::move(rule), std::move(reason), std::move(err)};
 }
 
+// Deny rules and non-public ranges see every IPv4 address an IPv6 address
+// carries; an allow entry for an address matches its exact spellings only.
 std::vector<Address> spellings(const Address& a) {
     std::vector<Address> out{a};
-    if (auto v4 = a.embedded_v4()) out.push_back(*v4);
+    for (const auto& v4 : a.embedded_v4_all()) out.push_back(v4);
+    return out;
+}
+
+std::vector<Address> exact_spellings(const Address& a) {
+    std::vector<Address> out{a};
+    if (auto v4 = a.exact_v4()) out.push_back(*v4);
     return out;
 }
 
@@ -137,7 +145,14 @@ const AddressRule* RuleSet::find_address(const std::vector<AddressRule>& list, c
     return nullptr;
 }
 
-bool RuleSet::allowed_exactly(const Address& a) const { return find_address(allow_addresses, a) != nullptr; }
+bool RuleSet::allowed_exactly(const Address& a) const { return find_allow_address(a) != nullptr; }
+
+const AddressRule* RuleSet::find_allow_address(const Address& a) const {
+    for (const auto& sp : exact_spellings(a))
+        for (const auto& rule : allow_addresses)
+            if (rule.cidr.contains(sp)) return &rule;
+    return nullptr;
+}
 
 Verdict RuleSet::check_target(const Target& t) const {
     if (!network) return deny("network off", "network access is off for this session");
@@ -145,7 +160,7 @@ Verdict RuleSet::check_target(const Target& t) const {
         if (auto* d = find_address(deny_addresses, *t.address))
             return deny(d->source + " " + d->cidr.to_string(), "address " + t.host + " is always denied",
                         "destination_ip_prohibited");
-        if (auto* a = find_address(allow_addresses, *t.address))
+        if (auto* a = find_allow_address(*t.address))
             return check_address(t, *t.address).allow
                        ? Verdict{true, "allow " + a->cidr.base.to_string() + " (" + a->source + ")", "allowed", ""}
                        : check_address(t, *t.address);
@@ -170,6 +185,16 @@ Verdict RuleSet::check_address(const Target& t, const Address& a) const {
                     "host " + t.host + " resolves to non-public address " + a.to_string(),
                     "destination_ip_prohibited");
     return Verdict{true, "address " + a.to_string(), "allowed", ""};
+}
+
+Verdict report_only(Verdict v) {
+    if (v.allow) return v;
+    if (v.rule == "no allow entry" || v.rule.rfind("tls sni ", 0) == 0) {
+        v.allow = true;
+        v.would_deny = true;
+        v.proxy_error.clear();
+    }
+    return v;
 }
 
 Verdict RuleSet::check_sni(const Target& t, const std::string& sni) const {

@@ -33,7 +33,16 @@ struct Verdict {
     std::string reason;  // a short sentence for logs and the 403 body
     // RFC 9209 Proxy-Status error type: http_request_denied, destination_ip_prohibited.
     std::string proxy_error = "http_request_denied";
+    // Report mode: allowed although the allowlist would deny it (rule and
+    // reason say what would have denied it).
+    bool would_deny = false;
 };
+
+// Report mode (--report): what the allowlist alone would deny ("no allow
+// entry", a TLS server name that is not allowed) is allowed and marked
+// would_deny. Always-deny, --deny, non-public addresses, network off and
+// malformed input stay denied.
+Verdict report_only(Verdict v);
 
 struct NameRule {
     HostPattern pattern;
@@ -76,6 +85,7 @@ public:
 
 private:
     const AddressRule* find_address(const std::vector<AddressRule>& list, const Address& a) const;
+    const AddressRule* find_allow_address(const Address& a) const;
     bool allowed_exactly(const Address& a) const;
 };
 

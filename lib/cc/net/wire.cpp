@@ -395,6 +395,7 @@ std::string error_response(int status, std::string_view proxy_error, std::string
                          : status == 431 ? "Request Header Fields Too Large"
                          : status == 501 ? "Not Implemented"
                          : status == 502 ? "Bad Gateway"
+                         : status == 503 ? "Service Unavailable"
                          : status == 504 ? "Gateway Timeout"
                                          : "Error";
     std::string b(body);
@@ -413,33 +414,48 @@ std::string error_response(int status, std::string_view proxy_error, std::string
 
 std::size_t ChunkedScanner::feed(std::string_view buf, std::string* data) {
     constexpr std::size_t max_line = 4096, max_trailers = 16 * 1024;
+    auto fail = [this](const char* why) {
+        state_ = State::failed;
+        error_ = why;
+    };
     std::size_t i = 0;
     while (i < buf.size() && state_ != State::done && state_ != State::failed) {
         char c = buf[i];
+        auto u = static_cast<unsigned char>(c);
         switch (state_) {
         case State::size:
-            if (std::isxdigit(static_cast<unsigned char>(c))) {
-                if (remaining_ >> 59) { state_ = State::failed; break; }
+            if (std::isxdigit(u)) {
+                if (remaining_ >> 59) { fail("chunk size too large"); break; }
                 remaining_ = remaining_ * 16 + static_cast<std::uint64_t>(
-                    std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : (std::tolower(c) - 'a' + 10));
+                    std::isdigit(u) ? c - '0' : (std::tolower(c) - 'a' + 10));
                 digits_ = true;
+            } else if (!digits_) {
+                fail("chunk size line without a size");
             } else if (c == ';' || c == ' ' || c == '\t') {
-                state_ = digits_ ? State::size_ext : State::failed;
+                state_ = State::size_ext;
             } else if (c == '\r') {
-                state_ = digits_ ? State::size_lf : State::failed;
+                state_ = State::size_lf;
+            } else if (c == '\n') {
+                fail("bare LF in a chunk size line");
             } else {
-                state_ = State::failed;
+                fail("bad byte in a chunk size");
             }
-            if (++line_ > max_line) state_ = State::failed;
+            if (++line_ > max_line) fail("chunk size line too long");
             ++i;
             break;
         case State::size_ext:
+            // RFC 9112 7.1.1: a chunk extension holds no control byte but HTAB.
+            // A bare LF here is where a lenient origin starts the chunk data
+            // while this scanner would still be in the extension: refused, so
+            // the two cannot disagree on where the body ends (smuggling).
             if (c == '\r') state_ = State::size_lf;
-            if (++line_ > max_line) state_ = State::failed;
+            else if (c == '\n') fail("bare LF in a chunk size line");
+            else if ((u < 0x20 && c != '\t') || u == 0x7f) fail("control byte in a chunk extension");
+            if (++line_ > max_line) fail("chunk size line too long");
             ++i;
             break;
         case State::size_lf:
-            if (c != '\n') { state_ = State::failed; break; }
+            if (c != '\n') { fail("CR without LF in a chunk size line"); break; }
             ++i;
             line_ = 0;
             digits_ = false;
@@ -455,22 +471,27 @@ std::size_t ChunkedScanner::feed(std::string_view buf, std::string* data) {
             break;
         }
         case State::data_cr:
-            state_ = c == '\r' ? State::data_lf : State::failed;
+            if (c != '\r') { fail(c == '\n' ? "bare LF after chunk data" : "chunk data longer than its size"); break; }
+            state_ = State::data_lf;
             ++i;
             break;
         case State::data_lf:
-            state_ = c == '\n' ? State::size : State::failed;
+            if (c != '\n') { fail("CR without LF after chunk data"); break; }
+            state_ = State::size;
             ++i;
             break;
         case State::trailer:
-            // Trailer fields end with an empty line.
+            // Trailer fields end with an empty line; every line ends with CRLF
+            // (a bare LF would end the trailers early for a lenient origin).
             if (c == '\r') state_ = State::trailer_lf;
+            else if (c == '\n') fail("bare LF in the trailer section");
+            else if (c == '\0') fail("NUL in the trailer section");
             else ++line_;
-            if (++trailer_bytes_ > max_trailers) state_ = State::failed;
+            if (++trailer_bytes_ > max_trailers) fail("trailer section too long");
             ++i;
             break;
         case State::trailer_lf:
-            if (c != '\n') { state_ = State::failed; break; }
+            if (c != '\n') { fail("CR without LF in the trailer section"); break; }
             ++i;
             state_ = line_ == 0 ? State::done : State::trailer;
             line_ = 0;

@@ -137,6 +137,10 @@ public:
     std::size_t feed(std::string_view buf, std::string* data = nullptr);
     bool done() const { return state_ == State::done; }
     bool failed() const { return state_ == State::failed; }
+    // Why it failed ("bare LF in a chunk size line"); "" otherwise. Only CRLF
+    // ends a size, data or trailer line: a bare LF is refused, never read the
+    // lenient way an origin might read it (RFC 9112 7.1, request smuggling).
+    const char* error() const { return error_; }
 
 private:
     enum class State { size, size_ext, size_lf, data, data_cr, data_lf, trailer, trailer_lf, done, failed };
@@ -145,6 +149,7 @@ private:
     std::size_t line_ = 0;  // bytes in the current size or trailer line (bounded)
     bool digits_ = false;
     std::size_t trailer_bytes_ = 0;
+    const char* error_ = "";
 };
 
 }  // namespace http
