@@ -49,13 +49,16 @@ PY
 fi
 
 # 1. Startup. Bare bwrap gets cc-wrap's own argv up to `--` (mask files made
-# here, no status fd, no block fd) and runs true directly.
+# here, no status fd, no block fd, no seccomp filter) and runs true directly:
+# cc-wrap's figure includes compiling and installing the filter, the switch
+# from root and the init step that applies Landlock.
 cc-wrap --spec "$w/spec.json" --egress "$w/ready.json" --drop-filename-denies --print -- true 2>/dev/null > "$w/plan.json"
 transport=$(jq -r .proxy.transport "$w/plan.json")
 mkdir -m 0 "$w/rt/mask-dir"; install -m 0 /dev/null "$w/rt/mask-file"
 bare=$(jq -r --arg rt "$w/rt" '.argv | .[: index("--")] | map(gsub("/tmp/cc-wrap.XXXXXX"; $rt))
         | (index("--json-status-fd")) as $i | del(.[$i, $i+1])
-        | (index("--block-fd")) as $b | (if $b then del(.[$b, $b+1]) else . end) | join(" ")' "$w/plan.json")
+        | (index("--block-fd")) as $b | (if $b then del(.[$b, $b+1]) else . end)
+        | (index("--seccomp")) as $s | (if $s then del(.[$s, $s+1]) else . end) | join(" ")' "$w/plan.json")
 # Interleaved (bare, handed, own, bare, ...) so load drift falls on all alike.
 here=$(cd "$(dirname "$0")" && pwd)
 wrapbin=$(command -v cc-wrap)

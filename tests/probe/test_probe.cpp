@@ -369,3 +369,22 @@ TEST_CASE("cc-probe --diagnose as a user that cannot run bwrap reports the faili
     CHECK_THAT(r.out, Catch::Contains("setting up uid map"));
     CHECK_THAT(r.out, Catch::Contains("not usable on this host"));
 }
+
+TEST_CASE("cc-probe --json feeds cc-wrap --probe as written, layers included") {
+    auto dir = cc::test::scratch_dir() + "/probe-chain";
+    std::filesystem::create_directories(dir + "/work");
+    auto probe = cc::test::run({cc::test::bin("cc-probe"), "--json"});
+    REQUIRE(probe.status == 0);
+    std::ofstream(dir + "/probe.json") << probe.out;
+    auto j = nlohmann::json::parse(probe.out);
+    REQUIRE(j.contains("backendChoice"));
+    REQUIRE(j.contains("layers"));
+    CHECK(j["layers"]["probed"] == true);
+    CHECK(j["layers"]["seccomp"] == true);  // this machine's kernel
+    std::ofstream(dir + "/spec.json") << R"({"sessionId":"s","workspaceId":"w","networkEnabled":false})";
+    auto wrap = cc::test::run({cc::test::bin("cc-wrap"), "--probe", dir + "/probe.json", "--spec", dir + "/spec.json",
+                               "--print", "--", "true"});
+    INFO(wrap.err);
+    CHECK(wrap.status == 0);
+    CHECK(nlohmann::json::parse(wrap.out)["backend"] == "native");
+}

@@ -742,3 +742,27 @@ TEST_CASE("plan: a bind through a symlink planted in a writable bind, or over th
     REQUIRE_FALSE(rt);
     CHECK(rt.error().one_line().find("runtime directory") != std::string::npos);
 }
+
+TEST_CASE("plan: a gitdir pointer file is write-denied; a writable bind inside a protected path is refused", "[plan]") {
+    auto h = standard_host();
+    // A linked worktree in the writable repos dir: its .git is a file.
+    h.dir("/srv/cc/conv1/repos/wt");
+    h.file("/srv/cc/conv1/repos/wt/.git");
+    Plan p = make(standard_input(), h);
+    CHECK(is_mount_point(p, "/srv/cc/conv1/repos/wt/.git"));
+    CHECK_FALSE(can_write_host(p, "/srv/cc/conv1/repos/wt/.git"));
+    CHECK(can_write_host(p, "/srv/cc/conv1/repos/wt/src"));
+    bool listed = false;
+    for (const auto& d : p.denies) listed |= d.rule == "/srv/cc/conv1/repos/wt/.git" && d.kind == "write";
+    CHECK(listed);
+
+    auto in = standard_input();
+    h.dir("/srv/repos/app/build");
+    in.spec.bindMounts.push_back({"/srv/repos/app/build", "/build", false});
+    auto r = build_plan(in, h);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == cc::Errc::input);
+    CHECK(r.error().one_line().find("inside protectedPath '/srv/repos/app'") != std::string::npos);
+    in.spec.bindMounts.back().readOnly = true;
+    CHECK(build_plan(in, h));
+}

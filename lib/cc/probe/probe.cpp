@@ -315,7 +315,8 @@ Result<ProbeResult> from_json(const nlohmann::json& j) {
         return ok();
     });
     r.optional("line", p.line);
-    r.accept("diagnostics");  // cc-probe --json --diagnose adds its checks
+    r.accept("diagnostics");    // cc-probe --json --diagnose adds its checks
+    r.accept("backendChoice");  // cc-probe --json adds the backend a launch would get
     if (auto e = r.finish()) return *e;
     auto b = spec::parse_backend_flag(backend);
     if (!b) return input_error("backend", "unknown backend '" + backend + "'");

@@ -110,8 +110,9 @@ Status start_egress(Egress& eg, const std::string& exe, const std::string& spec_
     int in[2], out[2], err[2];
     if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
         return io_error("pipe", "cannot create");
-    // Only the inbox: cc-wrap hands it the listeners; no Unix proxy sockets needed.
-    std::vector<std::string> args = {"--spec", spec_file, "--fd-inbox", inbox, "--exit-with-stdin"};
+    // Only the inbox, and for one handover (this sandbox's): cc-wrap hands it the
+    // listeners; no Unix proxy sockets needed, and nothing else gets in after.
+    std::vector<std::string> args = {"--spec", spec_file, "--fd-inbox", inbox, "--fd-inbox-once", "--exit-with-stdin"};
     try {
         SpawnMask mask;
         bp::child c(exe, bp::args(args), bp::posix::fd.bind(0, in[0]), bp::posix::fd.bind(1, out[1]),

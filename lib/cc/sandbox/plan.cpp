@@ -268,6 +268,18 @@ struct Builder {
                 pos = next + 1;
             }
         }
+        // A writable bind inside a protected checkout would make part of it
+        // writable again, below the read-only bind that protects it.
+        for (const auto& b : in.spec.bindMounts) {
+            if (b.readOnly || read_only_mode()) continue;
+            std::string src = normalise(b.hostPath, in.home);
+            for (const auto& p : in.spec.protectedPaths)
+                for (const auto& sp : spellings(p, in.home, host))
+                    if (is_within(src, sp))
+                        return input_error("bindMounts '" + src + "'",
+                                           "a writable bind inside protectedPath '" + p +
+                                               "' would make that part of it writable; bind it read-only");
+        }
         if (!in.runtimeDir.empty())
             for (const auto& m : plan.mounts)
                 if ((m.op == "bind" || m.op == "ro-bind") && is_within(in.runtimeDir, m.src) &&
@@ -280,6 +292,10 @@ struct Builder {
 
     // .git directories at the top of a writable bind and up to two levels down
     // (the workdir itself, repos/<name>).
+    // `.git` files seen on the way (a worktree's or submodule's "gitdir:"
+    // pointer): rewritten, they send the host's next git to a directory the
+    // command filled with hooks and config.
+    mutable std::set<std::string> git_files_;
     std::vector<std::string> git_dirs_in(const std::string& root) const {
         std::vector<std::string> out;
         std::vector<std::pair<std::string, int>> todo = {{root, 0}};
@@ -287,6 +303,8 @@ struct Builder {
             auto [dir, level] = todo.back();
             todo.pop_back();
             if (host.kind(dir + "/.git") == Kind::dir) out.push_back(dir + "/.git");
+            else if (!host.read_link(dir + "/.git") && host.kind(dir + "/.git") == Kind::file)
+                git_files_.insert(dir + "/.git");
             if (level >= 2) continue;
             for (const auto& name : host.list(dir)) {
                 if (name.empty() || name[0] == '.') continue;
@@ -336,6 +354,8 @@ struct Builder {
                             if (auto st = write_deny(repo + "/" + name, "mandatory (repository agent settings)", true); !st)
                                 return st;
                     }
+            for (const auto& f : git_files_)
+                if (auto st = write_deny(f, "mandatory (gitdir pointer file)", true); !st) return st;
         }
         for (const auto& p : in.denyWrite) {
             if (p.find('/') == std::string::npos || is_glob(p)) continue;  // filename rules below
@@ -773,7 +793,7 @@ const std::vector<std::string>& home_write_denies() { return k_home_write; }
 const std::vector<std::string>& standard_filename_denies() { return k_filename; }
 
 Result<Plan> build_plan(const PlanInput& in, const HostPaths& host) {
-    Builder b{in, host, {}, {}, {}};
+    Builder b{in, host, {}, {}, {}, {}};
     return b.build();
 }
 
