@@ -480,6 +480,7 @@ TEST_CASE("seatbelt: every deny carries the session tag; no allow follows a deny
     CHECK(tag.size() == 23);
     in.runtimeDir = "/var/folders/xy/T/cc-wrap.OTHER1";
     CHECK(seatbelt_tag(in) != tag);  // per launch
+    CHECK(seatbelt_tag(in.spec.sessionId, in.runtimeDir) == seatbelt_tag(in));
     Ask a(profile_of(mac_input()));
     std::size_t denies = 0;
     for (const auto& r : a.p.rules) {
@@ -583,6 +584,27 @@ TEST_CASE("seatbelt: the plan runs sandbox-exec with the profile and the per-ses
     Ask l(*live);
     CHECK(l.write(dir + "/f"));
     CHECK_FALSE(l.write(dir + "/.env"));
+}
+
+// The command line, end to end on this Linux host: a read-only-mode spec (no
+// bubblewrap file-name refusal applies to it) prints a deny-default profile.
+TEST_CASE("seatbelt: cc-wrap --print-seatbelt prints the profile on Linux", "[seatbelt][cli]") {
+    std::string dir = cc::test::scratch_dir() + "/cli";
+    REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+    REQUIRE(::mkdir((dir + "/w").c_str(), 0700) == 0);
+    std::string spec = dir + "/spec.json";
+    nlohmann::json j = {{"sessionId", "cli1"}, {"workspaceId", "ws"}, {"mode", "plan"},
+                        {"bindMounts", {{{"hostPath", dir + "/w"}, {"guestPath", dir + "/w"}, {"readOnly", false}}}}};
+    std::ofstream(spec) << j.dump();
+    auto r = cc::test::run({cc::test::bin("cc-wrap"), "--spec", spec, "--print-seatbelt", "--", "true"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    Ask a(r.out);
+    CHECK_FALSE(a.p.rules.at(0).allow);
+    CHECK(a.p.rules.at(0).ops == std::vector<std::string>{"default"});
+    CHECK(a.read(dir + "/w/f"));
+    CHECK_FALSE(a.write(dir + "/w/f"));  // plan mode: read-only
+    CHECK_FALSE(a.read("/home"));
 }
 
 TEST_CASE("seatbelt: sandbox-exec inside a sandbox is reported as such", "[seatbelt]") {

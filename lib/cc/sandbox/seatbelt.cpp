@@ -48,7 +48,7 @@ const std::vector<std::string> k_terminal_mach_services = {
 const std::vector<std::string> k_system_roots = {
     "/System", "/usr", "/bin", "/sbin", "/Library/Developer/CommandLineTools", "/Library/Frameworks",
     "/Applications/Xcode.app", "/opt/homebrew", "/private/etc", "/private/var/db/timezone",
-    "/private/var/select",
+    "/private/var/db/dyld", "/private/var/select",
 };
 // Single files: the symlinks /etc, /tmp, /var themselves and the Xcode selection.
 const std::vector<std::string> k_system_files = {"/etc", "/tmp", "/var", "/private/var/db/xcode_select_link"};
@@ -508,12 +508,13 @@ Status seatbelt_check(const PlanInput& in) {
     return clean("cc-wrap-init", in.initExe);
 }
 
-std::string seatbelt_tag(const PlanInput& in) {
+std::string seatbelt_tag(const std::string& session_id, const std::string& runtime_dir) {
     char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llX",
-                  static_cast<unsigned long long>(fnv1a(in.spec.sessionId + '\0' + in.runtimeDir)));
+    std::snprintf(hex, sizeof hex, "%016llX", static_cast<unsigned long long>(fnv1a(session_id + '\0' + runtime_dir)));
     return std::string("CCWRAP_") + hex;
 }
+
+std::string seatbelt_tag(const PlanInput& in) { return seatbelt_tag(in.spec.sessionId, in.runtimeDir); }
 
 std::string seatbelt_session_tmp(const PlanInput& in) { return normalise(in.runtimeDir, "") + "/tmp"; }
 

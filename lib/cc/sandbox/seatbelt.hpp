@@ -37,6 +37,7 @@ Status seatbelt_check(const PlanInput& in);
 // The session's tag: "CCWRAP_" and 16 hex digits derived from the session id
 // and the runtime directory (unique per launch). Only [A-Z0-9_].
 std::string seatbelt_tag(const PlanInput& in);
+std::string seatbelt_tag(const std::string& session_id, const std::string& runtime_dir);  // from a Plan
 
 // The per-session temporary directory (TMPDIR inside): <runtimeDir>/tmp. The
 // launcher creates it (seatbelt_prepare) before the command starts.

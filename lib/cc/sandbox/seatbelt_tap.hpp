@@ -4,7 +4,7 @@
 //
 // The launcher, for a plan whose `seatbelt` is set, before it starts the command:
 //   if (auto st = seatbelt_prepare(plan); !st) -> fail(st.error())
-//   auto tap = start_seatbelt_tap(seatbelt_tag(in));   // waits until log is attached
+//   auto tap = start_seatbelt_tap(seatbelt_tag(plan.spec.sessionId, plan.runtimeDir));  // waits until attached
 //   if (!tap) -> log("note: no Seatbelt violation events: " + tap.error().one_line()), report it, run on
 //   SeatbeltLogReader reader(tag);  feed tap->pending's lines, then every line read from tap->fd
 //   ... after the command has ended: stop_seatbelt_tap(*tap);
