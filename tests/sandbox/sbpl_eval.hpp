@@ -17,6 +17,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cc/sandbox/paths.hpp"
@@ -143,6 +144,14 @@ struct Decision {
     const Rule* rule = nullptr;  // never null once a profile has (deny default)
 };
 
+// Each pattern compiled once: std::regex construction dominates otherwise.
+inline const std::regex& compiled(const std::string& pattern) {
+    static std::unordered_map<std::string, std::regex> cache;
+    auto it = cache.find(pattern);
+    if (it == cache.end()) it = cache.emplace(pattern, std::regex(pattern, std::regex::ECMAScript | std::regex::optimize)).first;
+    return it->second;
+}
+
 inline const std::set<std::string>& known_ops() {
     static const std::set<std::string> ops = {
         "default", "file*", "file-read*", "file-read-data", "file-read-metadata", "file-read-xattr", "file-write*",
@@ -213,7 +222,7 @@ public:
         if (k == "require-not") return !filter_matches(f.kids[1], q);
         if (k == "literal" || k == "path") return !q.path.empty() && q.path == arg();
         if (k == "subpath") return !q.path.empty() && cc::sandbox::is_within(q.path, arg());
-        if (k == "regex") return !q.path.empty() && std::regex_search(q.path, std::regex(arg(), std::regex::ECMAScript));
+        if (k == "regex") return !q.path.empty() && std::regex_search(q.path, compiled(arg()));
         if (k == "global-name") return q.op == "mach-lookup" && q.name == arg();
         if (k == "sysctl-name") return q.op.rfind("sysctl", 0) == 0 && q.name == arg();
         if (k == "sysctl-name-prefix") return q.op.rfind("sysctl", 0) == 0 && q.name.rfind(arg(), 0) == 0;
@@ -258,7 +267,7 @@ private:
         const std::string& k = f.kids[0].atom;
         if (one_string.count(k)) {
             if (f.kids.size() != 2 || !f.kids[1].string) throw std::runtime_error("sbpl: (" + k + ") takes one string");
-            if (k == "regex") (void)std::regex(f.kids[1].atom, std::regex::ECMAScript);  // throws on a bad regex
+            if (k == "regex") (void)compiled(f.kids[1].atom);  // throws on a bad regex
             return;
         }
         if (k == "require-all" || k == "require-any" || k == "require-not") {
