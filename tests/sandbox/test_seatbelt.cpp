@@ -293,6 +293,35 @@ TEST_CASE("seatbelt: a read-only bind nested in a writable one stays read-only",
     CHECK(b.write(k_repos + "/shared/lib.c"));
 }
 
+TEST_CASE("seatbelt: binds and runner state layer by depth, as the bubblewrap mounts do", "[seatbelt]") {
+    auto in = mac_input();
+    in.spec.bindMounts = {{"/Users/u/w", "/Users/u/w", false},
+                          {"/Users/u/w/ro", "/Users/u/w/ro", true},
+                          {"/Users/u/w/ro/rw", "/Users/u/w/ro/rw", false},
+                          {"/Users/u/w/state/keep", "/Users/u/w/state/keep", true}};
+    in.spec.runnerStateDirs = {"/Users/u/w/ro/state", "/Users/u/w/state"};
+    in.spec.protectedPaths.clear();
+    Ask a(profile_of(in));
+    CHECK(a.write("/Users/u/w/f"));
+    CHECK_FALSE(a.write("/Users/u/w/ro/f"));
+    CHECK(a.write("/Users/u/w/ro/rw/f"));          // writable inside read-only inside writable
+    CHECK(a.write("/Users/u/w/ro/state/f"));       // runner state inside a read-only bind
+    CHECK(a.write("/Users/u/w/state/f"));
+    CHECK_FALSE(a.write("/Users/u/w/state/keep/f"));  // a read-only bind inside runner state stays read-only
+    CHECK_FALSE(a.unlink("/Users/u/w/ro"));
+    CHECK_FALSE(a.unlink("/Users/u/w/state/keep"));
+    // Nothing said twice: one allow for /Users/u/w, none for the runner state inside it.
+    std::size_t allows_w = 0, allows_state = 0;
+    for (const auto& r : a.p.rules)
+        if (r.allow && r.ops[0] == "file-write*")
+            for (const auto& f : r.filters) {
+                allows_w += f.kids[1].atom == "/Users/u/w";
+                allows_state += f.kids[1].atom == "/Users/u/w/state";
+            }
+    CHECK(allows_w == 1);
+    CHECK(allows_state == 0);
+}
+
 TEST_CASE("seatbelt: read-only modes leave only runnerStateDirs and the session's tmp writable", "[seatbelt]") {
     for (auto mode : {cc::policy::Mode::plan, cc::policy::Mode::review, cc::policy::Mode::orchestrate}) {
         auto in = mac_input();
@@ -501,6 +530,102 @@ TEST_CASE("seatbelt: every deny carries the session tag; no allow follows a deny
     for (const auto& r : a.p.rules)
         if (r.allow && r.index > first_mandatory)
             for (const auto& o : r.ops) CHECK(o.rfind("file", 0) != 0);
+}
+
+namespace {
+sbpl::Query named(const std::string& op, const std::string& name) {
+    sbpl::Query q;
+    q.op = op;
+    q.name = name;
+    return q;
+}
+sbpl::Query aimed(const std::string& op, const std::string& target) {
+    sbpl::Query q;
+    q.op = op;
+    q.target = target;
+    return q;
+}
+sbpl::Query remote(const std::string& r) {
+    sbpl::Query q;
+    q.op = "network-outbound";
+    q.remote = r;
+    return q;
+}
+}  // namespace
+
+// One question per promise, asked of a dispatch profile that binds $HOME
+// writable (so the home secrets and start files are inside a bind and their
+// rules matter). Then each rule is taken out in turn: at least one answer
+// must change, so no rule is dead weight and every rule has a question that
+// fails without it (or when a later rule shadows it).
+TEST_CASE("seatbelt: every rule is load-bearing for the question table", "[seatbelt]") {
+    auto in = mac_input();
+    in.spec.bindMounts.insert(in.spec.bindMounts.begin(), {"/Users/u", "/Users/u", false});
+    in.denyWrite = {"*.sqlite"};
+    in.initExe = "/opt/cc/bin/cc-wrap-init";  // outside the system roots: its own rule
+    Ask a(profile_of(in));
+    struct Q {
+        sbpl::Query q;
+        bool allow;
+    };
+    using sbpl::at;
+    const std::vector<Q> table = {
+        {at("process-fork", ""), true},
+        {aimed("signal", "same-sandbox"), true},
+        {aimed("signal", "other"), false},
+        {aimed("process-info-pidinfo", "same-sandbox"), true},
+        {aimed("mach-priv-task-port", "same-sandbox"), true},
+        {at("user-preference-read", ""), true},
+        {at("ipc-posix-sem", ""), true},
+        {at("ipc-posix-shm", ""), true},
+        {at("pseudo-tty", ""), true},
+        {named("iokit-open", "RootDomainUserClient"), true},
+        {named("sysctl-read", "hw.ncpu"), true},
+        {named("mach-lookup", "com.apple.system.opendirectoryd.libinfo"), true},
+        {named("mach-lookup", "com.apple.coreservices.launchservicesd"), false},
+        {at("file-read-data", "/usr/bin/git"), true},
+        {at("process-exec", "/opt/cc/bin/cc-wrap-init"), true},
+        {at("file-write-data", "/dev/null"), true},
+        {at("file-read-data", "/dev/urandom"), true},
+        {at("file-write-data", "/dev/fd/1"), true},
+        {at("file-ioctl", "/dev/ptmx"), true},
+        {at("file-read-data", "/Users/u/notes.txt"), true},
+        {at("file-read-metadata", "/Users"), true},
+        {at("file-read-data", "/Users"), false},
+        {at("file-write-data", "/Users/u/notes.txt"), true},
+        {at("file-write-data", "/private/tmp/share/f"), true},
+        {at("file-write-data", k_repos + "/app/README"), true},
+        {at("file-write-data", k_repos + "/shared/lib.c"), false},
+        {at("file-write-data", "/Users/u/cc/config/a1/settings.json"), false},
+        {at("file-write-data", k_work + "/src/main.c"), true},
+        {at("file-write-data", "/Users/u/cc/state/a1/log"), true},
+        {at("file-write-create", k_tmp + "/x"), true},
+        {at("file-write-data", k_repos + "/orig/README"), false},
+        {at("file-write-data", "/Users/u/.bashrc"), false},
+        {at("file-write-data", k_work + "/.git/hooks/pre-commit"), false},
+        {at("file-write-data", k_work + "/.env"), false},
+        {at("file-write-data", k_work + "/db.sqlite"), false},
+        {at("process-exec", "/usr/bin/osascript"), false},
+        {at("file-read-data", "/Users/u/.ssh/id_ed25519"), false},
+        {at("file-write-unlink", "/Users/u/cc"), false},
+        {at("file-write-unlink", "/Users/u/notes.txt"), true},
+        {remote("127.0.0.1:41001"), true},
+        {remote("1.1.1.1:443"), false},
+    };
+    for (const auto& t : table) {
+        INFO(t.q.op << " " << t.q.path << t.q.name << t.q.remote << " " << t.q.target);
+        CHECK(a.p.decide(t.q).allow == t.allow);
+    }
+    for (std::size_t i = 1; i < a.p.rules.size(); ++i) {
+        sbpl::Profile without = a.p;
+        without.rules.erase(without.rules.begin() + static_cast<std::ptrdiff_t>(i));
+        bool changed = false;
+        for (const auto& t : table) changed = changed || without.decide(t.q).allow != t.allow;
+        const auto& r = a.p.rules[i];
+        INFO("rule " << i << ": " << (r.allow ? "allow" : "deny") << " " << r.ops[0] << " "
+                     << (r.filters.empty() ? "" : r.filters[0].kids[0].atom + " " + (r.filters[0].kids.size() > 1 ? r.filters[0].kids[1].atom : "")));
+        CHECK(changed);
+    }
 }
 
 TEST_CASE("seatbelt: a path with quotes, backslashes or a newline stays one string", "[seatbelt]") {

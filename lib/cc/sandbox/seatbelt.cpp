@@ -176,23 +176,30 @@ private:
 
     void collect() {
         std::vector<Bind> binds;
-        if (terminal() && !in_.home.empty() && in_.home != "/") binds.push_back({normalise(in_.home, ""), true, "$HOME (terminal profile)"});
+        if (terminal() && !in_.home.empty() && in_.home != "/") binds.push_back({normalise(in_.home, ""), true, "$HOME, writable (terminal profile)"});
         for (const auto& b : in_.spec.bindMounts) {
             bool ro = b.readOnly || read_only_mode();
             std::string why = b.readOnly ? "read-only bind"
-                              : ro       ? "read-only in " + std::string(policy::to_string(in_.spec.mode)) + " mode"
+                              : ro       ? "bind, read-only in " + std::string(policy::to_string(in_.spec.mode)) + " mode"
                                          : "writable bind";
             binds.push_back({normalise(b.hostPath, in_.home), !ro, why});
         }
         std::stable_sort(binds.begin(), binds.end(), [](const Bind& a, const Bind& b) { return depth(a.host) < depth(b.host); });
         binds_ = std::move(binds);
+        // Where the every-depth rules apply: writable binds and runner state
+        // (it persists), each once: one inside another is covered already.
+        // The session's tmp goes with the session and the host never runs
+        // git there, so a clone into $TMPDIR works.
+        std::vector<std::string> roots;
         for (const auto& b : binds_)
             if (b.writable)
-                for (const auto& s : spell(b.host)) writable_roots_.push_back(s);
-        // Runner state persists; the session's tmp goes with the session, and
-        // the host never runs git there, so a clone into $TMPDIR works.
-        for (const auto& r : in_.spec.runnerStateDirs)
-            for (const auto& s : spell(r)) writable_roots_.push_back(s);
+                for (const auto& s : spell(b.host)) roots.push_back(s);
+        for (const auto& s : spell_all(in_.spec.runnerStateDirs)) roots.push_back(s);
+        for (const auto& r : roots) {
+            bool covered = std::any_of(roots.begin(), roots.end(), [&](const std::string& o) { return o != r && is_within(r, o); });
+            if (!covered && std::find(writable_roots_.begin(), writable_roots_.end(), r) == writable_roots_.end())
+                writable_roots_.push_back(r);
+        }
     }
 
     // One rule, or nothing when it has no filter (a rule without filters
@@ -301,30 +308,34 @@ private:
         return out;
     }
 
-    bool inside_writable_bind(const Bind& ro) const {
-        return std::any_of(binds_.begin(), binds_.end(), [&](const Bind& w) {
-            return w.writable && w.host != ro.host && is_within(ro.host, w.host);
-        });
-    }
-
+    // Binds and runner state in depth order (runner state after a bind of
+    // the same depth, so it wins), as the bubblewrap plan layers its mounts.
+    // Each layer emits a rule only where it changes what its innermost
+    // enclosing layer says: a writable bind inside a read-only one is
+    // re-opened, a read-only one inside a writable one is closed again, and
+    // nothing is said twice.
     void writes() {
-        o_ << "\n;; writes: the binds from the outermost in, so a nested bind's own access wins\n";
+        o_ << "\n;; writes: the binds and runner state from the outermost in, so a nested one's own access wins\n";
         if (read_only_mode())
-            o_ << ";; " << policy::to_string(in_.spec.mode) << " mode: every bind is read-only\n";
-        for (const auto& b : binds_) {
+            o_ << ";; " << policy::to_string(in_.spec.mode) << " mode: every bind is read-only; runner state stays writable\n";
+        std::vector<Bind> layers = binds_;
+        for (const auto& r : in_.spec.runnerStateDirs) layers.push_back({normalise(r, in_.home), true, "runner state"});
+        std::stable_sort(layers.begin(), layers.end(), [](const Bind& a, const Bind& b) { return depth(a.host) < depth(b.host); });
+        for (std::size_t i = 0; i < layers.size(); ++i) {
+            const Bind& b = layers[i];
+            bool enclosing_writable = false;
+            for (std::size_t k = 0; k < i; ++k)
+                if (is_within(b.host, layers[k].host)) enclosing_writable = layers[k].writable;
+            if (b.writable == enclosing_writable) continue;
             std::vector<std::string> f;
             for (const auto& s : spell(b.host)) f.push_back(subpath(s));
             if (b.writable) {
-                rule("allow file-write*", f, false);
-            } else if (inside_writable_bind(b)) {
-                o_ << ";; read-only bind inside a writable one\n";
-                rule("deny file-write*", f, true);
+                rule("allow file-write*", f, false, b.why);
+            } else {
+                rule("deny file-write*", f, true, b.why + " inside a writable one");
                 for (const auto& s : spell(b.host)) pinned_.push_back(s);
             }
         }
-        std::vector<std::string> state;
-        for (const auto& s : spell_all(in_.spec.runnerStateDirs)) state.push_back(subpath(s));
-        rule("allow file-write*", state, false, "runner state: writable in every mode");
         std::vector<std::string> tmp;
         for (const auto& s : spell(seatbelt_session_tmp(in_))) tmp.push_back(subpath(s));
         rule("allow file-write*", tmp, false, "this session's temporary directory (TMPDIR), instead of the shared /tmp and /var/folders");
