@@ -281,6 +281,7 @@ TEST_CASE("seatbelt: a read-only bind nested in a writable one stays read-only",
     CHECK(a.read(k_repos + "/shared/lib.c"));
     CHECK_FALSE(a.write(k_repos + "/shared/lib.c"));
     CHECK_FALSE(a.create(k_repos + "/shared/new"));
+    CHECK_FALSE(a.write(k_repos + "/SHARED/lib.c"));  // APFS: the same directory
     CHECK_FALSE(a.unlink(k_repos + "/shared"));  // nor renamed away from under its rule
     CHECK(a.create(k_repos + "/sharedX"));        // a sibling name is not covered
     // Removing the nested bind's deny from the text makes it writable: the
@@ -518,18 +519,22 @@ TEST_CASE("seatbelt: every deny carries the session tag; no allow follows a deny
         CHECK(r.message == tag);
     }
     CHECK(denies > 5);
-    // Allows come first: after the first file deny, no file allow follows
-    // (except the terminal's network and the write allows of later binds,
-    // which are layered by depth before any mandatory deny).
-    std::size_t first_mandatory = 0;
+    // Allows come first: the only denies before the last file allow are the
+    // layering of binds (the one read-only bind nested in a writable one);
+    // every other deny (mandatory, secrets, pins, exec) comes after it.
+    std::size_t last_file_allow = 0;
     for (const auto& r : a.p.rules)
-        if (!r.allow && r.index > 0 && r.ops[0] == "file-write*" && !first_mandatory &&
-            r.filters[0].kids[0].atom == "regex")
-            first_mandatory = r.index;
-    REQUIRE(first_mandatory > 0);
+        for (const auto& o : r.ops)
+            if (r.allow && (o.rfind("file", 0) == 0 || o == "process-exec")) last_file_allow = r.index;
+    std::vector<std::size_t> early;
     for (const auto& r : a.p.rules)
-        if (r.allow && r.index > first_mandatory)
-            for (const auto& o : r.ops) CHECK(o.rfind("file", 0) != 0);
+        if (!r.allow && r.index > 0 && r.index < last_file_allow) early.push_back(r.index);
+    REQUIRE(early.size() == 1);
+    const auto& nested = a.p.rules[early[0]];
+    CHECK(nested.ops == std::vector<std::string>{"file-write*"});
+    CHECK(nested.filters.size() == 1);
+    CHECK(sbpl::Profile::filter_matches(nested.filters[0], sbpl::at("file-write-data", k_repos + "/shared/x")));
+    CHECK(a.p.rules.size() - last_file_allow - 1 >= 7);  // protected, home, every-depth, names, exec, secrets, pins
 }
 
 namespace {

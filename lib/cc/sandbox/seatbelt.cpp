@@ -327,11 +327,14 @@ private:
             for (std::size_t k = 0; k < i; ++k)
                 if (is_within(b.host, layers[k].host)) enclosing_writable = layers[k].writable;
             if (b.writable == enclosing_writable) continue;
+            // Allows are case-sensitive (a differently spelled path falls to
+            // the default deny); denies are not, so no spelling escapes them.
             std::vector<std::string> f;
-            for (const auto& s : spell(b.host)) f.push_back(subpath(s));
             if (b.writable) {
+                for (const auto& s : spell(b.host)) f.push_back(subpath(s));
                 rule("allow file-write*", f, false, b.why);
             } else {
+                for (const auto& s : spell(b.host)) f.push_back(regex(ci_path_regex(s, "(/|$)")));
                 rule("deny file-write*", f, true, b.why + " inside a writable one");
                 for (const auto& s : spell(b.host)) pinned_.push_back(s);
             }
