@@ -71,15 +71,6 @@ const std::vector<std::string> k_sysctls = {
 };
 const std::vector<std::string> k_sysctl_prefixes = {"hw.optional.", "hw.perflevel", "kern.proc.pid.", "kern.proc.pgrp."};
 
-// Inside every writable bind, at every depth: what git takes configuration,
-// hooks or another git directory from, and the agent CLIs' per-repository
-// settings. The .git entry itself cannot be created, removed, renamed or
-// written (a .git file is a gitdir indirection), so no git directory can be
-// moved away from under these rules and back.
-std::string every_depth_rules_git() {
-    return "\\.[gG][iI][tT]";
-}
-
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 char upper(char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c; }
@@ -101,6 +92,38 @@ void ci_atom(std::string& re, char c) {
         default: break;
     }
     re += c;
+}
+
+// A literal as case-insensitive regex atoms, and a group of alternatives.
+std::string ci(const std::string& literal) {
+    std::string re;
+    for (char c : literal) ci_atom(re, c);
+    return re;
+}
+std::string ci_any(const std::vector<std::string>& names) {
+    std::string re = "(";
+    for (const auto& n : names) re += (re.size() > 1 ? "|" : "") + ci(n);
+    return re + ")";
+}
+
+// Inside every writable bind and runner state, at every depth: the .git
+// entry itself (a git directory, or a .git file naming one elsewhere: it
+// cannot be created, removed, renamed or rewritten, so none is moved away
+// from under the rules and back), the files in a git directory that git
+// takes configuration, hooks or another git directory from (also in the git
+// directories of submodules and worktrees), and the agent CLIs' per-
+// repository settings (their hooks and permission rules run code on the
+// host's next session there).
+const std::vector<std::string> k_git_dir_files = {"config", "config.worktree", "commondir", "gitdir"};
+const std::vector<std::string> k_repo_agent_settings = {".claude", ".mcp.json", ".codex", ".gemini"};
+
+std::vector<std::string> every_depth_regexes(const std::string& root) {
+    std::string r = ci_path_regex(root, "") + "/(.*/)?";
+    std::string git = ci(".git");
+    std::string nested = "((" + ci("modules") + "/.+|" + ci("worktrees") + "/[^/]+)/)?";
+    return {r + git + "$",
+            r + git + "/" + nested + "(" + ci("hooks") + "(/.*)?|" + ci_any(k_git_dir_files).substr(1) + "$",
+            r + ci_any(k_repo_agent_settings) + "(/|$)"};
 }
 
 bool bad_byte(unsigned char c) { return (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f; }
@@ -362,27 +385,11 @@ private:
             o_ << ";; files the host runs or reads as configuration later: shell start files, agent CLI settings\n";
             rule("deny file-write*", home, true);
 
-            // At every depth of every writable place: git's configuration,
-            // hooks and git-dir indirections; the agent CLIs' repo settings.
-            const std::string git = every_depth_rules_git();
             std::vector<std::string> deep;
-            for (const auto& root : dedupe(writable_roots_)) {
-                std::string r = ci_path_regex(root, "");
-                deep.push_back(regex(r + "/(.*/)?" + git + "$"));
-                deep.push_back(regex(r + "/(.*/)?" + git + "/((modules/.+|worktrees/[^/]+)/)?" +
-                                     "([hH][oO][oO][kK][sS](/.*)?|[cC][oO][nN][fF][iI][gG](\\.[wW][oO][rR][kK][tT][rR][eE][eE])?|"
-                                     "[cC][oO][mM][mM][oO][nN][dD][iI][rR]|[gG][iI][tT][dD][iI][rR])$"));
-                std::string agents;
-                for (const auto& name : {".claude", ".mcp.json", ".codex", ".gemini"}) {
-                    std::string atom;
-                    for (char c : std::string(name)) ci_atom(atom, c);
-                    agents += (agents.empty() ? "" : "|") + atom;
-                }
-                deep.push_back(regex(r + "/(.*/)?(" + agents + ")(/|$)"));
-            }
+            for (const auto& root : writable_roots_)
+                for (const auto& re : every_depth_regexes(root)) deep.push_back(regex(re));
             o_ << ";; inside every writable bind and runner state, at every depth: git configuration, hooks, git-dir\n";
-            o_ << ";; indirections,";
-            o_ << " the agent CLIs' repository settings\n";
+            o_ << ";; indirections, the agent CLIs' repository settings\n";
             rule("deny file-write*", deep, true);
 
             if (!in_.dropFilenameDenies) {
