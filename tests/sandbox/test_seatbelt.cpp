@@ -241,6 +241,12 @@ TEST_CASE("seatbelt: reads are the binds and the system a process needs, nothing
     CHECK(a.read("/System/Library/Frameworks/x"));
     CHECK(a.read("/private/etc/hosts"));
     CHECK(a.read("/usr/local/bin/cc-wrap-init"));
+    for (const auto& root : seatbelt_system_read_roots()) {
+        INFO(root);
+        CHECK(a.read(root + "/x"));
+        CHECK(a.exec(root + "/x"));
+        CHECK_FALSE(a.write(root + "/x"));
+    }
     CHECK(a.read(k_tmp + "/x"));
     CHECK_FALSE(a.read(k_cc + "/agents/a2/work/secret.txt"));  // a sibling agent
     CHECK_FALSE(a.read("/Users/u/Documents/x"));
