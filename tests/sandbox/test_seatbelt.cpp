@@ -278,6 +278,17 @@ TEST_CASE("seatbelt: writes only in writable binds, runner state and the session
     CHECK_FALSE(a.create("/private/var/folders/xy/T/cc-wrap.ABC123/egress/inbox.sock"));
     CHECK(a.write("/dev/null"));
     CHECK_FALSE(a.create("/dev/disk0"));
+    // The terminal: written to, never typed into (TIOCSTI) unless it is the command's own.
+    CHECK(a.write("/dev/tty"));
+    CHECK(a.write("/dev/ttys003"));
+    CHECK_FALSE(a.op("file-ioctl", "/dev/tty"));
+    CHECK_FALSE(a.op("file-ioctl", "/dev/ttys003"));
+    auto pty = mac_input();
+    pty.pty = true;
+    CHECK(Ask(profile_of(pty)).op("file-ioctl", "/dev/ttys003"));
+    auto term = mac_input();
+    term.profile = Profile::terminal;
+    CHECK(Ask(profile_of(term)).op("file-ioctl", "/dev/tty"));
 }
 
 TEST_CASE("seatbelt: a read-only bind nested in a writable one stays read-only", "[seatbelt]") {
@@ -597,7 +608,8 @@ TEST_CASE("seatbelt: every rule is load-bearing for the question table", "[seatb
         {at("file-write-data", "/dev/null"), true},
         {at("file-read-data", "/dev/urandom"), true},
         {at("file-write-data", "/dev/fd/1"), true},
-        {at("file-ioctl", "/dev/ptmx"), true},
+        {at("file-ioctl", "/dev/zero"), true},
+        {at("file-write-data", "/dev/ttys003"), true},
         {at("file-read-data", "/Users/u/notes.txt"), true},
         {at("file-read-metadata", "/Users"), true},
         {at("file-read-data", "/Users"), false},

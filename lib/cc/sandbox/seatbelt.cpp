@@ -287,11 +287,20 @@ private:
             for (const auto& s : spell(in_.initExe)) init.push_back(literal(s));
         rule("allow file-read* file-test-existence file-map-executable process-exec", init, false, "the init step that runs the command");
 
-        rule("allow file-read* file-write-data file-ioctl",
-             {literal("/dev/null"), literal("/dev/zero"), literal("/dev/tty"), literal("/dev/dtracehelper")}, false, "devices: the null and random devices, the terminal, descriptors, ptys");
+        rule("allow file-read* file-write-data file-ioctl", {literal("/dev/null"), literal("/dev/zero"), literal("/dev/dtracehelper")},
+             false, "devices: the null and random devices, descriptors, the terminal, ptys");
         rule("allow file-read*", {literal("/dev"), literal("/dev/random"), literal("/dev/urandom"), literal("/dev/fd")}, false);
         rule("allow file-read* file-write-data", {regex("^/dev/fd/[0-9]+$")}, false);
-        rule("allow file-read* file-write-data file-ioctl", {literal("/dev/ptmx"), regex("^/dev/ttys[0-9]+$")}, false);
+        // Terminal ioctls (job control, window size, and TIOCSTI, which types
+        // into the terminal) only where the terminal is the command's own:
+        // --pty, or a human's terminal profile. A dispatch command run from
+        // the operator's terminal may write to it, never type into it.
+        std::vector<std::string> tty = {literal("/dev/tty"), literal("/dev/ptmx"), regex("^/dev/ttys[0-9]+$")};
+        if (terminal() || in_.pty) {
+            rule("allow file-read* file-write-data file-ioctl", tty, false);
+        } else {
+            rule("allow file-read* file-write-data", tty, false);
+        }
 
         // Binds (all spellings), runner state and the session's tmp: readable
         // and runnable. Executing from a writable bind is allowed: node's
