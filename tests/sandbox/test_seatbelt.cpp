@@ -649,6 +649,71 @@ TEST_CASE("seatbelt: every rule is load-bearing for the question table", "[seatb
     }
 }
 
+// The same for the terminal profile: a human's shell with $HOME writable and
+// the host network, secrets still unreadable and pinned.
+TEST_CASE("seatbelt: every rule of the terminal profile is load-bearing", "[seatbelt]") {
+    auto in = mac_input();
+    in.profile = Profile::terminal;
+    in.initExe = "/opt/cc/bin/cc-wrap-init";
+    Ask a(profile_of(in));
+    struct Q {
+        sbpl::Query q;
+        bool allow;
+    };
+    using sbpl::at;
+    sbpl::Query dns;
+    dns.op = "network-outbound";
+    dns.unix_socket = "/private/var/run/mDNSResponder";
+    const std::vector<Q> table = {
+        {at("process-fork", ""), true},
+        {aimed("signal", "same-sandbox"), true},
+        {aimed("process-info-pidinfo", "same-sandbox"), true},
+        {aimed("mach-priv-task-port", "same-sandbox"), true},
+        {at("user-preference-read", ""), true},
+        {at("ipc-posix-sem", ""), true},
+        {at("ipc-posix-shm", ""), true},
+        {at("pseudo-tty", ""), true},
+        {named("iokit-open", "RootDomainUserClient"), true},
+        {named("sysctl-read", "hw.ncpu"), true},
+        {named("mach-lookup", "com.apple.SystemConfiguration.configd"), true},
+        {named("mach-lookup", "com.apple.coreservices.launchservicesd"), false},
+        {at("file-read-data", "/usr/bin/git"), true},
+        {at("process-exec", "/opt/cc/bin/cc-wrap-init"), true},
+        {at("file-write-data", "/dev/null"), true},
+        {at("file-read-data", "/dev/urandom"), true},
+        {at("file-write-data", "/dev/fd/1"), true},
+        {at("file-ioctl", "/dev/ttys003"), true},
+        {at("file-read-data", "/Users/u/notes.txt"), true},
+        {at("file-read-metadata", "/Users"), true},
+        {at("file-write-data", "/Users/u/notes.txt"), true},
+        {at("file-write-data", "/Users/u/.bashrc"), true},
+        {at("file-write-data", "/private/tmp/share/f"), true},
+        {at("file-write-data", "/Users/u/cc/config/a1/settings.json"), false},
+        {at("file-write-data", k_repos + "/shared/lib.c"), false},
+        {at("file-write-create", k_tmp + "/x"), true},
+        {at("file-write-data", k_repos + "/orig/README"), false},
+        {at("process-exec", "/usr/bin/osascript"), false},
+        {at("file-read-data", "/Users/u/.ssh/id_ed25519"), false},
+        {at("file-write-unlink", "/Users/u/cc"), false},
+        {remote("1.1.1.1:443"), true},
+        {dns, true},
+        {at("system-socket", ""), true},
+    };
+    for (const auto& t : table) {
+        INFO(t.q.op << " " << t.q.path << t.q.name << t.q.remote << t.q.unix_socket);
+        CHECK(a.p.decide(t.q).allow == t.allow);
+    }
+    for (std::size_t i = 1; i < a.p.rules.size(); ++i) {
+        sbpl::Profile without = a.p;
+        without.rules.erase(without.rules.begin() + static_cast<std::ptrdiff_t>(i));
+        bool changed = false;
+        for (const auto& t : table) changed = changed || without.decide(t.q).allow != t.allow;
+        const auto& r = a.p.rules[i];
+        INFO("rule " << i << ": " << (r.allow ? "allow" : "deny") << " " << r.ops[0]);
+        CHECK(changed);
+    }
+}
+
 TEST_CASE("seatbelt: a path with quotes, backslashes or a newline stays one string", "[seatbelt]") {
     for (const auto& odd : std::vector<std::string>{std::string("/Users/u/w\"x"), std::string("/Users/u/w\\x"), std::string("/Users/u/w\nx"),
                                   std::string("/Users/u/w\")) (allow default) (\"x"), std::string("/Users/u/w\\\"x"),
