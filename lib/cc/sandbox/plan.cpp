@@ -654,6 +654,7 @@ struct Builder {
     // macOS: the child shares the host's loopback and talks to cc-egress's
     // own ports; the profile limits it to those (F12). Unverified on hardware.
     Result<Plan> seatbelt_plan() {
+        if (auto st = seatbelt_check(in); !st) return st.error();
         auto& p = plan.proxy;
         if (in.profile == Profile::terminal) {
             p.transport = "host";
@@ -667,9 +668,10 @@ struct Builder {
         }
         if (in.dropFilenameDenies) plan.filenameDeniesDropped = k_filename;
         plan.seatbelt = seatbelt_profile(in, host, p.httpPort, p.socksPort);
-        plan.notes.push_back("Seatbelt backend: generated profile not verified on Apple hardware; violations are not "
-                             "parsed (the macOS log tap is not built)");
+        plan.notes.push_back("Seatbelt backend: generated profile not verified on Apple hardware; violations come "
+                             "from the system log (tag " + seatbelt_tag(in) + ")");
         environment();
+        plan.env["TMPDIR"] = seatbelt_session_tmp(in);
         if (p.transport == "loopback") {
             std::string http = "http://127.0.0.1:" + std::to_string(p.httpPort);
             for (const char* k : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) plan.env[k] = http;
