@@ -51,6 +51,7 @@
 #include "cc/sandbox/plan.hpp"
 #include "cc/sandbox/launch_parts.hpp"
 #include "cc/sandbox/seatbelt.hpp"
+#include "cc/sandbox/seatbelt_tap.hpp"
 #include "cc/sandbox/seccomp.hpp"
 #include "cc/fs/unique_fd.hpp"
 #include "cc/sandbox/violation.hpp"
@@ -166,13 +167,16 @@ int wrap(const WrapRequest& rq) {
     }
 
     // 4. Plan.
-    auto plan = build_plan(in, *real_paths(in.identity.uid, in.identity.gid));
-    if (!plan) return fail(plan.error());
     if (rq.printSeatbelt) {
-        auto port = [](const std::string& a) { auto c = a.rfind(':'); return c == std::string::npos ? 0 : std::atoi(a.c_str() + c + 1); };
-        std::cout << seatbelt_profile(in, *real_paths(), port(in.egress.http), port(in.egress.socks)) << std::flush;
+        // The macOS profile for this spec, on any host (the Linux plan's
+        // own refusals are not the Seatbelt profile's).
+        auto sb = seatbelt_print(in, *real_paths());
+        if (!sb) return fail(sb.error());
+        std::cout << *sb << std::flush;
         return 0;
     }
+    auto plan = build_plan(in, *real_paths(in.identity.uid, in.identity.gid));
+    if (!plan) return fail(plan.error());
     if (rq.print) {
         tool::emit_line(to_json(*plan).dump(2));
         return 0;
@@ -182,7 +186,21 @@ int wrap(const WrapRequest& rq) {
     // 5. Run.
     if (plan->backend == spec::Backend::native && plan->seatbelt.empty())
         if (auto s = make_masks(*plan); !s) return fail(s.error());
-    return run_plan(*plan, rq, wants_egress ? &egress : nullptr);
+    SeatbeltTap tap;
+    bool tapped = false;
+    if (!plan->seatbelt.empty()) {
+        if (auto s = seatbelt_prepare(*plan); !s) return fail(s.error());
+        auto t = start_seatbelt_tap(seatbelt_tag(plan->spec.sessionId, plan->runtimeDir));
+        if (t) {
+            tap = std::move(*t);
+            tapped = true;
+        } else {
+            log("note: no Seatbelt violation events: " + t.error().one_line());
+        }
+    }
+    int status = run_plan(*plan, rq, wants_egress ? &egress : nullptr, tapped ? &tap : nullptr);
+    if (tapped) stop_seatbelt_tap(tap);
+    return status;
 }
 
 }  // namespace cc::sandbox

@@ -24,6 +24,7 @@
 #include "cc/core/tool.hpp"
 #include "cc/sandbox/launch.hpp"
 #include "cc/sandbox/plan.hpp"
+#include "cc/sandbox/seatbelt_tap.hpp"
 
 namespace cc::sandbox::detail {
 
@@ -227,6 +228,7 @@ struct ChildSetup {
 // --- runner.cpp --------------------------------------------------------------
 // Runs the plan and reports (events, violations, signals, timeout); returns
 // cc-wrap's exit status.
-int run_plan(const Plan& plan, const WrapRequest& rq, Egress* eg);
+// tap: macOS, the session's Seatbelt log stream (violations), or nullptr.
+int run_plan(const Plan& plan, const WrapRequest& rq, Egress* eg, SeatbeltTap* tap = nullptr);
 
 }  // namespace cc::sandbox::detail

@@ -50,6 +50,8 @@
 #include "cc/sandbox/handover.hpp"
 #include "cc/sandbox/plan.hpp"
 #include "cc/sandbox/launch_parts.hpp"
+#include "cc/sandbox/seatbelt_log.hpp"
+#include "cc/sandbox/seatbelt_tap.hpp"
 #include "cc/sandbox/seatbelt.hpp"
 #include "cc/sandbox/seccomp.hpp"
 #include "cc/fs/unique_fd.hpp"
@@ -70,9 +72,11 @@ namespace {
 // the egress log, signals and the timeout.
 class Runner {
 public:
-    Runner(const Plan& plan, const WrapRequest& rq, Egress* eg)
-        : plan_(plan), rq_(rq), eg_(eg), ev_(plan.spec.sessionId), sigs_(io_), timeout_(io_), grace_(io_),
-          drain_(io_) {}
+    Runner(const Plan& plan, const WrapRequest& rq, Egress* eg, SeatbeltTap* tap)
+        : plan_(plan), rq_(rq), eg_(eg), tap_(tap), ev_(plan.spec.sessionId), sigs_(io_), timeout_(io_), grace_(io_),
+          drain_(io_) {
+        if (tap_) reader_.emplace(seatbelt_tag(plan.spec.sessionId, plan.runtimeDir));
+    }
     ~Runner() {
         if (inbox_conn_ >= 0) ::close(inbox_conn_);
     }
@@ -178,6 +182,7 @@ public:
         if (eg_ && eg_->stdout_r >= 0 && !failure_) watch_egress(::dup(eg_->stdout_r));
         if (inbox_events_ && inbox_conn_ >= 0 && !failure_) watch_inbox(::dup(inbox_conn_));
         if (eg_ && eg_->stderr_r >= 0 && !failure_) watch_egress_log(::dup(eg_->stderr_r));
+        if (tap_ && tap_->fd >= 0) watch_seatbelt_log();
         if (rq_.timeout > 0) {
             timeout_.expires_after(std::chrono::milliseconds(static_cast<long>(rq_.timeout * 1000)));
             timeout_.async_wait([this](auto ec) {
@@ -204,7 +209,13 @@ public:
                             : forwarded_              ? "signal"
                             : status_fd && pid1_ < 0  ? "setup"
                                                       : "command";
-        if (rq_.events) emit(ev_.line("exit", {{"exitCode", code}, {"endedBy", ended}}));
+        json exit_ev = {{"exitCode", code}, {"endedBy", ended}};
+        if (reader_) {
+            const auto& st = reader_->stats();
+            exit_ev["violationLog"] = {{"emitted", st.emitted}, {"duplicates", st.duplicates},
+                                       {"rateLimited", st.rate_limited}, {"logDropped", st.log_dropped}};
+        }
+        if (rq_.events) emit(ev_.line("exit", exit_ev));
         return code;
     }
 
@@ -408,6 +419,28 @@ private:
             if (inbox_sd_) inbox_sd_->cancel();
             if (stdin_sd_) stdin_sd_->cancel();
             if (status_sd_) status_sd_->cancel();
+            if (tap_sd_) tap_sd_->cancel();
+        }
+    }
+
+    // macOS: the session's Seatbelt refusals, read off `log stream` (its
+    // lines parsed, de-duplicated and rate-limited by SeatbeltLogReader).
+    void watch_seatbelt_log() {
+        tap_lines_.feed(tap_->pending.data(), tap_->pending.size(), [this](const std::string& l) { seatbelt_line(l); });
+        tap_->pending.clear();
+        read_each(tap_sd_, tap_loop_, ::dup(tap_->fd), [this](std::string_view d) {
+            tap_lines_.feed(d.data(), d.size(), [this](const std::string& l) { seatbelt_line(l); });
+        });
+    }
+    void seatbelt_line(const std::string& line) {
+        auto v = reader_->feed(line, std::chrono::steady_clock::now());
+        if (!v) return;
+        if (rq_.events) {
+            json j = {{"action", v->action}, {"target", v->target}};
+            if (v->raw) j["raw"] = *v->raw;
+            emit(ev_.line("violation", j));
+        } else {
+            log("Seatbelt refused " + v->action + " " + v->target);
         }
     }
 
@@ -619,12 +652,15 @@ private:
     const Plan& plan_;
     const WrapRequest& rq_;
     Egress* eg_;
+    SeatbeltTap* tap_;
+    std::optional<SeatbeltLogReader> reader_;
+    LineSplitter tap_lines_{65536};
     EventWriter ev_;
     asio::io_context io_;
     asio::signal_set sigs_;
     asio::steady_timer timeout_, grace_, drain_;
-    std::unique_ptr<asio::posix::stream_descriptor> status_sd_, egress_sd_, egress_log_sd_, stdin_sd_, inbox_sd_;
-    std::function<void()> egress_loop_, egress_log_loop_, stdin_loop_, inbox_loop_;  // each read's next read
+    std::unique_ptr<asio::posix::stream_descriptor> status_sd_, egress_sd_, egress_log_sd_, stdin_sd_, inbox_sd_, tap_sd_;
+    std::function<void()> egress_loop_, egress_log_loop_, stdin_loop_, inbox_loop_, tap_loop_;  // each read's next read
     std::array<char, 512> status_buf_{};
     std::string status_text_;
     pid_t pid_ = -1, pid1_ = -1;
@@ -640,8 +676,8 @@ private:
 
 }  // namespace
 
-int run_plan(const Plan& plan, const WrapRequest& rq, Egress* eg) {
-    Runner runner(plan, rq, eg);
+int run_plan(const Plan& plan, const WrapRequest& rq, Egress* eg, SeatbeltTap* tap) {
+    Runner runner(plan, rq, eg, tap);
     return runner.run();
 }
 
