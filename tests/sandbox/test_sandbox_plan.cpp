@@ -369,7 +369,14 @@ TEST_CASE("plan: fails closed on rules bubblewrap cannot enforce", "[plan]") {
     in = standard_input();
     r = build_plan(in, h);
     REQUIRE_FALSE(r);
-    CHECK(r.error().subject.find(".git/hooks") != std::string::npos);
+    CHECK(r.error().one_line().find("repos/app/.git/hooks") != std::string::npos);
+    // Every missing target is named in the one refusal, never one per run.
+    h.files.erase("/srv/cc/conv1/agents/a1/work/.git/config");
+    r = build_plan(in, h);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().subject == "2 mandatory write-deny targets");
+    CHECK(r.error().one_line().find("repos/app/.git/hooks") != std::string::npos);
+    CHECK(r.error().one_line().find("a1/work/.git/config") != std::string::npos);
 
     in = standard_input();
     in.inheritEnv = true;
@@ -679,6 +686,8 @@ TEST_CASE("plan: system and other users' secrets are masked wherever a bind show
     auto refused = build_plan(in, h);
     REQUIRE_FALSE(refused);
     CHECK(refused.error().one_line().find("/home/bob/.bashrc") != std::string::npos);
+    CHECK(refused.error().one_line().find("/home/bob/.zshrc") != std::string::npos);
+    CHECK(refused.error().subject == "13 mandatory write-deny targets");  // ~/.codex exists
 }
 
 TEST_CASE("plan: a bind through a symlink planted in a writable bind, or over the runtime dir, is refused", "[plan]") {

@@ -159,6 +159,7 @@ struct Builder {
     // missing_ok: a protected checkout that does not exist has nothing to
     // protect; a missing start file or hooks dir inside a writable bind could
     // be created, and covering it would need a mount point on the host.
+    std::vector<std::string> missing_targets_;
     Status write_deny(const std::string& rule, const std::string& source, bool missing_ok) {
         DenyRule d{"write", rule, source, false, spellings(rule, in.home, host), {}};
         auto st = each_sighting(d, [&](const std::string& sp, Kind k, const Sighting& s) -> Status {
@@ -172,11 +173,10 @@ struct Builder {
                     d.enforcement.push_back(s.guest + ": absent on the host");
                     return ok();
                 }
-                return unavailable_error(
-                    "write-deny '" + rule + "'",
-                    "'" + sp + "' does not exist inside writable bind '" + via.dest +
-                        "'; bubblewrap can only cover an existing path and cc-wrap never creates files on "
-                        "the host (create it, or bind '" + via.dest + "' read-only)");
+                // Collected, and refused once with every one named (build()).
+                missing_targets_.push_back("'" + sp + "' (" + rule + ", in writable bind '" + via.dest + "')");
+                d.enforcement.push_back(s.guest + ": absent on the host, and cannot be covered");
+                return ok();
             }
             pin_ancestors(s);
             add("ro-bind", s.host, s.guest, "write-deny " + rule);
@@ -746,6 +746,16 @@ struct Builder {
         spec_mounts();
         if (auto st = bind_sources_safe(); !st) return st.error();
         if (auto st = deny_rules(); !st) return st.error();
+        if (!missing_targets_.empty()) {
+            std::string list;
+            for (const auto& m : missing_targets_) list += (list.empty() ? "" : ", ") + m;
+            return unavailable_error(
+                std::to_string(missing_targets_.size()) + " mandatory write-deny target" +
+                    (missing_targets_.size() == 1 ? "" : "s"),
+                "missing: " + list +
+                    "; bubblewrap can only cover a path that exists and cc-wrap never creates files on the host: "
+                    "create them (empty files do), or bind those directories read-only");
+        }
         proxy_wiring();
         // Later mounts over a path win, so parents first; same depth keeps order.
         auto by_depth = [](const Mount& x, const Mount& y) { return depth(x.dest) < depth(y.dest); };
@@ -795,7 +805,7 @@ const std::vector<std::string>& home_write_denies() { return k_home_write; }
 const std::vector<std::string>& standard_filename_denies() { return k_filename; }
 
 Result<Plan> build_plan(const PlanInput& in, const HostPaths& host) {
-    Builder b{in, host, {}, {}, {}, {}};
+    Builder b{in, host, {}, {}, {}, {}, {}};
     return b.build();
 }
 
