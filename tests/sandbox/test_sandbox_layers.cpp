@@ -236,3 +236,67 @@ TEST_CASE("layers: Landlock refuses a write the mounts would have let through", 
     CHECK(ok.status == 0);
     CHECK(ok.out == "tmp\nhi\n");
 }
+
+TEST_CASE("layers: the session's cc-egress killed mid-run is said and started again on the same listeners",
+          "[launch][network][layers]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (::access(bin("cc-egress").c_str(), X_OK) != 0) CC_SKIP("cc-egress not built");
+    if (!cc::test::have_program("curl")) CC_SKIP("curl not installed");
+    Tree t("egress-restart");
+    int port = 0;
+    int l = tcp_listener(port);
+    ::fcntl(l, F_SETFL, ::fcntl(l, F_GETFL) & ~O_NONBLOCK);
+    std::thread server([l] {
+        for (;;) {
+            int c = ::accept(l, nullptr, nullptr);
+            if (c < 0) return;
+            char buf[4096];
+            ssize_t n = ::read(c, buf, sizeof buf);
+            (void)n;
+            std::string resp = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nhello\n";
+            ssize_t w = ::write(c, resp.data(), resp.size());
+            (void)w;
+            ::close(c);
+        }
+    });
+    json spec = json::parse(slurp(t.spec));
+    spec["egressAllowlist"] = {"127.0.0.1"};
+    spit(t.spec, spec.dump());
+    std::string url = "http://127.0.0.1:" + std::to_string(port) + "/";
+    std::string out = t.root + "/restart.jsonl";
+    // The command waits for a file the test makes once cc-egress is dead.
+    std::string go = t.state + "/go";
+    Async a({bin("cc-wrap"), "--spec", t.spec, "--drop-filename-denies", "--events", "--", "sh", "-c",
+             "curl -sS --max-time 20 " + url + "; while [ ! -e " + go + " ]; do sleep 0.1; done; curl -sS --max-time 20 " +
+                 url},
+            out, t.home);
+    REQUIRE(eventually([&] { return slurp(out).find("hello") != std::string::npos; }, 20000));
+    // cc-wrap's own cc-egress, by PID among its children.
+    pid_t egress = -1;
+    for (pid_t p : descendants(a.pid))
+        if (slurp("/proc/" + std::to_string(p) + "/comm") == "cc-egress\n") egress = p;
+    REQUIRE(egress > 0);
+    REQUIRE(::kill(egress, SIGKILL) == 0);
+    REQUIRE(eventually([&] { return slurp(out).find("\"restarted\"") != std::string::npos; }, 20000));
+    spit(go, "");
+    CHECK(a.wait() == 0);
+    auto ev = events_of(slurp(out));
+    int hellos = 0;
+    bool exited = false, restarted = false;
+    for (const auto& e : ev) {
+        if (e["event"] == "stdout") hellos += e.value("text", std::string()) == "hello\n";
+        if (e["event"] == "egress" && e["state"] == "exited") {
+            exited = true;
+            CHECK(e["how"] == "killed by signal 9");
+            CHECK(e["restart"] == 1);
+        }
+        if (e["event"] == "egress" && e["state"] == "restarted") restarted = true;
+    }
+    CHECK(exited);
+    CHECK(restarted);
+    CHECK(hellos == 2);  // the second request went through the new cc-egress
+    CHECK(ev.back()["endedBy"] == "command");
+    ::shutdown(l, SHUT_RDWR);
+    ::close(l);
+    server.join();
+}

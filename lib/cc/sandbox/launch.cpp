@@ -159,8 +159,10 @@ int wrap(const WrapRequest& rq) {
             std::string dir = rt.path + "/egress";
             if (::mkdir(dir.c_str(), 0700) != 0) return fail(io_error(dir, "cannot create"));
             if (auto s = write_private(rt.path + "/spec.json", spec::to_json(*spec).dump()); !s) return fail(s.error());
-            if (auto s = start_egress(egress, *exe, rt.path + "/spec.json", dir + "/inbox.sock"); !s)
-                return fail(s.error());
+            egress.exe = *exe;
+            egress.spec_file = rt.path + "/spec.json";
+            egress.inbox = dir + "/inbox.sock";
+            if (auto s = start_egress(egress, egress.exe, egress.spec_file, egress.inbox); !s) return fail(s.error());
             in.egress.source = EgressWiring::Source::own;
             in.egress.inbox = dir + "/inbox.sock";
         }

@@ -81,6 +81,7 @@ void read_to_eof(int fd, Fn&& feed) {
 // (destructor), and told to exit when cc-wrap's pipe closes even if cc-wrap is
 // killed outright (--exit-with-stdin, plus PDEATHSIG).
 struct Egress {
+    std::string exe, spec_file, inbox;  // how it was started (a restart starts it the same way)
     pid_t pid = -1;
     int stdin_w = -1;
     int stdout_r = -1;

@@ -205,6 +205,7 @@ public:
         if (inbox_events_ && inbox_conn_ >= 0 && !failure_) last_inbox_lines();
         // Who ended the run: the command's own 125 or 137 is not cc-wrap's.
         const char* ended = killed_                   ? "timeout"
+                            : egress_lost_            ? "egress"
                             : failure_                ? "cc-wrap"
                             : forwarded_              ? "signal"
                             : status_fd && pid1_ < 0  ? "setup"
@@ -257,6 +258,13 @@ private:
         // not ours: it is asked to send the lines of these listeners back on
         // the inbox connection too, so refusals still become violations.
         inbox_events_ = !(eg_ && eg_->stdout_r >= 0);
+        // Our own cc-egress may die mid-run: a copy of the listeners is kept
+        // to hand to its successor (egress_died), so the command's proxies
+        // stay where they are and it never gains another way out.
+        if (!inbox_events_) {
+            spare_http_.reset(::fcntl(fds->http, F_DUPFD_CLOEXEC, 3));
+            spare_socks_.reset(::fcntl(fds->socks, F_DUPFD_CLOEXEC, 3));
+        }
         auto conn = hand_over(plan_.proxy.inbox, fds->http, fds->socks, inbox_events_);
         if (!conn) return conn.error();
         inbox_conn_ = *conn;
@@ -591,6 +599,7 @@ private:
                 if (ec == asio::error::operation_aborted) return;
                 if (ec || n == 0) {
                     if (!eg_->ready_seen) egress_failed("exited before it was ready");
+                    else if (!exited_ && !failure_) asio::post(io_, [this] { egress_died(); });
                     return;
                 }
                 std::string_view data(buf->data(), n);
@@ -643,6 +652,63 @@ private:
         read_each(egress_log_sd_, egress_log_loop_, fd, [this](std::string_view d) { eg_->keep_err(d); });
     }
 
+    // The session's own cc-egress exited while the command runs. Said at
+    // once (an `egress` event, or a line on stderr), then a new one is
+    // started on the same in-sandbox listeners, at most k_egress_restarts
+    // times; past that, or if the restart fails, the sandbox is stopped and
+    // cc-wrap exits 125 (endedBy "egress").
+    static constexpr int k_egress_restarts = 3;
+    void egress_died() {
+        if (exited_ || failure_) return;
+        auto st = eg_->stop();  // reaps it (it has gone; nothing is waited for)
+        std::string how = !st ? "exited" : WIFSIGNALED(*st) ? "killed by signal " + std::to_string(WTERMSIG(*st))
+                                                           : "exited with status " + std::to_string(WEXITSTATUS(*st));
+        ++egress_restarts_;
+        const bool retry = egress_restarts_ <= k_egress_restarts && spare_http_ && spare_socks_;
+        json e = {{"state", "exited"}, {"how", how}, {"restart", retry ? egress_restarts_ : 0}};
+        if (rq_.events) emit(ev_.line("egress", e));
+        else log("the session's cc-egress " + how + (retry ? "; starting it again" : ""));
+        if (retry) {
+            if (auto r = restart_egress(); r) {
+                if (rq_.events) emit(ev_.line("egress", {{"state", "restarted"}, {"restart", egress_restarts_}}));
+                else log("cc-egress started again (" + std::to_string(egress_restarts_) + " of " +
+                         std::to_string(k_egress_restarts) + ")");
+                return;
+            } else {
+                log(r.error().one_line());
+            }
+        }
+        log("the session's proxy is gone: the sandbox is stopped");
+        egress_lost_ = true;
+        failure_ = exit_own_failure;
+        kill_all();
+    }
+
+    Status restart_egress() {
+        ::unlink(eg_->inbox.c_str());
+        eg_->ready_seen = false;
+        eg_->head.clear();
+        if (eg_->stderr_r >= 0) ::close(std::exchange(eg_->stderr_r, -1));
+        if (auto s = start_egress(*eg_, eg_->exe, eg_->spec_file, eg_->inbox); !s) return s;
+        auto ready = read_line(eg_->stdout_r, eg_->head, 5000);
+        if (!ready) return egress_gone("exited before it was ready (restart)");
+        eg_->ready_seen = true;
+        // The inbox is made when cc-egress is ready.
+        auto conn = hand_over(eg_->inbox, spare_http_.get(), spare_socks_.get(), false);
+        if (!conn) return conn.error();
+        if (auto a = await_handover_ack(*conn, eg_->inbox, 5000, nullptr); !a) {
+            ::close(*conn);
+            return a;
+        }
+        if (inbox_conn_ >= 0) ::close(inbox_conn_);
+        inbox_conn_ = *conn;
+        egress_lines(eg_->head);
+        eg_->head.clear();
+        watch_egress(::dup(eg_->stdout_r));
+        watch_egress_log(::dup(eg_->stderr_r));
+        return ok();
+    }
+
     void egress_failed(const std::string& why) {
         if (exited_ || failure_) return;
         log(egress_gone(why).one_line() + ": the sandbox is stopped");
@@ -667,6 +733,9 @@ private:
     int status_ = exit_own_failure;
     std::optional<int> failure_;
     int inbox_conn_ = -1;  // held open while the sandbox runs (fd-handover)
+    cc::fs::UniqueFd spare_http_, spare_socks_;  // the listeners again, for a restarted cc-egress
+    int egress_restarts_ = 0;
+    bool egress_lost_ = false;
     bool inbox_events_ = false;  // a handed-in cc-egress sends connection lines on it
     std::string inbox_rest_;     // lines read along with its answer
     LineSplitter egress_split_{65536};
