@@ -1,7 +1,10 @@
 #include "cc/git/gateway.hpp"
 
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -22,6 +25,8 @@
 
 #include "cc/git/http.hpp"
 #include "cc/git/receive_pack.hpp"
+#include "cc/git/redact.hpp"
+#include "cc/git/upstream.hpp"
 
 namespace cc::git {
 
@@ -297,54 +302,17 @@ private:
     bool started_ = false;
 };
 
-// ---------------------------------------------------------------- upstream
-
-struct CurlHandle {
-    CURL* h = curl_easy_init();
-    curl_slist* headers = nullptr;
-    ~CurlHandle() {
-        curl_slist_free_all(headers);
-        if (h) curl_easy_cleanup(h);
-    }
-    void header(const std::string& line) { headers = curl_slist_append(headers, line.c_str()); }
-};
-
-void common_curl(CurlHandle& c, const std::string& url, const std::string& token, const std::string& agent,
-                 std::chrono::seconds io_timeout) {
-    curl_easy_setopt(c.h, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c.h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c.h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c.h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c.h, CURLOPT_CONNECTTIMEOUT, 10L);
-    // A big pack may keep upstream silent while it indexes; only a stall this long is an error.
-    curl_easy_setopt(c.h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(c.h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(io_timeout.count()));
-    curl_easy_setopt(c.h, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
-    curl_easy_setopt(c.h, CURLOPT_BUFFERSIZE, static_cast<long>(io_chunk));
-    // Basic with the token as password, sent up front (git itself waits for a
-    // 401). "x-access-token" is GitHub's username for installation tokens.
-    curl_easy_setopt(c.h, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-    curl_easy_setopt(c.h, CURLOPT_USERNAME, "x-access-token");
-    curl_easy_setopt(c.h, CURLOPT_PASSWORD, token.c_str());
-    curl_easy_setopt(c.h, CURLOPT_USERAGENT, agent.c_str());
-}
-
-std::string curl_error_text(CURLcode rc, const char* errbuf) {
-    std::string s = errbuf && *errbuf ? errbuf : curl_easy_strerror(rc);
-    return one_line(s, 200);
-}
-
-size_t collect_capped(char* p, size_t size, size_t n, void* ud) {
-    auto* s = static_cast<std::string*>(ud);
-    if (s->size() + size * n > (32u << 20)) return 0;
-    s->append(p, size * n);
-    return size * n;
-}
-
 // ---------------------------------------------------------------- the gateway
 
 struct Linked {
     std::string owner, name;  // as the operator spelled them
+};
+
+// One ref update and what the policy says of it.
+struct RefVerdict {
+    const Command* cmd;
+    policy::Verdict v;
+    std::string target;  // the upstream's symbolic ref target, when the name is one
 };
 
 class Gateway {
@@ -376,12 +344,20 @@ public:
     }
 
     void serve_connection(int fd);
+    // The session secret (first path segment of every request) and the Host
+    // values this gateway answers to; set once, before the first connection.
+    void admit_only(std::string secret, std::vector<std::string> hosts) {
+        prefix_ = "/" + std::move(secret) + "/";
+        hosts_ = std::move(hosts);
+    }
     // Requests being answered (idle keep-alive connections do not count).
     int busy() const { return busy_.load(); }
 
 private:
     void handle_info_refs(Conn& c, const http::RequestHead& h, const Route& route, bool close);
     bool handle_push(Conn& c, const http::RequestHead& h, const Route& route, bool close);
+    std::optional<std::string> resolve_symrefs(const Linked& target, const std::string& token,
+                                               const http::RequestHead& h, std::vector<RefVerdict>& verdicts);
     std::string upstream_url(const Linked& l) const { return upstream_ + "/" + l.owner + "/" + l.name + ".git"; }
 
     const GatewayConfig& cfg_;
@@ -390,7 +366,32 @@ private:
     std::string upstream_;
     std::map<std::string, Linked> linked_;
     std::atomic<int> busy_{0};
+    std::string prefix_;               // "/<secret>/"
+    std::vector<std::string> hosts_;   // lower case host:port
+    std::optional<std::string> refusal(http::RequestHead& h) const;
 };
+
+// Only the session this gateway serves may push: its requests carry the
+// secret from the ready event's URL as their first path segment. The Host
+// check keeps a web page that rebinds a DNS name to 127.0.0.1 out (its
+// requests name that host). On success the secret is cut from the target.
+std::optional<std::string> Gateway::refusal(http::RequestHead& h) const {
+    auto host = h.header("host");
+    if (!host) return std::string("request has no Host header");
+    std::string lower_host = *host;
+    for (char& ch : lower_host) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (std::find(hosts_.begin(), hosts_.end(), lower_host) == hosts_.end())
+        return "Host '" + one_line(*host, 100) + "' is not this gateway's address";
+    const std::string& t = h.target;
+    bool same = t.size() >= prefix_.size();
+    unsigned char diff = same ? 0 : 1;
+    // Compared in constant time: the secret is the whole of the client's credential.
+    for (std::size_t i = 0; i < prefix_.size(); ++i)
+        diff |= static_cast<unsigned char>(prefix_[i] ^ (i < t.size() ? t[i] : 0));
+    if (diff != 0) return std::string("request does not carry this session's gateway secret (use the URL from the ready event)");
+    h.target = t.substr(prefix_.size() - 1);
+    return std::nullopt;
+}
 
 void Gateway::serve_connection(int fd) {
     Conn c(fd, cfg_.io_timeout);
@@ -415,6 +416,18 @@ void Gateway::serve_connection(int fd) {
             std::atomic<int>& n;
             ~Done() { --n; }
         } done{busy_};
+        if (auto why = refusal(*head)) {
+            // Never 401 (git would prompt): an ERR advertisement makes git print
+            // "fatal: remote error: <why>"; anything else gets a 403 saying it.
+            log_line("refused a request: " + *why);
+            emit_({{"event", "refused"}, {"repo", ""}, {"reason", *why}});
+            Body b(c, *head);
+            if (!b.init_error()) (void)b.drain(1u << 20, std::chrono::seconds(5));
+            bool advert = head->target.find("/info/refs") != std::string::npos;
+            send_whole(c, advert ? 200 : 403, advert ? advert_type : "text/plain",
+                       advert ? error_advertisement("Control Center: " + *why) : "Control Center: " + *why + "\n", true);
+            return;
+        }
         Route route = parse_route(head->target);
         if (route.kind == Route::Kind::info_refs && (head->method == "GET" || head->method == "HEAD")) {
             handle_info_refs(c, *head, route, close);
@@ -511,12 +524,16 @@ struct Forward {
     // response
     CURL* curl = nullptr;
     bool merge = false;       // false: relay as is
-    std::size_t sideband = 0;
+    std::size_t band_max = 0;  // side-band packet size, 0: none
     ChunkedWriter* writer = nullptr;
     SidebandDemux demux;
     std::string raw;          // report without side-band, or a non-200 body
     bool bad_upstream = false;
     bool close_after = false;
+    std::vector<std::string> forwarded;  // refs sent upstream
+    // The write token masked in every byte relayed back (see redact.hpp).
+    Redactor plain, progress, fatal;
+    explicit Forward(const std::vector<std::string>& secrets) : plain(secrets), progress(secrets), fatal(secrets) {}
 
     static size_t on_read(char* buf, size_t size, size_t n, void* ud) {
         auto* f = static_cast<Forward*>(ud);
@@ -550,31 +567,110 @@ struct Forward {
             return len;
         }
         std::string_view data(p, len);
-        if (!f->merge) {
-            if (!f->writer->started()) {
-                char* ct = nullptr;
-                curl_easy_getinfo(f->curl, CURLINFO_CONTENT_TYPE, &ct);
-                if (!f->writer->begin(200, ct ? ct : result_type, f->close_after)) return 0;
+        if (!f->band_max) {
+            if (f->merge) {
+                if (f->raw.size() + len > (16u << 20)) return 0;
+                f->raw.append(data);
+                return len;
             }
-            return f->writer->chunk(data) ? len : 0;
+            std::string safe = f->plain.feed(data);
+            if (safe.empty()) return len;
+            if (!f->writer->started() && !f->writer->begin(200, result_type, f->close_after)) return 0;
+            return f->writer->chunk(safe) ? len : 0;
         }
-        if (!f->sideband) {
-            if (f->raw.size() + len > (16u << 20)) return 0;
-            f->raw.append(data);
-            return len;
-        }
+        // Side-band: progress and errors go on live, each band masked as one
+        // stream (a hook's output may split a token across packets); the
+        // report (band 1) is kept for the end.
         auto relay = f->demux.feed(data);
         if (!relay) {
             f->bad_upstream = true;
             return 0;
         }
-        if (!relay->empty()) {
+        std::string out;
+        PktReader r;
+        r.feed(*relay);
+        for (;;) {
+            auto k = r.next();
+            if (!k || !*k) break;
+            const std::string& payload = (*k)->payload;
+            Redactor& red = payload[0] == 2 ? f->progress : f->fatal;
+            out += sideband(payload[0], red.feed(std::string_view(payload).substr(1)), f->band_max);
+        }
+        if (!out.empty()) {
             if (!f->writer->started() && !f->writer->begin(200, result_type, f->close_after)) return 0;
-            if (!f->writer->chunk(*relay)) return 0;
+            if (!f->writer->chunk(out)) return 0;
         }
         return len;
     }
+
+    // What is left to send after upstream answered: held-back progress, the
+    // report (with the gateway's rejections merged in for a partial push).
+    std::string tail(const std::vector<RefStatus>& rejected, const std::vector<std::string>& messages) {
+        std::string upstream_report = plain.whole(band_max ? demux.band1() : raw);
+        std::string report = upstream_report;
+        if (merge) {
+            auto merged = merge_report(upstream_report, rejected);
+            if (merged) {
+                report = *merged;
+            } else {
+                std::vector<RefStatus> lines = rejected;
+                for (const auto& a : forwarded) lines.push_back({a, false, "Control Center: upstream report is unreadable"});
+                report = report_status(lines);
+            }
+        }
+        if (!band_max) return merge ? report : plain.finish();
+        std::string out = sideband(2, progress.finish(), band_max) + sideband(3, fatal.finish(), band_max);
+        if (merge)
+            for (const auto& m : messages) out += sideband(2, one_line(m) + "\n", band_max);
+        out += sideband(1, report, band_max);
+        return out + std::string(flush_pkt);
+    }
 };
+
+// A name the upstream resolves through a symbolic ref moves (or deletes) the
+// ref it points at: receive-pack updates the target. So each open verdict is
+// also asked of the target, and the stricter of the two stands. When the
+// upstream cannot say which names are symbolic, nothing goes (fail closed):
+// the reason is returned, and the push fails as when upstream is down.
+std::optional<std::string> Gateway::resolve_symrefs(const Linked& target, const std::string& token,
+                                                    const http::RequestHead& h, std::vector<RefVerdict>& verdicts) {
+    std::vector<std::string> names;
+    for (const auto& rv : verdicts)
+        if (rv.v.decision != policy::Decision::deny) names.push_back(rv.cmd->ref);
+    auto remote = ls_refs(upstream_url(target), token, h.header("user-agent").value_or("git/cc-pushgate"), names,
+                          cfg_.io_timeout);
+    if (!remote) {
+        if (remote.error().subject == "upstream unreachable") return remote.error().one_line();
+        return "could not read the upstream's symbolic refs (" + remote.error().one_line() + ")";
+    }
+    for (auto& rv : verdicts) {
+        if (rv.v.decision == policy::Decision::deny) continue;
+        auto r = remote->find(rv.cmd->ref);
+        if (r == remote->end() || r->second.symref_target.empty()) continue;
+        // ls-refs names the final target; follow what it lists, a few hops at most.
+        std::string t = r->second.symref_target;
+        for (int hop = 0; hop < 5; ++hop) {
+            auto n = remote->find(t);
+            if (n == remote->end() || n->second.symref_target.empty() || n->second.symref_target == t) break;
+            t = n->second.symref_target;
+        }
+        rv.target = t;
+        policy::Verdict tv;
+        if (t.rfind("refs/", 0) != 0) {
+            tv.decision = policy::Decision::deny;
+            tv.reason = "it points outside refs/ ('" + one_line(t, 200) + "')";
+            tv.source = "symrefs";
+        } else {
+            tv = policy::decide(cfg_.policy, {"push", cfg_.mode, t});
+        }
+        if (tv.decision > rv.v.decision) {
+            rv.v.decision = tv.decision;
+            rv.v.source = tv.source;
+            rv.v.reason = rv.cmd->ref + " is a symbolic ref to " + t + " on the upstream: " + tv.reason;
+        }
+    }
+    return std::nullopt;
+}
 
 bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& route, bool close) {
     auto t0 = Clock::now();
@@ -624,33 +720,42 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
 
     // 2. One verdict per ref.
     auto it = linked_.find(route.repo_key);
-    struct RefVerdict {
-        const Command* cmd;
-        policy::Verdict v;
-    };
     std::vector<RefVerdict> verdicts;
+    bool read_only = policy::is_read_only(cfg_.mode);
     for (const auto& cmd : req.commands) {
         policy::Verdict v;
         if (it == linked_.end()) {
             v.decision = policy::Decision::deny;
             v.reason = "repository '" + route.repo_key + "' is not linked to this workspace";
             v.source = "repos";
-        } else if (policy::is_read_only(cfg_.mode)) {
-            // F30: a read-only session changes nothing, whatever the rules say.
+        } else if (read_only) {
+            // A read-only session changes nothing, whatever the rules say.
             v.decision = policy::Decision::deny;
             v.reason = "push is not allowed in " + std::string(policy::to_string(cfg_.mode)) + " mode (read-only)";
             v.source = "mode:" + std::string(policy::to_string(cfg_.mode));
         } else {
             v = policy::decide(cfg_.policy, {"push", cfg_.mode, cmd.ref});
-            if (v.decision == policy::Decision::ask) {
-                json q = {{"action", "push"},       {"mode", policy::to_string(cfg_.mode)},
-                          {"repo", route.repo_key}, {"ref", cmd.ref},
-                          {"old", cmd.old_oid},     {"new", cmd.new_oid},
-                          {"kind", cmd.kind()},     {"reason", v.reason}};
-                v = policy::resolve_ask(v, q, cfg_.approver);
-            }
         }
-        verdicts.push_back({&cmd, v});
+        verdicts.push_back({&cmd, v, {}});
+    }
+    // The write token is fetched once per push, before anything is asked of
+    // upstream; a failure rejects the refs that would have gone (below).
+    std::optional<Result<std::string>> token;
+    std::optional<std::string> upstream_failure;
+    bool any_open = std::any_of(verdicts.begin(), verdicts.end(),
+                                [](const RefVerdict& rv) { return rv.v.decision != policy::Decision::deny; });
+    if (any_open) {
+        token = cfg_.tokens->token(it->second.owner, it->second.name);
+        if (*token) upstream_failure = resolve_symrefs(it->second, **token, h, verdicts);
+    }
+    for (auto& rv : verdicts) {
+        if (rv.v.decision != policy::Decision::ask) continue;
+        json q = {{"action", "push"},       {"mode", policy::to_string(cfg_.mode)},
+                  {"repo", route.repo_key}, {"ref", rv.cmd->ref},
+                  {"old", rv.cmd->old_oid}, {"new", rv.cmd->new_oid},
+                  {"kind", rv.cmd->kind()}, {"reason", rv.v.reason}};
+        if (!rv.target.empty()) q["symrefTarget"] = rv.target;
+        rv.v = policy::resolve_ask(rv.v, q, cfg_.approver);
     }
     std::vector<Command> allowed;
     std::vector<RefStatus> rejected;
@@ -674,6 +779,8 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
                         {"decision", policy::to_string(rv.v.decision)},
                         {"reason", rv.v.reason},
                         {"source", rv.v.source}});
+    for (std::size_t i = 0; i < verdicts.size(); ++i)
+        if (!verdicts[i].target.empty()) refs[i]["symrefTarget"] = verdicts[i].target;
     event["refs"] = refs;
     auto finish_event = [&](const std::string& result, std::optional<long> upstream_status, const std::string& err) {
         event["result"] = result;
@@ -701,7 +808,7 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
 
     if (allowed.empty() || (req.atomic() && !rejected.empty())) {
         std::vector<RefStatus> lines = rejected;
-        for (const auto& a : allowed) lines.push_back({a.ref, false, "atomic push failure"});
+        for (const auto& a : allowed) lines.push_back({a.ref, false, "atomic transaction failed"});
         return reject_all(lines, messages, "rejected", std::nullopt, "");
     }
 
@@ -723,10 +830,11 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
         finish_event("error", std::nullopt, "push body over the drain cap");
         return false;
     }
-    auto token = cfg_.tokens->token(target.owner, target.name);
-    if (!token) return gateway_failure("could not get a write token: " + token.error().one_line(), std::nullopt);
+    if (upstream_failure) return gateway_failure(*upstream_failure, std::nullopt);
+    if (!token || !*token) return gateway_failure("could not get a write token: " + (token ? token->error().one_line() : std::string("not asked")), std::nullopt);
 
-    Forward f;
+    Forward f(secret_spellings(**token));
+    for (const auto& a : allowed) f.forwarded.push_back(a.ref);
     f.conn = &c;
     f.body = &body;
     f.out = encode_prefix(req, allowed);
@@ -734,7 +842,7 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
     f.with_pack = with_pack;
     if (f.with_pack) f.out += pack_start;
     f.merge = partial;
-    f.sideband = req.sideband_max();
+    f.band_max = req.sideband_max();
     f.close_after = close;
     ChunkedWriter writer(c);
     f.writer = &writer;
@@ -742,7 +850,7 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
     CurlHandle ch;
     char errbuf[CURL_ERROR_SIZE] = {0};
     f.curl = ch.h;
-    common_curl(ch, upstream_url(target) + "/git-receive-pack", *token, h.header("user-agent").value_or("git/cc-pushgate"),
+    common_curl(ch, upstream_url(target) + "/git-receive-pack", **token, h.header("user-agent").value_or("git/cc-pushgate"),
                 cfg_.io_timeout);
     ch.header("Content-Type: application/x-git-receive-pack-request");
     ch.header(std::string("Accept: ") + result_type);
@@ -775,17 +883,10 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
         finish_event("error", status ? std::optional<long>(status) : std::nullopt, f.client_error->one_line());
         return false;
     }
-    if (writer.started()) {
-        if (rc != CURLE_OK) {
-            // Mid-relay failure: the only honest signal left is to cut the stream.
-            finish_event("error", status, "upstream failed mid-response: " + curl_error_text(rc, errbuf));
-            return false;
-        }
-        if (!f.merge) {
-            bool okw = writer.end().ok();
-            finish_event("forwarded", status, "");
-            return okw && body.complete();
-        }
+    if (writer.started() && rc != CURLE_OK) {
+        // Mid-relay failure: the only honest signal left is to cut the stream.
+        finish_event("error", status, "upstream failed mid-response: " + curl_error_text(rc, errbuf));
+        return false;
     }
     if (rc != CURLE_OK || status != 200) {
         std::string why;
@@ -799,39 +900,39 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
             why = "upstream failed: " + curl_error_text(rc, errbuf);
         return gateway_failure(why, status ? std::optional<long>(status) : std::nullopt);
     }
-    if (!f.merge) {
-        // 200 with an empty body (no report asked for).
-        bool okw = send_whole(c, 200, result_type, "", close);
-        finish_event("forwarded", status, "");
-        return okw && body.complete();
-    }
-    // Partial push: upstream's report plus the gateway's rejections, so git
+    // A partial push: upstream's report plus the gateway's rejections, so git
     // prints both the pushed and the rejected refs.
-    std::string upstream_report = f.sideband ? f.demux.band1() : f.raw;
-    auto merged = merge_report(upstream_report, rejected);
-    std::string report;
-    if (merged) {
-        report = *merged;
-    } else {
-        std::vector<RefStatus> lines = rejected;
-        for (const auto& a : allowed) lines.push_back({a.ref, false, "Control Center: upstream report is unreadable"});
-        report = report_status(lines);
-    }
-    std::string tail;
-    if (f.sideband) {
-        for (const auto& m : messages) tail += sideband(2, one_line(m) + "\n", f.sideband);
-        tail += sideband(1, report, f.sideband);
-        tail += flush_pkt;
-    } else {
-        tail = report;
-    }
+    std::string tail = f.tail(rejected, messages);
     bool okw;
     if (writer.started())
         okw = writer.chunk(tail).ok() && writer.end().ok();
     else
         okw = send_whole(c, 200, result_type, tail, close);
-    finish_event("partial", status, "");
+    if (f.plain.masked() || f.progress.masked() || f.fatal.masked()) {
+        log_line(route.repo_key + ": upstream's answer carried the write token; masked before relaying");
+        event["tokenMasked"] = true;
+    }
+    finish_event(partial ? "partial" : "forwarded", status, "");
     return okw && body.complete();
+}
+
+// 128 random bits, hex.
+std::string session_secret() {
+    unsigned char raw[16];
+    std::size_t got = 0;
+    while (got < sizeof raw) {
+        ssize_t n = ::getrandom(raw + got, sizeof raw - got, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return "";
+        got += static_cast<std::size_t>(n);
+    }
+    static const char* hex = "0123456789abcdef";
+    std::string out;
+    for (unsigned char b : raw) {
+        out.push_back(hex[b >> 4]);
+        out.push_back(hex[b & 15]);
+    }
+    return out;
 }
 
 Result<asio::ip::tcp::endpoint> parse_listen(const std::string& listen) {
@@ -926,6 +1027,9 @@ Result<GatewayConfig> configure(const GatewayOptions& o) {
     } else if (!o.token_file.empty()) {
         if (::access(o.token_file.c_str(), R_OK) != 0)
             return input_error("--token-file", "'" + o.token_file + "' is not readable");
+        struct stat st {};
+        if (::stat(o.token_file.c_str(), &st) == 0 && (st.st_mode & (S_IRGRP | S_IROTH)))
+            log_line("warning: --token-file '" + o.token_file + "' is readable by group or others (chmod 600 it)");
         cfg.tokens = file_token_source(o.token_file);
     } else {
         if (o.app_id.empty() || o.app_key_file.empty() || o.installation_id.empty())
@@ -968,15 +1072,23 @@ Status serve(const GatewayConfig& cfg, const EmitFn& emit) {
     asio::ip::tcp::acceptor acceptor(io);
     boost::system::error_code ec;
     acceptor.open(ep->protocol(), ec);
+    // Asio opens sockets without SOCK_CLOEXEC: the listener must not reach a token command.
+    if (!ec && ::fcntl(acceptor.native_handle(), F_SETFD, FD_CLOEXEC) != 0)
+        ec = boost::system::error_code(errno, boost::system::system_category());
     if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
     if (!ec) acceptor.bind(*ep, ec);
     if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) return io_error("--listen '" + cfg.listen + "'", ec.message(), ec.value());
     auto local = acceptor.local_endpoint();
     std::string host = local.address().is_v6() ? "[" + local.address().to_string() + "]" : local.address().to_string();
-    std::string url = "http://" + host + ":" + std::to_string(local.port()) + "/";
+    std::string port = std::to_string(local.port());
+    std::string secret = session_secret();
+    if (secret.empty()) return io_error("session secret", "could not read random bytes");
+    std::string url = "http://" + host + ":" + port + "/" + secret + "/";
 
     auto gateway = std::make_shared<Gateway>(cfg, emit);
+    std::vector<std::string> hosts = {"127.0.0.1:" + port, "localhost:" + port, "[::1]:" + port, host + ":" + port};
+    gateway->admit_only(secret, hosts);
     auto active = std::make_shared<std::atomic<std::size_t>>(0);
     asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code&, int) {
@@ -989,7 +1101,9 @@ Status serve(const GatewayConfig& cfg, const EmitFn& emit) {
                 if (acceptor.is_open()) accept_next();
                 return;
             }
-            int fd = ::dup(sock.native_handle());
+            // Close-on-exec: a token command started by another connection's
+            // thread must not inherit this client's socket.
+            int fd = ::fcntl(sock.native_handle(), F_DUPFD_CLOEXEC, 0);
             sock.close();
             if (fd >= 0) {
                 if (active->load() >= cfg.max_connections) {
