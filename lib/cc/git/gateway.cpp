@@ -15,6 +15,7 @@
 #include <boost/process.hpp>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <future>
@@ -22,7 +23,9 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
+#include "cc/git/ancestry.hpp"
 #include "cc/git/http.hpp"
 #include "cc/git/receive_pack.hpp"
 #include "cc/git/redact.hpp"
@@ -313,6 +316,11 @@ struct RefVerdict {
     const Command* cmd;
     policy::Verdict v;
     std::string target;  // the upstream's symbolic ref target, when the name is one
+    std::string kind;    // create, update, force, delete ("update" until ancestry says force)
+    // An update whose verdict would be stricter as a force push: that verdict,
+    // applied when the pack shows the old tip is not an ancestor of the new.
+    std::optional<policy::Verdict> if_force;
+    bool checked = false;  // ancestry was looked at
 };
 
 class Gateway {
@@ -358,6 +366,15 @@ private:
     bool handle_push(Conn& c, const http::RequestHead& h, const Route& route, bool close);
     std::optional<std::string> resolve_symrefs(const Linked& target, const std::string& token,
                                                const http::RequestHead& h, std::vector<RefVerdict>& verdicts);
+    policy::Verdict judge(const std::string& ref, const std::string& kind) const {
+        return policy::decide(cfg_.policy, {"push", cfg_.mode, ref}, policy::PushFacts{kind, cfg_.ref_vars});
+    }
+    std::mutex& mirror_lock(const std::string& repo_key) {
+        std::lock_guard<std::mutex> lock(mirrors_mu_);
+        auto& m = mirror_locks_[repo_key];
+        if (!m) m = std::make_unique<std::mutex>();
+        return *m;
+    }
     std::string upstream_url(const Linked& l) const { return upstream_ + "/" + l.owner + "/" + l.name + ".git"; }
 
     const GatewayConfig& cfg_;
@@ -366,6 +383,8 @@ private:
     std::string upstream_;
     std::map<std::string, Linked> linked_;
     std::atomic<int> busy_{0};
+    std::mutex mirrors_mu_;
+    std::map<std::string, std::unique_ptr<std::mutex>> mirror_locks_;
     std::string prefix_;               // "/<secret>/"
     std::vector<std::string> hosts_;   // lower case host:port
     std::optional<std::string> refusal(http::RequestHead& h) const;
@@ -531,6 +550,14 @@ struct Forward {
     bool bad_upstream = false;
     bool close_after = false;
     std::vector<std::string> forwarded;  // refs sent upstream
+    // Ancestry check (null: none needed).
+    static constexpr std::size_t hold_back = 64;
+    Quarantine* quarantine = nullptr;
+    std::string held;           // the body's last bytes, not yet given to curl
+    bool body_ended = false;
+    std::string check_error;    // the quarantine stopped taking bytes
+    std::function<bool()> on_body_end;  // runs the checks; false: nothing may go
+    bool stopped_by_check = false;
     // The write token masked in every byte relayed back (see redact.hpp).
     Redactor plain, progress, fatal;
     explicit Forward(const std::vector<std::string>& secrets) : plain(secrets), progress(secrets), fatal(secrets) {}
@@ -538,17 +565,48 @@ struct Forward {
     static size_t on_read(char* buf, size_t size, size_t n, void* ud) {
         auto* f = static_cast<Forward*>(ud);
         size_t cap = size * n;
-        if (f->out_off == f->out.size()) {
+        while (f->out_off == f->out.size()) {
             f->out.clear();
             f->out_off = 0;
             if (!f->with_pack) return 0;
-            auto r = f->body->read(f->out, std::min(cap, io_chunk));
+            if (!f->quarantine) {
+                auto r = f->body->read(f->out, std::min(cap, io_chunk));
+                if (!r) {
+                    f->body_failed = true;
+                    f->client_error = r.error();
+                    return CURL_READFUNC_ABORT;
+                }
+                if (*r == 0) return 0;
+                continue;
+            }
+            // Ancestry check: every pack byte also goes to index-pack, and the
+            // last ones (the pack's trailing checksum) wait until the check has
+            // passed, so upstream never holds a whole pack it could apply.
+            if (f->body_ended) {
+                if (f->held.empty()) return 0;
+                f->out.swap(f->held);
+                continue;
+            }
+            std::string got;
+            auto r = f->body->read(got, std::min(cap, io_chunk));
             if (!r) {
                 f->body_failed = true;
                 f->client_error = r.error();
                 return CURL_READFUNC_ABORT;
             }
-            if (*r == 0) return 0;
+            if (*r && f->check_error.empty())
+                if (auto w = f->quarantine->write(got); !w) f->check_error = w.error().one_line();
+            f->held += got;
+            if (*r == 0) {
+                f->body_ended = true;
+                if (!f->on_body_end()) {
+                    f->stopped_by_check = true;
+                    return CURL_READFUNC_ABORT;
+                }
+            } else if (f->held.size() > hold_back) {
+                f->out = f->held.substr(0, f->held.size() - hold_back);
+                f->held.erase(0, f->held.size() - hold_back);
+            }
         }
         size_t k = std::min(cap, f->out.size() - f->out_off);
         std::memcpy(buf, f->out.data() + f->out_off, k);
@@ -661,13 +719,23 @@ std::optional<std::string> Gateway::resolve_symrefs(const Linked& target, const 
             tv.reason = "it points outside refs/ ('" + one_line(t, 200) + "')";
             tv.source = "symrefs";
         } else {
-            tv = policy::decide(cfg_.policy, {"push", cfg_.mode, t});
+            tv = judge(t, rv.kind);
+            if (rv.kind == "update") {
+                policy::Verdict tf = judge(t, "force");
+                policy::Verdict& f = rv.if_force ? *rv.if_force : (rv.if_force = rv.v, *rv.if_force);
+                if (tf.decision > f.decision) {
+                    f.decision = tf.decision;
+                    f.source = tf.source;
+                    f.reason = rv.cmd->ref + " is a symbolic ref to " + t + " on the upstream: " + tf.reason;
+                }
+            }
         }
         if (tv.decision > rv.v.decision) {
             rv.v.decision = tv.decision;
             rv.v.source = tv.source;
             rv.v.reason = rv.cmd->ref + " is a symbolic ref to " + t + " on the upstream: " + tv.reason;
         }
+        if (rv.if_force && rv.if_force->decision <= rv.v.decision) rv.if_force.reset();
     }
     return std::nullopt;
 }
@@ -733,10 +801,19 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
             v.decision = policy::Decision::deny;
             v.reason = "push is not allowed in " + std::string(policy::to_string(cfg_.mode)) + " mode (read-only)";
             v.source = "mode:" + std::string(policy::to_string(cfg_.mode));
-        } else {
-            v = policy::decide(cfg_.policy, {"push", cfg_.mode, cmd.ref});
         }
-        verdicts.push_back({&cmd, v, {}});
+        RefVerdict rv{&cmd, v, {}, std::string(cmd.kind()), std::nullopt, false};
+        if (it != linked_.end() && !read_only) {
+            rv.v = judge(cmd.ref, rv.kind);
+            // The client's old and new ids cannot say whether an update is a
+            // fast-forward; only the objects can. Where the answer matters, the
+            // pack is checked on its way through (below).
+            if (rv.kind == "update") {
+                policy::Verdict vf = judge(cmd.ref, "force");
+                if (vf.decision > rv.v.decision) rv.if_force = vf;
+            }
+        }
+        verdicts.push_back(std::move(rv));
     }
     // The write token is fetched once per push, before anything is asked of
     // upstream; a failure rejects the refs that would have gone (below).
@@ -757,6 +834,52 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
         if (!rv.target.empty()) q["symrefTarget"] = rv.target;
         rv.v = policy::resolve_ask(rv.v, q, cfg_.approver);
     }
+    // Ancestry checks: the old tips into the mirror, a quarantine for the pack.
+    // When that cannot be done, the update is judged as a force push.
+    std::unique_ptr<Quarantine> quarantine;
+    std::unique_lock<std::mutex> mirror_guard;
+    std::vector<RefVerdict*> to_check;
+    for (auto& rv : verdicts)
+        if (rv.if_force && rv.v.decision == policy::Decision::allow) to_check.push_back(&rv);
+    auto as_force = [&](RefVerdict& rv, const std::string& why) {
+        policy::Verdict f = *rv.if_force;
+        f.reason = why + ": " + f.reason;
+        json q = {{"action", "push"},       {"mode", policy::to_string(cfg_.mode)},
+                  {"repo", route.repo_key}, {"ref", rv.cmd->ref},
+                  {"old", rv.cmd->old_oid}, {"new", rv.cmd->new_oid},
+                  {"kind", "force"},        {"reason", f.reason}};
+        if (f.decision == policy::Decision::ask) f = policy::resolve_ask(f, q, cfg_.approver);
+        rv.v = f;
+        rv.if_force.reset();
+    };
+    if (!to_check.empty()) {
+        std::string failure;
+        if (!token || !*token) {
+            failure = "no write token to fetch the old tip with";
+        } else {
+            mirror_guard = std::unique_lock<std::mutex>(mirror_lock(route.repo_key));
+            auto mirror = Mirror::open(cfg_.mirror_dir, route.repo_key);
+            if (!mirror) failure = mirror.error().one_line();
+            for (auto* rv : to_check) {
+                if (!failure.empty()) break;
+                const std::string& fetch_ref = rv->target.empty() ? rv->cmd->ref : rv->target;
+                if (auto e = mirror->ensure(rv->cmd->old_oid, upstream_url(it->second), fetch_ref, **token); !e)
+                    failure = e.error().one_line();
+            }
+            if (failure.empty()) {
+                auto q = Quarantine::start(*mirror);
+                if (q) quarantine = std::move(*q);
+                else failure = q.error().one_line();
+            }
+        }
+        if (!failure.empty()) {
+            log_line(route.repo_key + ": ancestry check unavailable: " + failure);
+            for (auto* rv : to_check)
+                as_force(*rv, "treated as a force push (the ancestry check failed: " + one_line(failure, 200) + ")");
+            to_check.clear();
+            quarantine.reset();
+        }
+    }
     std::vector<Command> allowed;
     std::vector<RefStatus> rejected;
     std::vector<std::string> messages;
@@ -770,19 +893,24 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
     }
 
     json event = {{"event", "push"}, {"repo", route.repo_key}, {"atomic", req.atomic()}, {"options", req.options}};
+    auto fill_refs = [&] {
     json refs = json::array();
     for (const auto& rv : verdicts)
         refs.push_back({{"ref", rv.cmd->ref},
                         {"old", rv.cmd->old_oid},
                         {"new", rv.cmd->new_oid},
-                        {"kind", rv.cmd->kind()},
+                        {"kind", rv.kind},
                         {"decision", policy::to_string(rv.v.decision)},
                         {"reason", rv.v.reason},
                         {"source", rv.v.source}});
     for (std::size_t i = 0; i < verdicts.size(); ++i)
         if (!verdicts[i].target.empty()) refs[i]["symrefTarget"] = verdicts[i].target;
+    for (std::size_t i = 0; i < verdicts.size(); ++i)
+        if (verdicts[i].checked) refs[i]["ancestryChecked"] = true;
     event["refs"] = refs;
+    };
     auto finish_event = [&](const std::string& result, std::optional<long> upstream_status, const std::string& err) {
+        fill_refs();
         event["result"] = result;
         event["forwarded"] = json::array();
         if (result == "forwarded" || result == "partial")
@@ -838,9 +966,45 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
     f.conn = &c;
     f.body = &body;
     f.out = encode_prefix(req, allowed);
+    const std::uint64_t prefix_len = f.out.size();
     // Deletes carry no pack; when only deletes remain, the pack stays behind.
     f.with_pack = with_pack;
-    if (f.with_pack) f.out += pack_start;
+    if (f.with_pack && quarantine) {
+        f.quarantine = quarantine.get();
+        f.held = pack_start;
+        if (auto w = quarantine->write(pack_start); !w) f.check_error = w.error().one_line();
+    } else if (f.with_pack) {
+        f.out += pack_start;
+    }
+    std::vector<RefStatus> check_rejected;  // refs whose force push the check stopped
+    f.on_body_end = [&]() -> bool {
+        std::string failure = f.check_error;
+        if (failure.empty())
+            if (auto s = quarantine->finish(); !s) failure = s.error().one_line();
+        bool go = true;
+        for (auto* rv : to_check) {
+            rv->checked = true;
+            Result<bool> ff = failure.empty() ? quarantine->is_ancestor(rv->cmd->old_oid, rv->cmd->new_oid)
+                                              : Result<bool>(io_error("quarantine", failure, 0));
+            if (ff && *ff) {
+                rv->if_force.reset();
+                continue;
+            }
+            rv->kind = "force";
+            if (!ff) {
+                log_line(route.repo_key + ": ancestry check failed: " + ff.error().one_line());
+                as_force(*rv, "treated as a force push (the ancestry check failed: " + ff.error().one_line() + ")");
+            } else {
+                as_force(*rv, "force push (" + rv->cmd->old_oid.substr(0, 12) + " is not an ancestor of " +
+                                  rv->cmd->new_oid.substr(0, 12) + ")");
+            }
+            if (rv->v.decision != policy::Decision::allow) {
+                go = false;
+                check_rejected.push_back({rv->cmd->ref, false, "Control Center policy: " + rv->v.reason});
+            }
+        }
+        return go;
+    };
     f.merge = partial;
     f.band_max = req.sideband_max();
     f.close_after = close;
@@ -858,7 +1022,6 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
     // (some servers refuse chunked request bodies, e.g. lighttpd streaming
     // to CGI answers 411); otherwise chunked, as git itself sends large pushes.
     std::optional<curl_off_t> upload_len;
-    std::uint64_t prefix_len = f.out.size() - (f.with_pack ? pack_start.size() : 0);
     if (auto len = body.declared_length(); len && *len >= parser.prefix_bytes())
         upload_len = static_cast<curl_off_t>(prefix_len + (f.with_pack ? *len - parser.prefix_bytes() : 0));
     else
@@ -882,6 +1045,27 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
         log_line(route.repo_key + ": push body failed: " + f.client_error->one_line());
         finish_event("error", status ? std::optional<long>(status) : std::nullopt, f.client_error->one_line());
         return false;
+    }
+    if (f.stopped_by_check) {
+        // Upstream got the commands and all of the pack but its checksum, so it
+        // applied nothing. Every ref of this push reads as not pushed.
+        std::vector<RefStatus> lines = rejected;
+        std::vector<std::string> msgs = messages;
+        for (const auto& r : check_rejected) {
+            lines.push_back(r);
+            msgs.push_back("Control Center policy denied " + r.ref + ": " + r.reason.substr(std::string("Control Center policy: ").size()));
+        }
+        for (const auto& a : allowed)
+            if (std::none_of(check_rejected.begin(), check_rejected.end(), [&](const RefStatus& r) { return r.ref == a.ref; }))
+                lines.push_back({a.ref, false, "atomic transaction failed"});
+        finish_event("rejected", std::nullopt, "");
+        std::string out = response_body(req, msgs, report_status(lines));
+        bool okw;
+        if (writer.started())
+            okw = writer.chunk(out).ok() && writer.end().ok();
+        else
+            okw = send_whole(c, 200, result_type, out, close);
+        return okw && body.complete();
     }
     if (writer.started() && rc != CURLE_OK) {
         // Mid-relay failure: the only honest signal left is to cut the stream.
@@ -994,6 +1178,25 @@ Result<GatewayConfig> configure(const GatewayOptions& o) {
     cfg.repos = o.repos;
     cfg.drain_limit = o.drain_limit;
     cfg.drain_timeout = std::chrono::seconds(o.drain_timeout_s);
+    for (const auto& [flag, name, value] : {std::tuple<const char*, const char*, const std::string*>{"--agent", "agent", &o.agent},
+                                            {"--conversation", "conversation", &o.conversation},
+                                            {"--session", "session", &o.session}}) {
+        if (value->empty()) continue;
+        if (auto why = policy::bad_ref_variable(*value))
+            return input_error(flag, "'" + one_line(*value, 80) + "' " + *why);
+        cfg.ref_vars[name] = *value;
+    }
+    cfg.mirror_dir = o.mirror_dir;
+    if (cfg.mirror_dir.empty()) {
+        const char* xdg = std::getenv("XDG_CACHE_HOME");
+        const char* home = std::getenv("HOME");
+        if (xdg && *xdg == '/')
+            cfg.mirror_dir = std::string(xdg) + "/cc-pushgate/mirrors";
+        else if (home && *home == '/')
+            cfg.mirror_dir = std::string(home) + "/.cache/cc-pushgate/mirrors";
+        else
+            cfg.mirror_dir = "/var/tmp/cc-pushgate-" + std::to_string(::getuid()) + "/mirrors";
+    }
     if (!o.worktree.empty()) {
         auto origin = worktree_origin(o.worktree);
         if (!origin) return origin.error();
@@ -1011,6 +1214,16 @@ Result<GatewayConfig> configure(const GatewayOptions& o) {
         return e;
     }
     cfg.policy = std::move(*pol);
+    // A rule naming a variable the session did not give matches nothing. For
+    // an allow rule that only allows less; for a deny or ask rule it would
+    // restrict less than written, so the gateway refuses to start instead.
+    for (const auto& rule : cfg.policy.rules) {
+        if (rule.decision == policy::Decision::allow) continue;
+        for (const auto& name : policy::variables_used(policy::Policy{1, {rule}}))
+            if (!cfg.ref_vars.count(name))
+                return input_error("--" + name, "is required: the policy's refs use ${" + name + "} in a " +
+                                                    std::string(policy::to_string(rule.decision)) + " rule");
+    }
     if (!o.approver.empty()) {
         cfg.approver = policy::approver_from_command(o.approver, std::chrono::seconds(30));
         if (cfg.approver.argv.empty()) return input_error("--approver", "is empty");
