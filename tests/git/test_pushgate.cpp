@@ -247,23 +247,31 @@ TEST_CASE("repository names are normalised; an unlinked repository is refused in
           std::string::npos);
 }
 
-TEST_CASE("--worktree links the worktree's own origin repository") {
+TEST_CASE("--worktree checks the worktree's origin against the repositories the operator named") {
     NEED_RIG();
     upstream().create_repo("acme/own");
     Gateway probe_gw(gateway_args());
     std::string dir = agent_repo("own", probe_gw, "acme/own");
-    Gateway g({"--upstream", upstream().base(), "--worktree", dir, "--policy", policy_file(), "--token-file",
-               token_file()});
+    Gateway g({"--upstream", upstream().base(), "--repo", "acme/own", "--worktree", dir, "--policy", policy_file(),
+               "--token-file", token_file()});
     auto ready = json::parse(g.stdout_text().substr(0, g.stdout_text().find('\n')));
     CHECK(ready["repos"] == json::array({"github.com/acme/own"}));
     auto r = git({"push", g.push_url("acme/own"), "HEAD:refs/heads/wt"}, dir);
     INFO(r.err);
     CHECK(r.status == 0);
     CHECK(upstream().ref("acme/own", "refs/heads/wt") == head(dir));
-    auto bad = run({bin("cc-pushgate"), "--upstream", upstream().base(), "--worktree", scratch_dir(), "--policy",
-                    policy_file(), "--token-file", token_file()});
+    auto bad = run({bin("cc-pushgate"), "--upstream", upstream().base(), "--repo", "acme/own", "--worktree",
+                    scratch_dir(), "--policy", policy_file(), "--token-file", token_file()});
     CHECK(bad.status == 2);
     CHECK(bad.err.find("--worktree") != std::string::npos);
+    // The agent rewrites its origin to aim the gateway at another repository:
+    // the gateway does not start, and links nothing the operator did not name.
+    REQUIRE(git({"remote", "set-url", "origin", "https://github.com/acme/secret.git"}, dir).status == 0);
+    auto aimed = run({bin("cc-pushgate"), "--upstream", upstream().base(), "--repo", "acme/own", "--worktree", dir,
+                      "--policy", policy_file(), "--token-file", token_file()});
+    CHECK(aimed.status == 2);
+    CHECK(aimed.err.find("--worktree: origin of '" + dir + "' is github.com/acme/secret, which no --repo names") !=
+          std::string::npos);
 }
 
 TEST_CASE("the upstream down: git shows a remote: line and a rejected ref, no hang") {
