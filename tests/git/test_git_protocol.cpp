@@ -111,6 +111,21 @@ TEST_CASE("capabilities are read as git reads them: name=value turns the capabil
     CHECK(q.take_rest() == "PACK");
 }
 
+TEST_CASE("push options are capped in count and bytes") {
+    std::string head = pkt(A + " " + B + " refs/heads/x" + std::string(1, '\0') + "push-options\n") + "0000";
+    std::string many = head;
+    for (int i = 0; i < 101; ++i) many += pkt("o" + std::to_string(i));
+    RequestParser p;
+    auto r = p.feed(many + "0000");
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message == "more than 100 push options");
+    std::string big = head + pkt(std::string(60000, 'x')) + pkt(std::string(6000, 'y')) + "0000";
+    RequestParser q;
+    auto b = q.feed(big);
+    REQUIRE_FALSE(b);
+    CHECK(b.error().message == "push options are larger than 65536 bytes");
+}
+
 TEST_CASE("Redactor masks a token in every spelling, across slices, keeping lengths") {
     const std::string tok = "ghs_Abc123+/xyz";
     Redactor r(secret_spellings(tok));

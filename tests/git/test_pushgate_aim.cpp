@@ -4,6 +4,13 @@
 // gateway binary and a real smart-HTTP upstream on 127.0.0.1 (rig.hpp).
 #include "harness.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include <nlohmann/json.hpp>
 
 #include "rig.hpp"
@@ -244,4 +251,58 @@ TEST_CASE("the token command inherits no socket of the gateway's") {
     INFO(fds);
     REQUIRE(fds.find("pipe:") != std::string::npos);  // the listing ran
     CHECK(fds.find("socket:") == std::string::npos);
+}
+
+TEST_CASE("many idle connections beside a real push: the push goes through, the oldest idle ones are cut") {
+    NEED_RIG();
+    upstream().create_repo("acme/demo");
+    Gateway g(gateway_args({"--head-timeout", "30"}));
+    std::string dir = agent_repo("idle", g);
+    // 100 connections that never send a byte: more than the 64 that may wait
+    // for their head at once, and more than the 32 admitted connections.
+    std::vector<int> idle;
+    for (int i = 0; i < 100; ++i) {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(static_cast<uint16_t>(g.port()));
+        REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        idle.push_back(fd);
+    }
+    auto r = git({"push", "origin", "HEAD:refs/heads/beside-idle"}, dir);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/beside-idle") == head(dir));
+    // The first (oldest) idle connection was cut to make room: it reads the end.
+    timeval tv{10, 0};
+    ::setsockopt(idle.front(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char b;
+    CHECK(::recv(idle.front(), &b, 1, 0) == 0);
+    for (int fd : idle) ::close(fd);
+    CHECK(g.stop() == 0);
+    auto sd = events(g, "shutdown");
+    REQUIRE(!sd.empty());
+    CHECK(sd.back()["evictedConnections"].get<int>() >= 36);
+}
+
+TEST_CASE("a client that sends half a head is cut at --head-timeout") {
+    NEED_RIG();
+    Gateway g(gateway_args({"--head-timeout", "1"}));
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(g.port()));
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    std::string half = "GET " + g.path("/github.com/acme/demo.git/info/refs") + " HTTP/1.1\r\nHost: " + g.host() + "\r\n";
+    REQUIRE(::send(fd, half.data(), half.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(half.size()));
+    // The gateway closes it long before this 20 s receive timeout.
+    timeval tv{20, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char b;
+    errno = 0;
+    CHECK(::recv(fd, &b, 1, 0) == 0);
+    CHECK(errno == 0);
+    ::close(fd);
 }

@@ -15,6 +15,7 @@
 #include <boost/process.hpp>
 
 #include <atomic>
+#include <deque>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -46,6 +47,40 @@ const char* advert_type = "application/x-git-receive-pack-advertisement";
 
 struct Linked {
     std::string owner, name;  // as the operator spelled them
+};
+
+// Connections that have not yet shown the session secret. Capped: when full,
+// the one waiting longest is cut (shutdown, so its thread sees the end) to make
+// room, so idle or slow clients cannot keep the session's own pushes out.
+// Only this registry shuts a pending fd down, under its lock, and a connection
+// leaves it before its fd is closed, so a reused fd number is never hit.
+class Pending {
+public:
+    explicit Pending(std::size_t cap) : cap_(cap) {}
+    void add(int fd) {
+        std::lock_guard<std::mutex> lock(mu_);
+        while (fds_.size() >= cap_ && !fds_.empty()) {
+            ::shutdown(fds_.front(), SHUT_RDWR);
+            fds_.pop_front();
+            ++evicted_;
+        }
+        fds_.push_back(fd);
+    }
+    void remove(int fd) {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = std::find(fds_.begin(), fds_.end(), fd);
+        if (it != fds_.end()) fds_.erase(it);
+    }
+    std::size_t evicted() const {
+        std::lock_guard<std::mutex> lock(mu_);
+        return evicted_;
+    }
+
+private:
+    std::size_t cap_;
+    mutable std::mutex mu_;
+    std::deque<int> fds_;
+    std::size_t evicted_ = 0;
 };
 
 // One ref update and what the policy says of it.
@@ -91,6 +126,7 @@ public:
     void serve_connection(int fd);
     // The session secret (first path segment of every request) and the Host
     // values this gateway answers to; set once, before the first connection.
+    void watch_pending(std::shared_ptr<Pending> p) { pending_ = std::move(p); }
     void admit_only(std::string secret, std::vector<std::string> hosts) {
         prefix_ = "/" + std::move(secret) + "/";
         hosts_ = std::move(hosts);
@@ -122,6 +158,8 @@ private:
     std::atomic<int> busy_{0};
     std::mutex mirrors_mu_;
     std::map<std::string, std::unique_ptr<std::mutex>> mirror_locks_;
+    std::shared_ptr<Pending> pending_;
+    std::atomic<std::size_t> admitted_{0};  // connections past the secret check
     std::string prefix_;               // "/<secret>/"
     std::vector<std::string> hosts_;   // lower case host:port
     std::optional<std::string> refusal(http::RequestHead& h) const;
@@ -151,8 +189,21 @@ std::optional<std::string> Gateway::refusal(http::RequestHead& h) const {
 
 void Gateway::serve_connection(int fd) {
     Conn c(fd, cfg_.io_timeout);
+    bool admitted = false;
+    struct Leave {
+        Gateway& g;
+        int fd;
+        bool& admitted;
+        ~Leave() {
+            if (admitted) --g.admitted_;
+            else if (g.pending_) g.pending_->remove(fd);
+        }
+    } leave{*this, fd, admitted};
     for (;;) {
         std::optional<http::RequestHead> head;
+        // The whole head must arrive within --head-timeout (a slow or idle
+        // client is not given the body's idle timeout to sit on a thread).
+        auto deadline = Clock::now() + cfg_.head_timeout;
         while (!head) {
             auto h = http::take_head(c.in);
             if (!h) {
@@ -163,8 +214,10 @@ void Gateway::serve_connection(int fd) {
                 head = std::move(**h);
                 break;
             }
-            auto f = c.fill();
-            if (!f || !*f) return;  // idle timeout or the client went away
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+            if (left.count() <= 0) return;
+            auto f = c.fill(left);
+            if (!f || !*f) return;  // head timeout or the client went away
         }
         bool close = !head->keep_alive();
         ++busy_;
@@ -183,6 +236,17 @@ void Gateway::serve_connection(int fd) {
             send_whole(c, advert ? 200 : 403, advert ? advert_type : "text/plain",
                        advert ? error_advertisement("Control Center: " + *why) : "Control Center: " + *why + "\n", true);
             return;
+        }
+        if (!admitted) {
+            if (pending_) pending_->remove(fd);
+            if (admitted_.fetch_add(1) >= cfg_.max_connections) {
+                --admitted_;
+                Body b(c, *head);
+                if (!b.init_error()) (void)b.drain(1u << 20, std::chrono::seconds(5));
+                send_whole(c, 503, "text/plain", "Control Center: gateway is busy\n", true);
+                return;
+            }
+            admitted = true;
         }
         Route route = parse_route(head->target);
         if (route.kind == Route::Kind::info_refs && (head->method == "GET" || head->method == "HEAD")) {
@@ -710,6 +774,8 @@ Status serve(const GatewayConfig& cfg, const EmitFn& emit) {
     std::vector<std::string> hosts = {"127.0.0.1:" + port, "localhost:" + port, "[::1]:" + port, host + ":" + port};
     gateway->admit_only(secret, hosts);
     auto active = std::make_shared<std::atomic<std::size_t>>(0);
+    auto pending = std::make_shared<Pending>(cfg.max_pending);
+    gateway->watch_pending(pending);
     asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code&, int) {
         acceptor.close();
@@ -726,21 +792,16 @@ Status serve(const GatewayConfig& cfg, const EmitFn& emit) {
             int fd = ::fcntl(sock.native_handle(), F_DUPFD_CLOEXEC, 0);
             sock.close();
             if (fd >= 0) {
-                if (active->load() >= cfg.max_connections) {
-                    static const char busy[] =
-                        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 32\r\n"
-                        "Connection: close\r\n\r\nControl Center: gateway is busy\n";
-                    (void)!::send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                // Threads are bounded by the two caps: pending (evicting the
+                // oldest) and admitted (503 past --max-connections).
+                pending->add(fd);
+                ++*active;
+                std::thread([gateway, active, fd] {
+                    gateway->serve_connection(fd);
+                    ::shutdown(fd, SHUT_RDWR);
                     ::close(fd);
-                } else {
-                    ++*active;
-                    std::thread([gateway, active, fd] {
-                        gateway->serve_connection(fd);
-                        ::shutdown(fd, SHUT_RDWR);
-                        ::close(fd);
-                        --*active;
-                    }).detach();
-                }
+                    --*active;
+                }).detach();
             }
             accept_next();
         });
@@ -752,7 +813,8 @@ Status serve(const GatewayConfig& cfg, const EmitFn& emit) {
     auto grace = Clock::now() + std::chrono::seconds(30);
     while (gateway->busy() > 0 && Clock::now() < grace) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     json revoked = cfg.tokens->revoke_all();
-    json ev = {{"event", "shutdown"}, {"activeConnections", active->load()}, {"busy", gateway->busy()}};
+    json ev = {{"event", "shutdown"}, {"activeConnections", active->load()}, {"busy", gateway->busy()},
+               {"evictedConnections", pending->evicted()}};
     if (!revoked.empty()) ev["tokens"] = revoked;
     emit(ev);
     return ok();

@@ -68,6 +68,9 @@ Result<GatewayConfig> configure(const GatewayOptions& o) {
     cfg.repos = o.repos;
     cfg.drain_limit = o.drain_limit;
     cfg.drain_timeout = std::chrono::seconds(o.drain_timeout_s);
+    if (o.head_timeout_s == 0 || o.head_timeout_s > 600)
+        return input_error("--head-timeout", "must be 1 to 600 seconds");
+    cfg.head_timeout = std::chrono::seconds(o.head_timeout_s);
     for (const auto& [flag, name, value] : {std::tuple<const char*, const char*, const std::string*>{"--agent", "agent", &o.agent},
                                             {"--conversation", "conversation", &o.conversation},
                                             {"--session", "session", &o.session}}) {

@@ -139,6 +139,12 @@ Result<bool> RequestParser::feed(std::string_view bytes) {
             if (k.kind != Pkt::Kind::data) return input_error("request", "unexpected special packet in the push options");
             if (k.payload.find('\0') != std::string::npos || k.payload.find('\n') != std::string::npos)
                 return input_error("request", "malformed push option");
+            if (req_.options.size() >= limits_.max_options)
+                return input_error("request", "more than " + std::to_string(limits_.max_options) + " push options");
+            option_bytes_ += k.payload.size();
+            if (option_bytes_ > limits_.max_option_bytes)
+                return input_error("request", "push options are larger than " +
+                                                  std::to_string(limits_.max_option_bytes) + " bytes");
             req_.options.push_back(k.payload);
         }
     }
