@@ -306,3 +306,31 @@ TEST_CASE("a client that sends half a head is cut at --head-timeout") {
     CHECK(errno == 0);
     ::close(fd);
 }
+
+TEST_CASE("a ref name with an invisible or bidi character is denied; one that looks like a protected ref is reported") {
+    NEED_RIG();
+    upstream().create_repo("acme/demo");
+    std::string dir = agent_repo("bidi", gateway());
+    const std::string zwsp = "\xE2\x80\x8B";  // U+200B ZERO WIDTH SPACE
+    std::string sneaky = "refs/heads/ma" + zwsp + "in";
+    // Straight to the upstream such a name is taken as it is.
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:" + sneaky}, dir).status == 0);
+    REQUIRE(!upstream().ref("acme/demo", sneaky).empty());
+    upstream().create_repo("acme/demo");
+    auto r = git({"push", "origin", "HEAD:" + sneaky}, dir);
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.find("(Control Center policy: ref name has an invisible or bidi control character (U+200B))") !=
+          std::string::npos);
+    CHECK(upstream().ref("acme/demo", sneaky).empty());
+    auto ev = events(gateway(), "push");
+    REQUIRE(!ev.empty());
+    CHECK(ev.back()["refs"][0]["source"] == "refname");
+    CHECK(ev.back()["refs"][0]["looksLike"] == "refs/heads/main");
+    // Another case is another ref for git and for the rules, but it is reported.
+    auto upper = git({"push", "origin", "HEAD:refs/heads/MAIN"}, dir);
+    CHECK(upper.status == 0);
+    ev = events(gateway(), "push");
+    CHECK(ev.back()["refs"][0]["decision"] == "allow");
+    CHECK(ev.back()["refs"][0]["looksLike"] == "refs/heads/main");
+}

@@ -83,6 +83,46 @@ private:
     std::size_t evicted_ = 0;
 };
 
+// Invisible and direction-changing characters (UTF-8): a ref name carrying
+// one can read as another name in a terminal or a review tool. Returns the
+// first one as U+XXXX, or "".
+std::string invisible_char(std::string_view ref) {
+    for (std::size_t i = 0; i + 1 < ref.size(); ++i) {
+        auto b = [&](std::size_t k) { return static_cast<unsigned char>(ref[k]); };
+        unsigned cp = 0;
+        if (b(i) == 0xD8 && b(i + 1) == 0x9C) cp = 0x061C;
+        if (i + 2 < ref.size()) {
+            unsigned c3 = ((b(i) & 0x0F) << 12) | ((b(i + 1) & 0x3F) << 6) | (b(i + 2) & 0x3F);
+            if ((b(i) & 0xF0) == 0xE0 &&
+                ((c3 >= 0x200B && c3 <= 0x200F) || (c3 >= 0x202A && c3 <= 0x202E) || (c3 >= 0x2060 && c3 <= 0x2069) ||
+                 c3 == 0xFEFF))
+                cp = c3;
+        }
+        if (cp) {
+            char buf[16];
+            std::snprintf(buf, sizeof buf, "U+%04X", cp);
+            return buf;
+        }
+    }
+    return "";
+}
+
+// The name a ref could be mistaken for: ASCII lower case, invisible
+// characters dropped. Equal to the ref when there is nothing to mistake.
+std::string lookalike(std::string_view ref) {
+    std::string out;
+    for (std::size_t i = 0; i < ref.size();) {
+        auto c = static_cast<unsigned char>(ref[i]);
+        if (c >= 0xC0 && !invisible_char(ref.substr(i, 3)).empty()) {
+            i += c == 0xD8 ? 2 : 3;
+            continue;
+        }
+        out.push_back(static_cast<char>(std::tolower(c)));
+        ++i;
+    }
+    return out;
+}
+
 // One ref update and what the policy says of it.
 struct RefVerdict {
     const Command* cmd;
@@ -449,7 +489,12 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
             v.source = "mode:" + std::string(policy::to_string(cfg_.mode));
         }
         RefVerdict rv{&cmd, v, {}, std::string(cmd.kind()), std::nullopt, false};
-        if (it != linked_.end() && !read_only) {
+        std::string hidden = invisible_char(cmd.ref);
+        if (it != linked_.end() && !read_only && !hidden.empty()) {
+            rv.v.decision = policy::Decision::deny;
+            rv.v.reason = "ref name has an invisible or bidi control character (" + hidden + ")";
+            rv.v.source = "refname";
+        } else if (it != linked_.end() && !read_only) {
             rv.v = judge(cmd.ref, rv.kind);
             // The client's old and new ids cannot say whether an update is a
             // fast-forward; only the objects can. Where the answer matters, the
@@ -553,6 +598,15 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
         if (!verdicts[i].target.empty()) refs[i]["symrefTarget"] = verdicts[i].target;
     for (std::size_t i = 0; i < verdicts.size(); ++i)
         if (verdicts[i].checked) refs[i]["ancestryChecked"] = true;
+    // A name that only looks like another (case, invisible characters) is
+    // reported with the name it looks like, when that one would be judged
+    // more strictly.
+    for (std::size_t i = 0; i < verdicts.size(); ++i) {
+        std::string like = lookalike(verdicts[i].cmd->ref);
+        if (like != verdicts[i].cmd->ref && it != linked_.end() &&
+            judge(like, verdicts[i].kind).decision > judge(verdicts[i].cmd->ref, verdicts[i].kind).decision)
+            refs[i]["looksLike"] = like;
+    }
     event["refs"] = refs;
     };
     auto finish_event = [&](const std::string& result, std::optional<long> upstream_status, const std::string& err) {
