@@ -184,3 +184,16 @@ TEST_CASE("${agent}, ${conversation} and ${session} in refs are filled from the 
     REQUIRE_FALSE(unknown);
     CHECK_THAT(unknown.error().one_line(), Catch::Contains("unknown variable '${user}' (agent, conversation or session)"));
 }
+
+TEST_CASE("read-only modes deny every push, whatever the rules say (one decider for cc-classify and cc-pushgate)") {
+    auto p = parse(R"({"rules":[{"action":"push","decision":"allow"}]})", "test");
+    REQUIRE(p);
+    CHECK(decide(*p, {"push", Mode::chat, std::nullopt}).decision == Decision::allow);
+    for (Mode m : {Mode::plan, Mode::review, Mode::orchestrate}) {
+        auto v = decide(*p, {"push", m, "refs/heads/x"}, {"create", {}});
+        CHECK(v.decision == Decision::deny);
+        CHECK(v.source == "mode:" + std::string(to_string(m)));
+        CHECK(v.reason == "push is not allowed in " + std::string(to_string(m)) + " mode (read-only)");
+        CHECK(decide(*p, {"push", m, std::nullopt}).decision == Decision::deny);
+    }
+}

@@ -475,26 +475,21 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
     // 2. One verdict per ref.
     auto it = linked_.find(route.repo_key);
     std::vector<RefVerdict> verdicts;
-    bool read_only = policy::is_read_only(cfg_.mode);
     for (const auto& cmd : req.commands) {
         policy::Verdict v;
         if (it == linked_.end()) {
             v.decision = policy::Decision::deny;
             v.reason = "repository '" + route.repo_key + "' is not linked to this workspace";
             v.source = "repos";
-        } else if (read_only) {
-            // A read-only session changes nothing, whatever the rules say.
-            v.decision = policy::Decision::deny;
-            v.reason = "push is not allowed in " + std::string(policy::to_string(cfg_.mode)) + " mode (read-only)";
-            v.source = "mode:" + std::string(policy::to_string(cfg_.mode));
         }
         RefVerdict rv{&cmd, v, {}, std::string(cmd.kind()), std::nullopt, false};
         std::string hidden = invisible_char(cmd.ref);
-        if (it != linked_.end() && !read_only && !hidden.empty()) {
+        if (it != linked_.end() && !hidden.empty()) {
             rv.v.decision = policy::Decision::deny;
             rv.v.reason = "ref name has an invisible or bidi control character (" + hidden + ")";
             rv.v.source = "refname";
-        } else if (it != linked_.end() && !read_only) {
+        } else if (it != linked_.end()) {
+            // Read-only modes deny every push: the policy decides that too.
             rv.v = judge(cmd.ref, rv.kind);
             // The client's old and new ids cannot say whether an update is a
             // fast-forward; only the objects can. Where the answer matters, the

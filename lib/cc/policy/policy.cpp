@@ -230,6 +230,16 @@ bool ref_matches(const std::string& pattern, const std::string& ref, const std::
 }
 
 Verdict decide(const Policy& policy, const Question& q, const PushFacts& facts) {
+    // A read-only session pushes nothing, whatever the rules say. Decided here
+    // and only here, so cc-classify (a "git push" command line) and
+    // cc-pushgate (the ref update itself) cannot disagree.
+    if (q.action == "push" && is_read_only(q.mode)) {
+        Verdict v;
+        v.decision = Decision::deny;
+        v.source = "mode:" + std::string(to_string(q.mode));
+        v.reason = "push is not allowed in " + std::string(to_string(q.mode)) + " mode (read-only)";
+        return v;
+    }
     for (std::size_t i = 0; i < policy.rules.size(); ++i) {
         const Rule& rule = policy.rules[i];
         if (rule.action != q.action) continue;
