@@ -61,6 +61,7 @@ push_time() {  # repo url -> seconds
 median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 direct_url() { echo "http://x-access-token:$RIG_WRITE_TOKEN@${RIG_URL#http://}/bench/r.git"; }
 
+if [ -z "${ONLY_ANCESTRY:-}" ]; then  # ONLY_ANCESTRY=1: the ancestry-check figures alone
 make_repo "$work/r200" 200
 start_gateway
 # Alternate the two paths and also keep each pair's ratio: on a shared machine
@@ -91,6 +92,7 @@ for mb in 50 500; do
   echo "gateway peak RSS relaying $mb MB: $((hwm / 1024)) MiB (VmHWM ${hwm} kB; push took ${t} s; target < 32 MiB, flat)"
   rm -rf "$work/r$mb"
 done
+fi
 
 # The ancestry check (force told from fast-forward): a 200 MB fast-forward of
 # an existing branch through the gateway, with a policy that needs the check
