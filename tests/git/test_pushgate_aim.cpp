@@ -334,3 +334,25 @@ TEST_CASE("a ref name with an invisible or bidi character is denied; one that lo
     CHECK(ev.back()["refs"][0]["decision"] == "allow");
     CHECK(ev.back()["refs"][0]["looksLike"] == "refs/heads/main");
 }
+
+TEST_CASE("a gzip body that inflates past 100 times its size is cut, not streamed upstream") {
+    NEED_RIG();
+    upstream().create_repo("acme/demo");
+    // An allowed ref, then 64 MiB of zeros as its "pack": about 64 KiB gzipped.
+    std::string prefix = std::string("0082") + std::string(40, '0') + " " + std::string(40, '1') +
+                         " refs/heads/bomb" + std::string(1, '\0') + "report-status side-band-64k\n0000";
+    std::string raw = prefix + std::string(64u << 20, '\0');
+    auto gz = run({"gzip", "-c"}, raw);
+    REQUIRE(gz.status == 0);
+    REQUIRE(gz.out.size() < (1u << 20));
+    std::string req = "POST " + gateway().path("/github.com/acme/demo.git/git-receive-pack") + " HTTP/1.1\r\nHost: " +
+                      gateway().host() + "\r\nContent-Type: application/x-git-receive-pack-request\r\n"
+                      "Content-Encoding: gzip\r\nContent-Length: " + std::to_string(gz.out.size()) +
+                      "\r\nConnection: close\r\n\r\n" + gz.out;
+    http_raw(gateway().port(), req);
+    auto ev = events(gateway(), "push");
+    REQUIRE(!ev.empty());
+    CHECK(ev.back()["result"] == "error");
+    CHECK(ev.back()["error"] == "gzip body: inflates to more than 100 times its size");
+    CHECK(upstream().ref("acme/demo", "refs/heads/bomb").empty());
+}

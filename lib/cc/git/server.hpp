@@ -168,6 +168,12 @@ public:
             } else if (r != Z_OK && r != Z_BUF_ERROR) {
                 return input_error("gzip body", z_.msg ? z_.msg : "corrupt data");
             }
+            // A gzip bomb: a few kilobytes that inflate to gigabytes, each
+            // byte of which would go upstream. A pack is already compressed.
+            inflated_ += produced;
+            if (inflated_ > max_inflate_ratio * wire_ + (1u << 20))
+                return input_error("gzip body", "inflates to more than " + std::to_string(max_inflate_ratio) +
+                                                    " times its size");
             if (produced) return produced;
         }
         return std::size_t{0};
@@ -231,7 +237,8 @@ private:
     enum class Mode { none, length, chunked };
     Conn& c_;
     Mode mode_ = Mode::none;
-    std::uint64_t remaining_ = 0, wire_ = 0, declared_ = 0;
+    std::uint64_t remaining_ = 0, wire_ = 0, declared_ = 0, inflated_ = 0;
+    static constexpr std::uint64_t max_inflate_ratio = 100;
     http::ChunkedDecoder dec_;
     bool raw_done_ = false;
     std::optional<Error> init_error_;
