@@ -44,8 +44,9 @@ start_gateway() {  # [policy file]
     --mirror-dir "$work/mirrors" \
     > "$work/events" 2> "$work/gateway.err" &
   gw=$!
-  for _ in $(seq 200); do [ -s "$work/events" ] && break; sleep 0.1; done
-  [ -s "$work/events" ] || { echo "cc-pushgate did not start: $(cat "$work/gateway.err")" >&2; exit 1; }
+  for _ in $(seq 600); do [ -s "$work/events" ] && break; sleep 0.1; done
+  # (Also called in a subshell, where the EXIT trap does not see $gw: stop it here.)
+  [ -s "$work/events" ] || { echo "cc-pushgate did not start: $(cat "$work/gateway.err")" >&2; kill "$gw"; exit 1; }
   gw_url=$(head -n1 "$work/events" | python3 -c 'import json,sys; print(json.load(sys.stdin)["url"])')
 }
 stop_gateway() { kill "$gw"; wait "$gw" 2>/dev/null || true; gw=; }
@@ -110,6 +111,7 @@ update_time() {  # policy -> seconds
   t0=$(date +%s.%N)
   git -C "$work/ff" push -q "${gw_url}github.com/bench/r.git" HEAD:refs/heads/main 2>"$work/push.err" || { cat "$work/push.err" >&2; return 1; }
   t1=$(date +%s.%N)
+  awk '/VmHWM/ { print $2 }' "/proc/$gw/status" >> "$work/hwm-$(basename "$1" .json)"
   stop_gateway
   awk "BEGIN { printf \"%.3f\", $t1 - $t0 }"
 }
@@ -124,4 +126,5 @@ m_on=$(median "${on[@]}")
 m_off=$(median "${off[@]}")
 echo "200 MB fast-forward via gateway, median of $RUNS: ancestry check on ${m_on} s (runs: ${on[*]}), off ${m_off} s (runs: ${off[*]})"
 echo "ratio on/off: $(awk "BEGIN { printf \"%.3f\", $m_on / $m_off }"); median of per-pair ratios: $(median "${fratios[@]}") (pairs: ${fratios[*]})"
+echo "gateway peak RSS (VmHWM) for the 200 MB fast-forward: check on $(sort -n "$work/hwm-policy-force" | tail -n1) kB, off $(sort -n "$work/hwm-policy" | tail -n1) kB (highest of the runs)"
 echo "mirror disk after the runs: $(du -sk "$work/mirrors" | cut -f1) kB (old tips only; quarantines removed)"
