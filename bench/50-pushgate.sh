@@ -20,8 +20,11 @@ export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.invalid GIT_COMMITTE
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY
 
 rig_start "$work/upstream"
-echo "$RIG_WRITE_TOKEN" > "$work/token"
+echo "$RIG_WRITE_TOKEN" > "$work/token"; chmod 600 "$work/token"
 echo '{"version": 1, "rules": [{"action": "push", "decision": "allow"}]}' > "$work/policy.json"
+# The verdict depends on the kind: every update of an existing branch gets the ancestry check.
+echo '{"version": 1, "rules": [{"action": "push", "kinds": ["force"], "decision": "deny"}, {"action": "push", "decision": "allow"}]}' \
+  > "$work/policy-force.json"
 
 # A repo whose one commit holds MB megabytes of incompressible data (50 MB files).
 make_repo() {
@@ -36,12 +39,14 @@ make_repo() {
   git -C "$dir" add . && git -C "$dir" commit -qm "$mb MB"
 }
 
-start_gateway() {
-  cc-pushgate --upstream "$RIG_URL" --repo bench/r --policy "$work/policy.json" --token-file "$work/token" \
+start_gateway() {  # [policy file]
+  cc-pushgate --upstream "$RIG_URL" --repo bench/r --policy "${1:-$work/policy.json}" --token-file "$work/token" \
+    --mirror-dir "$work/mirrors" \
     > "$work/events" 2> "$work/gateway.err" &
   gw=$!
-  for _ in $(seq 200); do [ -s "$work/events" ] && break; sleep 0.1; done
-  [ -s "$work/events" ] || { echo "cc-pushgate did not start: $(cat "$work/gateway.err")" >&2; exit 1; }
+  for _ in $(seq 600); do [ -s "$work/events" ] && break; sleep 0.1; done
+  # (Also called in a subshell, where the EXIT trap does not see $gw: stop it here.)
+  [ -s "$work/events" ] || { echo "cc-pushgate did not start: $(cat "$work/gateway.err")" >&2; kill "$gw"; exit 1; }
   gw_url=$(head -n1 "$work/events" | python3 -c 'import json,sys; print(json.load(sys.stdin)["url"])')
 }
 stop_gateway() { kill "$gw"; wait "$gw" 2>/dev/null || true; gw=; }
@@ -57,6 +62,7 @@ push_time() {  # repo url -> seconds
 median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 direct_url() { echo "http://x-access-token:$RIG_WRITE_TOKEN@${RIG_URL#http://}/bench/r.git"; }
 
+if [ -z "${ONLY_ANCESTRY:-}" ]; then  # ONLY_ANCESTRY=1: the ancestry-check figures alone
 make_repo "$work/r200" 200
 start_gateway
 # Alternate the two paths and also keep each pair's ratio: on a shared machine
@@ -87,3 +93,38 @@ for mb in 50 500; do
   echo "gateway peak RSS relaying $mb MB: $((hwm / 1024)) MiB (VmHWM ${hwm} kB; push took ${t} s; target < 32 MiB, flat)"
   rm -rf "$work/r$mb"
 done
+fi
+
+# The ancestry check (force told from fast-forward): a 200 MB fast-forward of
+# an existing branch through the gateway, with a policy that needs the check
+# (on) against one that does not (off); alternating, median of RUNS. Each run
+# starts from a fresh upstream repo holding only the base commit.
+make_repo "$work/ff" 1
+base=$(git -C "$work/ff" rev-parse HEAD)
+for i in 0 1 2 3; do dd if=/dev/urandom of="$work/ff/big$i" bs=1M count=50 status=none; done
+git -C "$work/ff" add . && git -C "$work/ff" commit -qm "200 MB on top"
+update_time() {  # policy -> seconds
+  local t0 t1
+  rig_repo "$work/upstream" bench/r
+  git -C "$work/ff" push -q "$(direct_url)" "$base:refs/heads/main" 2>"$work/push.err" || { cat "$work/push.err" >&2; return 1; }
+  start_gateway "$1"
+  t0=$(date +%s.%N)
+  git -C "$work/ff" push -q "${gw_url}github.com/bench/r.git" HEAD:refs/heads/main 2>"$work/push.err" || { cat "$work/push.err" >&2; return 1; }
+  t1=$(date +%s.%N)
+  awk '/VmHWM/ { print $2 }' "/proc/$gw/status" >> "$work/hwm-$(basename "$1" .json)"
+  stop_gateway
+  awk "BEGIN { printf \"%.3f\", $t1 - $t0 }"
+}
+on=() off=() fratios=()
+for _ in $(seq "$RUNS"); do
+  a=$(update_time "$work/policy-force.json")
+  grep -q '"ancestryChecked":true' "$work/events" || { echo "the check did not run" >&2; exit 1; }
+  b=$(update_time "$work/policy.json")
+  on+=("$a") off+=("$b") fratios+=("$(awk "BEGIN { printf \"%.3f\", $a / $b }")")
+done
+m_on=$(median "${on[@]}")
+m_off=$(median "${off[@]}")
+echo "200 MB fast-forward via gateway, median of $RUNS: ancestry check on ${m_on} s (runs: ${on[*]}), off ${m_off} s (runs: ${off[*]})"
+echo "ratio on/off: $(awk "BEGIN { printf \"%.3f\", $m_on / $m_off }"); median of per-pair ratios: $(median "${fratios[@]}") (pairs: ${fratios[*]})"
+echo "gateway peak RSS (VmHWM) for the 200 MB fast-forward: check on $(sort -n "$work/hwm-policy-force" | tail -n1) kB, off $(sort -n "$work/hwm-policy" | tail -n1) kB (highest of the runs)"
+echo "mirror disk after the runs: $(du -sk "$work/mirrors" | cut -f1) kB (old tips only; quarantines removed)"

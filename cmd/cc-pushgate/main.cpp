@@ -29,6 +29,11 @@ int main(int argc, char** argv) {
         app.add_option("--api-url", o.api_url, "GitHub API base URL (App mode)");
         app.add_option("--drain-limit", o.drain_limit, "Bytes of a rejected push read and discarded before answering");
         app.add_option("--drain-timeout", o.drain_timeout_s, "Seconds spent draining a rejected push at most");
+        app.add_option("--agent", o.agent, "The agent's name: fills ${agent} in the policy's refs");
+        app.add_option("--conversation", o.conversation, "The conversation id: fills ${conversation} in the policy's refs");
+        app.add_option("--session", o.session, "The session id: fills ${session} in the policy's refs");
+        app.add_option("--mirror-dir", o.mirror_dir, "Where the per-repository mirrors for the force-push check live");
+        app.add_option("--head-timeout", o.head_timeout_s, "Seconds a client has to send a whole request head");
         std::string url;
         auto* gc = app.add_subcommand("git-config", "Print the agent-side git configuration for a gateway URL");
         gc->add_option("--url", url, "The gateway URL from the ready event")->required();

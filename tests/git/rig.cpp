@@ -235,6 +235,73 @@ int Gateway::stop() {
     return st;
 }
 
+bool have_rig() {
+    return have_program("lighttpd") && have_program("git") && fs::exists("/usr/lib/git-core/git-http-backend");
+}
+
+std::string agent_repo(const std::string& name, const Gateway& g, const std::string& repo) {
+    std::string dir = work_repo(name);
+    git({"remote", "add", "origin", "https://github.com/" + repo + ".git"}, dir);
+    auto cfg = run({bin("cc-pushgate"), "git-config", "--url", g.url()});
+    if (cfg.status != 0) throw std::runtime_error("cc-pushgate git-config failed: " + cfg.err);
+    std::string inc = dir + "/.git/cc-pushgate.config";
+    write_file(inc, cfg.out);
+    git({"config", "--add", "include.path", inc}, dir);
+    return dir;
+}
+
+std::string head(const std::string& repo) { return git({"rev-parse", "HEAD"}, repo).out.substr(0, 40); }
+
+std::vector<nlohmann::json> events(const Gateway& g, const std::string& kind) {
+    std::vector<nlohmann::json> out;
+    std::string text = g.stdout_text();
+    for (int i = 0; i < 50; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        std::string again = g.stdout_text();
+        bool stable = again == text;
+        text = std::move(again);
+        if (stable && text.find("\"event\":\"" + kind + "\"") != std::string::npos) break;
+    }
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        auto nl = text.find('\n', pos);
+        if (nl == std::string::npos) break;
+        auto j = nlohmann::json::parse(text.substr(pos, nl - pos), nullptr, false);
+        if (j.is_object() && j.value("event", "") == kind) out.push_back(j);
+        pos = nl + 1;
+    }
+    return out;
+}
+
+std::string http_raw(int port, const std::string& request) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    timeval tv{20, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(fd);
+        return "";
+    }
+    std::size_t off = 0;
+    while (off < request.size()) {
+        ssize_t n = ::send(fd, request.data() + off, request.size() - off, MSG_NOSIGNAL);
+        if (n <= 0) break;
+        off += static_cast<std::size_t>(n);
+    }
+    std::string out;
+    char buf[65536];
+    for (;;) {
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        out.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return out;
+}
+
 int Gateway::port() const { return std::stoi(url_.substr(url_.rfind(':') + 1)); }
 std::string Gateway::stdout_text() const { return read_file(out_); }
 std::string Gateway::stderr_text() const { return read_file(err_); }

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "harness.hpp"
 
 namespace cc::test::rig {
@@ -53,6 +55,10 @@ public:
     const std::string& url() const { return url_; }  // http://127.0.0.1:P/
     std::string push_url(const std::string& owner_name) const { return url_ + "github.com/" + owner_name + ".git"; }
     int port() const;
+    // A request target on this gateway: "/<secret>/" + p without its leading '/'.
+    std::string path(const std::string& p) const { return url_.substr(url_.find('/', 7)) + p.substr(1); }
+    // The Host header value git would send.
+    std::string host() const { return "127.0.0.1:" + std::to_string(port()); }
     std::string stdout_text() const;
     std::string stderr_text() const;
     // SIGTERM, wait; returns the exit status.
@@ -76,6 +82,17 @@ int bound_loopback_socket(int* port);
 // A free TCP port on 127.0.0.1 (bound, read, closed).
 int free_port();
 std::string read_file(const std::string& path);
+// lighttpd, git and git-http-backend are all there.
+bool have_rig();
+// A work repo whose origin is https://github.com/<repo>.git, with the gateway's
+// git configuration (from `cc-pushgate git-config`) included as the man page says.
+std::string agent_repo(const std::string& name, const Gateway& g, const std::string& repo = "acme/demo");
+// HEAD of a work repo.
+std::string head(const std::string& repo);
+// The gateway's event lines of `kind`, once its log has stopped growing (at most 5 s).
+std::vector<nlohmann::json> events(const Gateway& g, const std::string& kind);
+// One raw HTTP exchange: send, then read until the peer closes.
+std::string http_raw(int port, const std::string& request);
 void write_file(const std::string& path, const std::string& text, unsigned mode = 0644);
 
 }  // namespace cc::test::rig

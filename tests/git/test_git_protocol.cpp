@@ -10,6 +10,7 @@
 #include "cc/git/http.hpp"
 #include "cc/git/pkt_line.hpp"
 #include "cc/git/receive_pack.hpp"
+#include "cc/git/redact.hpp"
 #include "cc/git/token.hpp"
 
 using namespace cc::git;
@@ -87,6 +88,63 @@ TEST_CASE("RequestParser reads commands, capabilities and push options, leaving 
     CHECK(q.request().options == std::vector<std::string>{"ci.skip", "title=hello world"});
     CHECK(q.request().atomic());
     CHECK(q.take_rest() == "PACK");
+}
+
+TEST_CASE("capabilities are read as git reads them: name=value turns the capability on") {
+    // receive-pack's parse_feature_request() takes "push-options=x" as
+    // push-options: the options section must be read as options, not as pack.
+    std::string body = pkt(A + " " + B + " refs/heads/x" + std::string(1, '\0') +
+                           "report-status push-options=yes atomic=1 side-band-64k=x\n") +
+                       "0000" + pkt("ci.skip") + "0000" + "PACK";
+    RequestParser p;
+    REQUIRE(*p.feed(body));
+    CHECK(p.request().options == std::vector<std::string>{"ci.skip"});
+    CHECK(p.request().atomic());
+    CHECK(p.request().sideband_max() == max_sideband64k_data);
+    CHECK(p.take_rest() == "PACK");
+    // A longer name sharing the prefix is another capability.
+    RequestParser q;
+    REQUIRE(*q.feed(pkt(A + " " + B + " refs/heads/x" + std::string(1, '\0') + "push-optionsx atomicity\n") + "0000" +
+                    "PACK"));
+    CHECK(q.request().options.empty());
+    CHECK(!q.request().atomic());
+    CHECK(q.take_rest() == "PACK");
+}
+
+TEST_CASE("push options are capped in count and bytes") {
+    std::string head = pkt(A + " " + B + " refs/heads/x" + std::string(1, '\0') + "push-options\n") + "0000";
+    std::string many = head;
+    for (int i = 0; i < 101; ++i) many += pkt("o" + std::to_string(i));
+    RequestParser p;
+    auto r = p.feed(many + "0000");
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message == "more than 100 push options");
+    std::string big = head + pkt(std::string(60000, 'x')) + pkt(std::string(6000, 'y')) + "0000";
+    RequestParser q;
+    auto b = q.feed(big);
+    REQUIRE_FALSE(b);
+    CHECK(b.error().message == "push options are larger than 65536 bytes");
+}
+
+TEST_CASE("Redactor masks a token in every spelling, across slices, keeping lengths") {
+    const std::string tok = "ghs_Abc123+/xyz";
+    Redactor r(secret_spellings(tok));
+    std::string basic = "eC1hY2Nlc3MtdG9rZW46Z2hzX0FiYzEyMysveHl6";  // base64 of x-access-token:ghs_Abc123+/xyz
+    std::string input = "a " + tok + " b ghs_Abc123%2B%2Fxyz c Basic " + basic + " d";
+    std::string out;
+    for (char c : input) out += r.feed(std::string_view(&c, 1));
+    out += r.finish();
+    CHECK(out.size() == input.size());
+    CHECK(out.find(tok) == std::string::npos);
+    CHECK(out.find("ghs_Abc123%2B") == std::string::npos);
+    CHECK(out.find("Z2hzX0FiYzEyMysveHl6") == std::string::npos);
+    CHECK(out.rfind("a ***************", 0) == 0);
+    CHECK(r.masked());
+    // Bytes that only start like the token are passed on once it is clear they are not it.
+    Redactor q(secret_spellings(tok));
+    CHECK(q.feed("xx ghs_A") == "xx ");
+    CHECK(q.feed("bz") == "ghs_Abz");
+    CHECK(!q.masked());
 }
 
 TEST_CASE("encode_prefix rebuilds a subset with the capabilities on the new first line") {

@@ -27,10 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool have_rig() {
-    return have_program("lighttpd") && have_program("git") && fs::exists("/usr/lib/git-core/git-http-backend");
-}
-
 Upstream& upstream() {
     static Upstream u;
     return u;
@@ -78,48 +74,6 @@ Gateway& gateway() {
     return g;
 }
 
-// A clone of acme/demo whose origin is the GitHub URL, with the gateway's
-// git configuration included exactly as the man page says.
-std::string agent_repo(const std::string& name, Gateway& g, const std::string& repo = "acme/demo") {
-    std::string dir = work_repo(name);
-    git({"remote", "add", "origin", "https://github.com/" + repo + ".git"}, dir);
-    auto cfg = run({bin("cc-pushgate"), "git-config", "--url", g.url()});
-    REQUIRE(cfg.status == 0);
-    std::string inc = dir + "/.git/cc-pushgate.config";
-    write_file(inc, cfg.out);
-    REQUIRE(git({"config", "--add", "include.path", inc}, dir).status == 0);
-    return dir;
-}
-
-std::string head(const std::string& repo) {
-    auto r = git({"rev-parse", "HEAD"}, repo);
-    return r.out.substr(0, 40);
-}
-
-// The gateway writes a push's event line after it has answered git, so git can
-// exit first: wait until the log has stopped growing (and holds an event of
-// that kind), at most 5 s.
-std::vector<json> events(const Gateway& g, const std::string& kind) {
-    std::vector<json> out;
-    std::string text = g.stdout_text();
-    for (int i = 0; i < 50; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        std::string again = g.stdout_text();
-        bool stable = again == text;
-        text = std::move(again);
-        if (stable && text.find("\"event\":\"" + kind + "\"") != std::string::npos) break;
-    }
-    std::size_t pos = 0;
-    while (pos < text.size()) {
-        auto nl = text.find('\n', pos);
-        if (nl == std::string::npos) break;
-        auto j = json::parse(text.substr(pos, nl - pos), nullptr, false);
-        if (j.is_object() && j.value("event", "") == kind) out.push_back(j);
-        pos = nl + 1;
-    }
-    return out;
-}
-
 void no_token_leak(const Gateway& g, const RunResult& r) {
     CHECK(g.stdout_text().find(write_token) == std::string::npos);
     CHECK(g.stderr_text().find(write_token) == std::string::npos);
@@ -127,39 +81,14 @@ void no_token_leak(const Gateway& g, const RunResult& r) {
     CHECK(r.err.find(write_token) == std::string::npos);
 }
 
-// One raw HTTP exchange: send, then read until the gateway closes.
-std::string http_raw(int port, const std::string& request) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    timeval tv{20, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        ::close(fd);
-        return "";
-    }
-    std::size_t off = 0;
-    while (off < request.size()) {
-        ssize_t n = ::send(fd, request.data() + off, request.size() - off, MSG_NOSIGNAL);
-        if (n <= 0) break;
-        off += static_cast<std::size_t>(n);
-    }
-    std::string out;
-    char buf[65536];
-    for (;;) {
-        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-        if (n <= 0) break;
-        out.append(buf, static_cast<std::size_t>(n));
-    }
-    ::close(fd);
-    return out;
+std::string post_to(const Gateway& g, const std::string& path, const std::string& body, const std::string& extra_headers) {
+    return "POST " + g.path(path) + " HTTP/1.1\r\nHost: " + g.host() + "\r\nContent-Type: application/x-git-receive-pack-request\r\n" +
+           extra_headers + "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
 }
 
+// A POST to the shared gateway (its secret and Host added).
 std::string post(const std::string& path, const std::string& body, const std::string& extra_headers = "") {
-    return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-git-receive-pack-request\r\n" +
-           extra_headers + "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    return post_to(gateway(), path, body, extra_headers);
 }
 
 const std::string zero(40, '0');
@@ -238,7 +167,7 @@ TEST_CASE("an atomic multi-ref push with one denied ref forwards nothing") {
     CHECK(r.status == 1);
     CHECK(r.err.find(" ! [remote rejected] main -> main (Control Center policy: main is released by CI)") !=
           std::string::npos);
-    CHECK(r.err.find(" ! [remote rejected] HEAD -> f2 (atomic push failure)") != std::string::npos);
+    CHECK(r.err.find(" ! [remote rejected] HEAD -> f2 (atomic transaction failed)") != std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/f2").empty());
 }
 
@@ -318,23 +247,31 @@ TEST_CASE("repository names are normalised; an unlinked repository is refused in
           std::string::npos);
 }
 
-TEST_CASE("--worktree links the worktree's own origin repository") {
+TEST_CASE("--worktree checks the worktree's origin against the repositories the operator named") {
     NEED_RIG();
     upstream().create_repo("acme/own");
     Gateway probe_gw(gateway_args());
     std::string dir = agent_repo("own", probe_gw, "acme/own");
-    Gateway g({"--upstream", upstream().base(), "--worktree", dir, "--policy", policy_file(), "--token-file",
-               token_file()});
+    Gateway g({"--upstream", upstream().base(), "--repo", "acme/own", "--worktree", dir, "--policy", policy_file(),
+               "--token-file", token_file()});
     auto ready = json::parse(g.stdout_text().substr(0, g.stdout_text().find('\n')));
     CHECK(ready["repos"] == json::array({"github.com/acme/own"}));
     auto r = git({"push", g.push_url("acme/own"), "HEAD:refs/heads/wt"}, dir);
     INFO(r.err);
     CHECK(r.status == 0);
     CHECK(upstream().ref("acme/own", "refs/heads/wt") == head(dir));
-    auto bad = run({bin("cc-pushgate"), "--upstream", upstream().base(), "--worktree", scratch_dir(), "--policy",
-                    policy_file(), "--token-file", token_file()});
+    auto bad = run({bin("cc-pushgate"), "--upstream", upstream().base(), "--repo", "acme/own", "--worktree",
+                    scratch_dir(), "--policy", policy_file(), "--token-file", token_file()});
     CHECK(bad.status == 2);
     CHECK(bad.err.find("--worktree") != std::string::npos);
+    // The agent rewrites its origin to aim the gateway at another repository:
+    // the gateway does not start, and links nothing the operator did not name.
+    REQUIRE(git({"remote", "set-url", "origin", "https://github.com/acme/secret.git"}, dir).status == 0);
+    auto aimed = run({bin("cc-pushgate"), "--upstream", upstream().base(), "--repo", "acme/own", "--worktree", dir,
+                      "--policy", policy_file(), "--token-file", token_file()});
+    CHECK(aimed.status == 2);
+    CHECK(aimed.err.find("--worktree: origin of '" + dir + "' is github.com/acme/secret, which no --repo names") !=
+          std::string::npos);
 }
 
 TEST_CASE("the upstream down: git shows a remote: line and a rejected ref, no hang") {
@@ -361,7 +298,10 @@ TEST_CASE("a failing token command: git shows the reason, the push goes nowhere"
     auto r = git({"push", "origin", "HEAD:refs/heads/feature"}, dir);
     CHECK(r.status == 1);
     CHECK(r.err.find("remote: Control Center: could not get a write token") != std::string::npos);
-    CHECK(r.err.find("exited with status 3: vault is sealed)") != std::string::npos);
+    // The helper's stderr goes to the operator's log, never to the agent.
+    CHECK(r.err.find("exited with status 3 (its stderr is in the gateway's log))") != std::string::npos);
+    CHECK(r.err.find("vault is sealed") == std::string::npos);
+    CHECK(g.stderr_text().find("stderr: vault is sealed") != std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/feature").empty());
 }
 
@@ -499,7 +439,7 @@ TEST_CASE("protocol: bad bodies get a 400 naming the problem, never a hang") {
 TEST_CASE("protocol: a probe is answered like http-backend, and keep-alive serves the next request") {
     NEED_RIG();
     std::string path = "/github.com/acme/demo.git/git-receive-pack";
-    std::string probe = "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\n0000";
+    std::string probe = "POST " + gateway().path(path) + " HTTP/1.1\r\nHost: " + gateway().host() + "\r\nContent-Length: 4\r\n\r\n0000";
     std::string denied = post(path, command_body("refs/heads/main"));
     std::string resp = http_raw(gateway().port(), probe + denied);
     CHECK(resp.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
@@ -520,8 +460,8 @@ TEST_CASE("protocol: chunked and gzip bodies are decoded") {
         chunked += std::string(hex) + "\r\n" + part + "\r\n";
     }
     chunked += "0\r\n\r\n";
-    std::string req = "POST " + path +
-                      " HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n"
+    std::string req = "POST " + gateway().path(path) + " HTTP/1.1\r\nHost: " + gateway().host() +
+                      "\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n"
                       "Connection: close\r\n\r\n" + chunked;
     std::string resp = http_raw(gateway().port(), req);
     INFO(resp);
@@ -538,11 +478,13 @@ TEST_CASE("protocol: chunked and gzip bodies are decoded") {
 TEST_CASE("protocol: fetch and stray paths are refused, never with 401") {
     NEED_RIG();
     int port = gateway().port();
-    std::string fetch = http_raw(port, "GET /github.com/acme/demo.git/info/refs?service=git-upload-pack HTTP/1.1\r\n"
-                                       "Host: x\r\nConnection: close\r\n\r\n");
+    std::string fetch =
+        http_raw(port, "GET " + gateway().path("/github.com/acme/demo.git/info/refs?service=git-upload-pack") +
+                           " HTTP/1.1\r\nHost: " + gateway().host() + "\r\nConnection: close\r\n\r\n");
     CHECK(fetch.rfind("HTTP/1.1 403", 0) == 0);
     CHECK(fetch.find("fetch from the original URL") != std::string::npos);
-    std::string stray = http_raw(port, "GET /etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    std::string stray = http_raw(port, "GET " + gateway().path("/etc/passwd") + " HTTP/1.1\r\nHost: " + gateway().host() +
+                                           "\r\nConnection: close\r\n\r\n");
     CHECK(stray.rfind("HTTP/1.1 404", 0) == 0);
     std::string garbage = http_raw(port, "HELLO\r\n\r\n");
     CHECK(garbage.rfind("HTTP/1.1 400", 0) == 0);

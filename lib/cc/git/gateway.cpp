@@ -1,7 +1,10 @@
 #include "cc/git/gateway.hpp"
 
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -12,6 +15,8 @@
 #include <boost/process.hpp>
 
 #include <atomic>
+#include <deque>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <future>
@@ -19,332 +24,115 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
+#include "cc/git/ancestry.hpp"
 #include "cc/git/http.hpp"
 #include "cc/git/receive_pack.hpp"
+#include "cc/git/redact.hpp"
+#include "cc/git/forward.hpp"
+#include "cc/git/server.hpp"
+#include "cc/git/upstream.hpp"
 
 namespace cc::git {
 
 namespace asio = boost::asio;
-using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 namespace {
 
-constexpr std::size_t io_chunk = 64 * 1024;
-const char* result_type = "application/x-git-receive-pack-result";
 const char* advert_type = "application/x-git-receive-pack-advertisement";
-
-void log_line(const std::string& s) {
-    static std::mutex mu;
-    std::lock_guard<std::mutex> lock(mu);
-    std::cerr << "cc-pushgate: " << s << '\n';
-}
-
-// ---------------------------------------------------------------- client side
-
-// One accepted connection: buffered reads and whole writes, each bounded by
-// poll(2) timeouts so a silent peer cannot pin a thread.
-class Conn {
-public:
-    Conn(int fd, std::chrono::milliseconds timeout) : fd_(fd), timeout_(timeout) {}
-    std::string in;  // received, not yet consumed
-
-    // Appends what is readable to `in`. false: the peer closed.
-    Result<bool> fill(std::chrono::milliseconds timeout) {
-        pollfd p{fd_, POLLIN, 0};
-        int r;
-        do r = ::poll(&p, 1, static_cast<int>(timeout.count()));
-        while (r < 0 && errno == EINTR);
-        if (r == 0) return io_error("client", "timed out", ETIMEDOUT);
-        if (r < 0) return io_error("client", "poll failed");
-        char buf[io_chunk];
-        ssize_t n;
-        do n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
-        while (n < 0 && errno == EINTR);
-        if (n < 0) {
-            if (errno == EAGAIN) return true;
-            return io_error("client", "read failed");
-        }
-        if (n == 0) return false;
-        in.append(buf, static_cast<std::size_t>(n));
-        return true;
-    }
-    Result<bool> fill() { return fill(timeout_); }
-
-    Status write_all(std::string_view data) {
-        std::size_t off = 0;
-        while (off < data.size()) {
-            ssize_t n = ::send(fd_, data.data() + off, data.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
-            if (n > 0) {
-                off += static_cast<std::size_t>(n);
-                continue;
-            }
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0 && errno != EAGAIN) return io_error("client", "write failed");
-            pollfd p{fd_, POLLOUT, 0};
-            int r = ::poll(&p, 1, static_cast<int>(timeout_.count()));
-            if (r == 0) return io_error("client", "write timed out", ETIMEDOUT);
-            if (r < 0 && errno != EINTR) return io_error("client", "poll failed");
-        }
-        return ok();
-    }
-
-private:
-    int fd_;
-    std::chrono::milliseconds timeout_;
-};
-
-// A request body as it arrives: Content-Length or chunked framing, then gzip
-// when the client says Content-Encoding: gzip (git never does for pushes, but
-// http-backend accepts it, so the gateway does too).
-class Body {
-public:
-    Body(Conn& c, const http::RequestHead& h) : c_(c) {
-        if (h.chunked()) {
-            mode_ = Mode::chunked;
-        } else if (auto cl = h.header("content-length")) {
-            auto n = http::parse_content_length(*cl);
-            if (!n) {
-                init_error_ = n.error();
-            } else {
-                mode_ = Mode::length;
-                remaining_ = declared_ = *n;
-            }
-        }
-        if (auto ce = h.header("content-encoding")) {
-            std::string v = *ce;
-            for (char& ch : v) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-            if (v == "gzip" || v == "x-gzip") {
-                gzip_ = true;
-                std::memset(&z_, 0, sizeof z_);
-                if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) init_error_ = io_error("gzip", "inflateInit2 failed", 0);
-            } else if (v != "identity") {
-                init_error_ = input_error("Content-Encoding", "'" + v + "' is not supported (gzip or identity)");
-            }
-        }
-    }
-    ~Body() {
-        if (gzip_) inflateEnd(&z_);
-    }
-    Body(const Body&) = delete;
-    Body& operator=(const Body&) = delete;
-
-    std::optional<Error> init_error() const { return init_error_; }
-    // The decoded length when the client declared it (Content-Length, no gzip).
-    std::optional<std::uint64_t> declared_length() const {
-        if (mode_ != Mode::length || gzip_) return std::nullopt;
-        return declared_;
-    }
-    bool complete() const { return raw_done_ && (!gzip_ || z_done_); }
-    std::uint64_t wire_bytes() const { return wire_; }
-
-    // Appends up to `cap` decoded bytes to `out`; 0 means the body ended.
-    Result<std::size_t> read(std::string& out, std::size_t cap) {
-        if (!gzip_) return read_raw(out, cap);
-        while (!z_done_) {
-            if (zin_.size() == zoff_ && !raw_done_) {
-                zin_.clear();
-                zoff_ = 0;
-                auto n = read_raw(zin_, io_chunk);
-                if (!n) return n.error();
-            }
-            if (zin_.size() == zoff_ && raw_done_) return input_error("gzip body", "ends early");
-            std::size_t before = out.size();
-            out.resize(before + cap);
-            z_.next_in = reinterpret_cast<Bytef*>(zin_.data() + zoff_);
-            z_.avail_in = static_cast<uInt>(zin_.size() - zoff_);
-            z_.next_out = reinterpret_cast<Bytef*>(out.data() + before);
-            z_.avail_out = static_cast<uInt>(cap);
-            int r = inflate(&z_, Z_NO_FLUSH);
-            zoff_ = zin_.size() - z_.avail_in;
-            std::size_t produced = cap - z_.avail_out;
-            out.resize(before + produced);
-            if (r == Z_STREAM_END) {
-                // Another gzip member may follow (RFC 1952 section 2.2).
-                if (zoff_ < zin_.size() || !raw_done_) {
-                    std::string peek;
-                    if (zoff_ == zin_.size()) {
-                        zin_.clear();
-                        zoff_ = 0;
-                        auto n = read_raw(zin_, io_chunk);
-                        if (!n) return n.error();
-                    }
-                    if (zoff_ < zin_.size()) {
-                        inflateReset(&z_);
-                    } else {
-                        z_done_ = true;
-                    }
-                } else {
-                    z_done_ = true;
-                }
-            } else if (r != Z_OK && r != Z_BUF_ERROR) {
-                return input_error("gzip body", z_.msg ? z_.msg : "corrupt data");
-            }
-            if (produced) return produced;
-        }
-        return std::size_t{0};
-    }
-
-    // Reads and discards the rest, within a byte and a time cap. false: a cap
-    // was hit (the caller answers and closes the connection).
-    bool drain(std::uint64_t limit, std::chrono::seconds time_cap) {
-        auto deadline = Clock::now() + time_cap;
-        std::string sink;
-        std::uint64_t start = wire_;
-        while (!raw_done_) {
-            if (wire_ - start > limit || Clock::now() > deadline) return false;
-            sink.clear();
-            auto n = read_raw(sink, io_chunk);
-            if (!n) return false;
-        }
-        return true;
-    }
-
-private:
-    Result<std::size_t> read_raw(std::string& out, std::size_t cap) {
-        if (init_error_) return *init_error_;
-        if (raw_done_) return std::size_t{0};
-        if (mode_ == Mode::none) {
-            raw_done_ = true;
-            return std::size_t{0};
-        }
-        for (;;) {
-            // Check for the end before waiting for bytes that will never come.
-            if ((mode_ == Mode::length && remaining_ == 0) || (mode_ == Mode::chunked && dec_.done())) {
-                raw_done_ = true;
-                return std::size_t{0};
-            }
-            if (c_.in.empty()) {
-                auto f = c_.fill();
-                if (!f) return f.error();
-                if (!*f) return input_error("request body", "ends early (the client closed the connection)");
-            }
-            if (mode_ == Mode::length) {
-                std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>({remaining_, c_.in.size(), cap}));
-                out.append(c_.in, 0, n);
-                c_.in.erase(0, n);
-                remaining_ -= n;
-                wire_ += n;
-                return n;
-            }
-            std::size_t before = out.size();
-            auto used = dec_.decode(c_.in, out, cap);
-            if (!used) return used.error();
-            c_.in.erase(0, *used);
-            wire_ += *used;
-            if (out.size() > before) return out.size() - before;
-            if (dec_.done()) {
-                raw_done_ = true;
-                return std::size_t{0};
-            }
-        }
-    }
-
-    enum class Mode { none, length, chunked };
-    Conn& c_;
-    Mode mode_ = Mode::none;
-    std::uint64_t remaining_ = 0, wire_ = 0, declared_ = 0;
-    http::ChunkedDecoder dec_;
-    bool raw_done_ = false;
-    std::optional<Error> init_error_;
-    bool gzip_ = false, z_done_ = false;
-    z_stream z_{};
-    std::string zin_;
-    std::size_t zoff_ = 0;
-};
-
-std::string response_head(int status, const std::string& type, std::optional<std::size_t> length, bool close) {
-    std::string h = "HTTP/1.1 " + std::to_string(status) + " " + http::status_text(status) + "\r\n";
-    h += "Content-Type: " + type + "\r\n";
-    h += "Cache-Control: no-cache, max-age=0, must-revalidate\r\n";
-    h += "Server: cc-pushgate/" CC_VERSION "\r\n";
-    if (length)
-        h += "Content-Length: " + std::to_string(*length) + "\r\n";
-    else
-        h += "Transfer-Encoding: chunked\r\n";
-    if (close) h += "Connection: close\r\n";
-    return h + "\r\n";
-}
-
-// true when the whole response was written.
-bool send_whole(Conn& c, int status, const std::string& type, const std::string& body, bool close) {
-    return c.write_all(response_head(status, type, body.size(), close) + body).ok();
-}
-
-// A response relayed as it arrives, in chunked coding.
-class ChunkedWriter {
-public:
-    explicit ChunkedWriter(Conn& c) : c_(c) {}
-    bool started() const { return started_; }
-    Status begin(int status, const std::string& type, bool close) {
-        started_ = true;
-        return c_.write_all(response_head(status, type, std::nullopt, close));
-    }
-    Status chunk(std::string_view data) {
-        if (data.empty()) return ok();
-        char size[24];
-        int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
-        std::string frame(size, static_cast<std::size_t>(n));
-        frame.append(data);
-        frame += "\r\n";
-        return c_.write_all(frame);
-    }
-    Status end() { return c_.write_all("0\r\n\r\n"); }
-
-private:
-    Conn& c_;
-    bool started_ = false;
-};
-
-// ---------------------------------------------------------------- upstream
-
-struct CurlHandle {
-    CURL* h = curl_easy_init();
-    curl_slist* headers = nullptr;
-    ~CurlHandle() {
-        curl_slist_free_all(headers);
-        if (h) curl_easy_cleanup(h);
-    }
-    void header(const std::string& line) { headers = curl_slist_append(headers, line.c_str()); }
-};
-
-void common_curl(CurlHandle& c, const std::string& url, const std::string& token, const std::string& agent,
-                 std::chrono::seconds io_timeout) {
-    curl_easy_setopt(c.h, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c.h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c.h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c.h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c.h, CURLOPT_CONNECTTIMEOUT, 10L);
-    // A big pack may keep upstream silent while it indexes; only a stall this long is an error.
-    curl_easy_setopt(c.h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(c.h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(io_timeout.count()));
-    curl_easy_setopt(c.h, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
-    curl_easy_setopt(c.h, CURLOPT_BUFFERSIZE, static_cast<long>(io_chunk));
-    // Basic with the token as password, sent up front (git itself waits for a
-    // 401). "x-access-token" is GitHub's username for installation tokens.
-    curl_easy_setopt(c.h, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-    curl_easy_setopt(c.h, CURLOPT_USERNAME, "x-access-token");
-    curl_easy_setopt(c.h, CURLOPT_PASSWORD, token.c_str());
-    curl_easy_setopt(c.h, CURLOPT_USERAGENT, agent.c_str());
-}
-
-std::string curl_error_text(CURLcode rc, const char* errbuf) {
-    std::string s = errbuf && *errbuf ? errbuf : curl_easy_strerror(rc);
-    return one_line(s, 200);
-}
-
-size_t collect_capped(char* p, size_t size, size_t n, void* ud) {
-    auto* s = static_cast<std::string*>(ud);
-    if (s->size() + size * n > (32u << 20)) return 0;
-    s->append(p, size * n);
-    return size * n;
-}
 
 // ---------------------------------------------------------------- the gateway
 
 struct Linked {
     std::string owner, name;  // as the operator spelled them
+};
+
+// Connections that have not yet shown the session secret. Capped: when full,
+// the one waiting longest is cut (shutdown, so its thread sees the end) to make
+// room, so idle or slow clients cannot keep the session's own pushes out.
+// Only this registry shuts a pending fd down, under its lock, and a connection
+// leaves it before its fd is closed, so a reused fd number is never hit.
+class Pending {
+public:
+    explicit Pending(std::size_t cap) : cap_(cap) {}
+    void add(int fd) {
+        std::lock_guard<std::mutex> lock(mu_);
+        while (fds_.size() >= cap_ && !fds_.empty()) {
+            ::shutdown(fds_.front(), SHUT_RDWR);
+            fds_.pop_front();
+            ++evicted_;
+        }
+        fds_.push_back(fd);
+    }
+    void remove(int fd) {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = std::find(fds_.begin(), fds_.end(), fd);
+        if (it != fds_.end()) fds_.erase(it);
+    }
+    std::size_t evicted() const {
+        std::lock_guard<std::mutex> lock(mu_);
+        return evicted_;
+    }
+
+private:
+    std::size_t cap_;
+    mutable std::mutex mu_;
+    std::deque<int> fds_;
+    std::size_t evicted_ = 0;
+};
+
+// Invisible and direction-changing characters (UTF-8): a ref name carrying
+// one can read as another name in a terminal or a review tool. Returns the
+// first one as U+XXXX, or "".
+std::string invisible_char(std::string_view ref) {
+    for (std::size_t i = 0; i + 1 < ref.size(); ++i) {
+        auto b = [&](std::size_t k) { return static_cast<unsigned char>(ref[k]); };
+        unsigned cp = 0;
+        if (b(i) == 0xD8 && b(i + 1) == 0x9C) cp = 0x061C;
+        if (i + 2 < ref.size()) {
+            unsigned c3 = ((b(i) & 0x0F) << 12) | ((b(i + 1) & 0x3F) << 6) | (b(i + 2) & 0x3F);
+            if ((b(i) & 0xF0) == 0xE0 &&
+                ((c3 >= 0x200B && c3 <= 0x200F) || (c3 >= 0x202A && c3 <= 0x202E) || (c3 >= 0x2060 && c3 <= 0x2069) ||
+                 c3 == 0xFEFF))
+                cp = c3;
+        }
+        if (cp) {
+            char buf[16];
+            std::snprintf(buf, sizeof buf, "U+%04X", cp);
+            return buf;
+        }
+    }
+    return "";
+}
+
+// The name a ref could be mistaken for: ASCII lower case, invisible
+// characters dropped. Equal to the ref when there is nothing to mistake.
+std::string lookalike(std::string_view ref) {
+    std::string out;
+    for (std::size_t i = 0; i < ref.size();) {
+        auto c = static_cast<unsigned char>(ref[i]);
+        if (c >= 0xC0 && !invisible_char(ref.substr(i, 3)).empty()) {
+            i += c == 0xD8 ? 2 : 3;
+            continue;
+        }
+        out.push_back(static_cast<char>(std::tolower(c)));
+        ++i;
+    }
+    return out;
+}
+
+// One ref update and what the policy says of it.
+struct RefVerdict {
+    const Command* cmd;
+    policy::Verdict v;
+    std::string target;  // the upstream's symbolic ref target, when the name is one
+    std::string kind;    // create, update, force, delete ("update" until ancestry says force)
+    // An update whose verdict would be stricter as a force push: that verdict,
+    // applied when the pack shows the old tip is not an ancestor of the new.
+    std::optional<policy::Verdict> if_force;
+    bool checked = false;  // ancestry was looked at
 };
 
 class Gateway {
@@ -376,12 +164,30 @@ public:
     }
 
     void serve_connection(int fd);
+    // The session secret (first path segment of every request) and the Host
+    // values this gateway answers to; set once, before the first connection.
+    void watch_pending(std::shared_ptr<Pending> p) { pending_ = std::move(p); }
+    void admit_only(std::string secret, std::vector<std::string> hosts) {
+        prefix_ = "/" + std::move(secret) + "/";
+        hosts_ = std::move(hosts);
+    }
     // Requests being answered (idle keep-alive connections do not count).
     int busy() const { return busy_.load(); }
 
 private:
     void handle_info_refs(Conn& c, const http::RequestHead& h, const Route& route, bool close);
     bool handle_push(Conn& c, const http::RequestHead& h, const Route& route, bool close);
+    std::optional<std::string> resolve_symrefs(const Linked& target, const std::string& token,
+                                               const http::RequestHead& h, std::vector<RefVerdict>& verdicts);
+    policy::Verdict judge(const std::string& ref, const std::string& kind) const {
+        return policy::decide(cfg_.policy, {"push", cfg_.mode, ref}, policy::PushFacts{kind, cfg_.ref_vars});
+    }
+    std::mutex& mirror_lock(const std::string& repo_key) {
+        std::lock_guard<std::mutex> lock(mirrors_mu_);
+        auto& m = mirror_locks_[repo_key];
+        if (!m) m = std::make_unique<std::mutex>();
+        return *m;
+    }
     std::string upstream_url(const Linked& l) const { return upstream_ + "/" + l.owner + "/" + l.name + ".git"; }
 
     const GatewayConfig& cfg_;
@@ -390,12 +196,54 @@ private:
     std::string upstream_;
     std::map<std::string, Linked> linked_;
     std::atomic<int> busy_{0};
+    std::mutex mirrors_mu_;
+    std::map<std::string, std::unique_ptr<std::mutex>> mirror_locks_;
+    std::shared_ptr<Pending> pending_;
+    std::atomic<std::size_t> admitted_{0};  // connections past the secret check
+    std::string prefix_;               // "/<secret>/"
+    std::vector<std::string> hosts_;   // lower case host:port
+    std::optional<std::string> refusal(http::RequestHead& h) const;
 };
+
+// Only the session this gateway serves may push: its requests carry the
+// secret from the ready event's URL as their first path segment. The Host
+// check keeps a web page that rebinds a DNS name to 127.0.0.1 out (its
+// requests name that host). On success the secret is cut from the target.
+std::optional<std::string> Gateway::refusal(http::RequestHead& h) const {
+    auto host = h.header("host");
+    if (!host) return std::string("request has no Host header");
+    std::string lower_host = *host;
+    for (char& ch : lower_host) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (std::find(hosts_.begin(), hosts_.end(), lower_host) == hosts_.end())
+        return "Host '" + one_line(*host, 100) + "' is not this gateway's address";
+    const std::string& t = h.target;
+    bool same = t.size() >= prefix_.size();
+    unsigned char diff = same ? 0 : 1;
+    // Compared in constant time: the secret is the whole of the client's credential.
+    for (std::size_t i = 0; i < prefix_.size(); ++i)
+        diff |= static_cast<unsigned char>(prefix_[i] ^ (i < t.size() ? t[i] : 0));
+    if (diff != 0) return std::string("request does not carry this session's gateway secret (use the URL from the ready event)");
+    h.target = t.substr(prefix_.size() - 1);
+    return std::nullopt;
+}
 
 void Gateway::serve_connection(int fd) {
     Conn c(fd, cfg_.io_timeout);
+    bool admitted = false;
+    struct Leave {
+        Gateway& g;
+        int fd;
+        bool& admitted;
+        ~Leave() {
+            if (admitted) --g.admitted_;
+            else if (g.pending_) g.pending_->remove(fd);
+        }
+    } leave{*this, fd, admitted};
     for (;;) {
         std::optional<http::RequestHead> head;
+        // The whole head must arrive within --head-timeout (a slow or idle
+        // client is not given the body's idle timeout to sit on a thread).
+        auto deadline = Clock::now() + cfg_.head_timeout;
         while (!head) {
             auto h = http::take_head(c.in);
             if (!h) {
@@ -406,8 +254,10 @@ void Gateway::serve_connection(int fd) {
                 head = std::move(**h);
                 break;
             }
-            auto f = c.fill();
-            if (!f || !*f) return;  // idle timeout or the client went away
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+            if (left.count() <= 0) return;
+            auto f = c.fill(left);
+            if (!f || !*f) return;  // head timeout or the client went away
         }
         bool close = !head->keep_alive();
         ++busy_;
@@ -415,6 +265,29 @@ void Gateway::serve_connection(int fd) {
             std::atomic<int>& n;
             ~Done() { --n; }
         } done{busy_};
+        if (auto why = refusal(*head)) {
+            // Never 401 (git would prompt): an ERR advertisement makes git print
+            // "fatal: remote error: <why>"; anything else gets a 403 saying it.
+            log_line("refused a request: " + *why);
+            emit_({{"event", "refused"}, {"repo", ""}, {"reason", *why}});
+            Body b(c, *head);
+            if (!b.init_error()) (void)b.drain(1u << 20, std::chrono::seconds(5));
+            bool advert = head->target.find("/info/refs") != std::string::npos;
+            send_whole(c, advert ? 200 : 403, advert ? advert_type : "text/plain",
+                       advert ? error_advertisement("Control Center: " + *why) : "Control Center: " + *why + "\n", true);
+            return;
+        }
+        if (!admitted) {
+            if (pending_) pending_->remove(fd);
+            if (admitted_.fetch_add(1) >= cfg_.max_connections) {
+                --admitted_;
+                Body b(c, *head);
+                if (!b.init_error()) (void)b.drain(1u << 20, std::chrono::seconds(5));
+                send_whole(c, 503, "text/plain", "Control Center: gateway is busy\n", true);
+                return;
+            }
+            admitted = true;
+        }
         Route route = parse_route(head->target);
         if (route.kind == Route::Kind::info_refs && (head->method == "GET" || head->method == "HEAD")) {
             handle_info_refs(c, *head, route, close);
@@ -497,84 +370,61 @@ void Gateway::handle_info_refs(Conn& c, const http::RequestHead& h, const Route&
     send_whole(c, 200, advert_type, h.method == "HEAD" ? std::string() : body, close);
 }
 
-// Streams prefix, pack start and the rest of the client's body into curl, and
-// the upstream answer back to the client (as is, or merged with rejections).
-struct Forward {
-    Conn* conn = nullptr;
-    Body* body = nullptr;
-    std::string out;          // bytes for curl, not yet handed over
-    std::size_t out_off = 0;
-    bool with_pack = true;
-    bool body_failed = false;
-    std::optional<Error> client_error;
-    std::uint64_t sent = 0;
-    // response
-    CURL* curl = nullptr;
-    bool merge = false;       // false: relay as is
-    std::size_t sideband = 0;
-    ChunkedWriter* writer = nullptr;
-    SidebandDemux demux;
-    std::string raw;          // report without side-band, or a non-200 body
-    bool bad_upstream = false;
-    bool close_after = false;
 
-    static size_t on_read(char* buf, size_t size, size_t n, void* ud) {
-        auto* f = static_cast<Forward*>(ud);
-        size_t cap = size * n;
-        if (f->out_off == f->out.size()) {
-            f->out.clear();
-            f->out_off = 0;
-            if (!f->with_pack) return 0;
-            auto r = f->body->read(f->out, std::min(cap, io_chunk));
-            if (!r) {
-                f->body_failed = true;
-                f->client_error = r.error();
-                return CURL_READFUNC_ABORT;
-            }
-            if (*r == 0) return 0;
-        }
-        size_t k = std::min(cap, f->out.size() - f->out_off);
-        std::memcpy(buf, f->out.data() + f->out_off, k);
-        f->out_off += k;
-        f->sent += k;
-        return k;
+// A name the upstream resolves through a symbolic ref moves (or deletes) the
+// ref it points at: receive-pack updates the target. So each open verdict is
+// also asked of the target, and the stricter of the two stands. When the
+// upstream cannot say which names are symbolic, nothing goes (fail closed):
+// the reason is returned, and the push fails as when upstream is down.
+std::optional<std::string> Gateway::resolve_symrefs(const Linked& target, const std::string& token,
+                                                    const http::RequestHead& h, std::vector<RefVerdict>& verdicts) {
+    std::vector<std::string> names;
+    for (const auto& rv : verdicts)
+        if (rv.v.decision != policy::Decision::deny) names.push_back(rv.cmd->ref);
+    auto remote = ls_refs(upstream_url(target), token, h.header("user-agent").value_or("git/cc-pushgate"), names,
+                          cfg_.io_timeout);
+    if (!remote) {
+        if (remote.error().subject == "upstream unreachable") return remote.error().one_line();
+        return "could not read the upstream's symbolic refs (" + remote.error().one_line() + ")";
     }
-
-    static size_t on_write(char* p, size_t size, size_t n, void* ud) {
-        auto* f = static_cast<Forward*>(ud);
-        size_t len = size * n;
-        long status = 0;
-        curl_easy_getinfo(f->curl, CURLINFO_RESPONSE_CODE, &status);
-        if (status != 200) {
-            if (f->raw.size() < 65536) f->raw.append(p, std::min(len, 65536 - f->raw.size()));
-            return len;
+    for (auto& rv : verdicts) {
+        if (rv.v.decision == policy::Decision::deny) continue;
+        auto r = remote->find(rv.cmd->ref);
+        if (r == remote->end() || r->second.symref_target.empty()) continue;
+        // ls-refs names the final target; follow what it lists, a few hops at most.
+        std::string t = r->second.symref_target;
+        for (int hop = 0; hop < 5; ++hop) {
+            auto n = remote->find(t);
+            if (n == remote->end() || n->second.symref_target.empty() || n->second.symref_target == t) break;
+            t = n->second.symref_target;
         }
-        std::string_view data(p, len);
-        if (!f->merge) {
-            if (!f->writer->started()) {
-                char* ct = nullptr;
-                curl_easy_getinfo(f->curl, CURLINFO_CONTENT_TYPE, &ct);
-                if (!f->writer->begin(200, ct ? ct : result_type, f->close_after)) return 0;
+        rv.target = t;
+        policy::Verdict tv;
+        if (t.rfind("refs/", 0) != 0) {
+            tv.decision = policy::Decision::deny;
+            tv.reason = "it points outside refs/ ('" + one_line(t, 200) + "')";
+            tv.source = "symrefs";
+        } else {
+            tv = judge(t, rv.kind);
+            if (rv.kind == "update") {
+                policy::Verdict tf = judge(t, "force");
+                policy::Verdict& f = rv.if_force ? *rv.if_force : (rv.if_force = rv.v, *rv.if_force);
+                if (tf.decision > f.decision) {
+                    f.decision = tf.decision;
+                    f.source = tf.source;
+                    f.reason = rv.cmd->ref + " is a symbolic ref to " + t + " on the upstream: " + tf.reason;
+                }
             }
-            return f->writer->chunk(data) ? len : 0;
         }
-        if (!f->sideband) {
-            if (f->raw.size() + len > (16u << 20)) return 0;
-            f->raw.append(data);
-            return len;
+        if (tv.decision > rv.v.decision) {
+            rv.v.decision = tv.decision;
+            rv.v.source = tv.source;
+            rv.v.reason = rv.cmd->ref + " is a symbolic ref to " + t + " on the upstream: " + tv.reason;
         }
-        auto relay = f->demux.feed(data);
-        if (!relay) {
-            f->bad_upstream = true;
-            return 0;
-        }
-        if (!relay->empty()) {
-            if (!f->writer->started() && !f->writer->begin(200, result_type, f->close_after)) return 0;
-            if (!f->writer->chunk(*relay)) return 0;
-        }
-        return len;
+        if (rv.if_force && rv.if_force->decision <= rv.v.decision) rv.if_force.reset();
     }
-};
+    return std::nullopt;
+}
 
 bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& route, bool close) {
     auto t0 = Clock::now();
@@ -624,10 +474,6 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
 
     // 2. One verdict per ref.
     auto it = linked_.find(route.repo_key);
-    struct RefVerdict {
-        const Command* cmd;
-        policy::Verdict v;
-    };
     std::vector<RefVerdict> verdicts;
     for (const auto& cmd : req.commands) {
         policy::Verdict v;
@@ -635,22 +481,90 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
             v.decision = policy::Decision::deny;
             v.reason = "repository '" + route.repo_key + "' is not linked to this workspace";
             v.source = "repos";
-        } else if (policy::is_read_only(cfg_.mode)) {
-            // F30: a read-only session changes nothing, whatever the rules say.
-            v.decision = policy::Decision::deny;
-            v.reason = "push is not allowed in " + std::string(policy::to_string(cfg_.mode)) + " mode (read-only)";
-            v.source = "mode:" + std::string(policy::to_string(cfg_.mode));
-        } else {
-            v = policy::decide(cfg_.policy, {"push", cfg_.mode, cmd.ref});
-            if (v.decision == policy::Decision::ask) {
-                json q = {{"action", "push"},       {"mode", policy::to_string(cfg_.mode)},
-                          {"repo", route.repo_key}, {"ref", cmd.ref},
-                          {"old", cmd.old_oid},     {"new", cmd.new_oid},
-                          {"kind", cmd.kind()},     {"reason", v.reason}};
-                v = policy::resolve_ask(v, q, cfg_.approver);
+        }
+        RefVerdict rv{&cmd, v, {}, std::string(cmd.kind()), std::nullopt, false};
+        std::string hidden = invisible_char(cmd.ref);
+        if (it != linked_.end() && !hidden.empty()) {
+            rv.v.decision = policy::Decision::deny;
+            rv.v.reason = "ref name has an invisible or bidi control character (" + hidden + ")";
+            rv.v.source = "refname";
+        } else if (it != linked_.end()) {
+            // Read-only modes deny every push: the policy decides that too.
+            rv.v = judge(cmd.ref, rv.kind);
+            // The client's old and new ids cannot say whether an update is a
+            // fast-forward; only the objects can. Where the answer matters, the
+            // pack is checked on its way through (below).
+            if (rv.kind == "update") {
+                policy::Verdict vf = judge(cmd.ref, "force");
+                if (vf.decision > rv.v.decision) rv.if_force = vf;
             }
         }
-        verdicts.push_back({&cmd, v});
+        verdicts.push_back(std::move(rv));
+    }
+    // The write token is fetched once per push, before anything is asked of
+    // upstream; a failure rejects the refs that would have gone (below).
+    std::optional<Result<std::string>> token;
+    std::optional<std::string> upstream_failure;
+    bool any_open = std::any_of(verdicts.begin(), verdicts.end(),
+                                [](const RefVerdict& rv) { return rv.v.decision != policy::Decision::deny; });
+    if (any_open) {
+        token = cfg_.tokens->token(it->second.owner, it->second.name);
+        if (*token) upstream_failure = resolve_symrefs(it->second, **token, h, verdicts);
+    }
+    for (auto& rv : verdicts) {
+        if (rv.v.decision != policy::Decision::ask) continue;
+        json q = {{"action", "push"},       {"mode", policy::to_string(cfg_.mode)},
+                  {"repo", route.repo_key}, {"ref", rv.cmd->ref},
+                  {"old", rv.cmd->old_oid}, {"new", rv.cmd->new_oid},
+                  {"kind", rv.cmd->kind()}, {"reason", rv.v.reason}};
+        if (!rv.target.empty()) q["symrefTarget"] = rv.target;
+        rv.v = policy::resolve_ask(rv.v, q, cfg_.approver);
+    }
+    // Ancestry checks: the old tips into the mirror, a quarantine for the pack.
+    // When that cannot be done, the update is judged as a force push.
+    std::unique_ptr<Quarantine> quarantine;
+    std::unique_lock<std::mutex> mirror_guard;
+    std::vector<RefVerdict*> to_check;
+    for (auto& rv : verdicts)
+        if (rv.if_force && rv.v.decision == policy::Decision::allow) to_check.push_back(&rv);
+    auto as_force = [&](RefVerdict& rv, const std::string& why) {
+        policy::Verdict f = *rv.if_force;
+        f.reason = why + ": " + f.reason;
+        json q = {{"action", "push"},       {"mode", policy::to_string(cfg_.mode)},
+                  {"repo", route.repo_key}, {"ref", rv.cmd->ref},
+                  {"old", rv.cmd->old_oid}, {"new", rv.cmd->new_oid},
+                  {"kind", "force"},        {"reason", f.reason}};
+        if (f.decision == policy::Decision::ask) f = policy::resolve_ask(f, q, cfg_.approver);
+        rv.v = f;
+        rv.if_force.reset();
+    };
+    if (!to_check.empty()) {
+        std::string failure;
+        if (!token || !*token) {
+            failure = "no write token to fetch the old tip with";
+        } else {
+            mirror_guard = std::unique_lock<std::mutex>(mirror_lock(route.repo_key));
+            auto mirror = Mirror::open(cfg_.mirror_dir, route.repo_key);
+            if (!mirror) failure = mirror.error().one_line();
+            for (auto* rv : to_check) {
+                if (!failure.empty()) break;
+                const std::string& fetch_ref = rv->target.empty() ? rv->cmd->ref : rv->target;
+                if (auto e = mirror->ensure(rv->cmd->old_oid, upstream_url(it->second), fetch_ref, **token); !e)
+                    failure = e.error().one_line();
+            }
+            if (failure.empty()) {
+                auto q = Quarantine::start(*mirror);
+                if (q) quarantine = std::move(*q);
+                else failure = q.error().one_line();
+            }
+        }
+        if (!failure.empty()) {
+            log_line(route.repo_key + ": ancestry check unavailable: " + failure);
+            for (auto* rv : to_check)
+                as_force(*rv, "treated as a force push (the ancestry check failed: " + one_line(failure, 200) + ")");
+            to_check.clear();
+            quarantine.reset();
+        }
     }
     std::vector<Command> allowed;
     std::vector<RefStatus> rejected;
@@ -665,17 +579,33 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
     }
 
     json event = {{"event", "push"}, {"repo", route.repo_key}, {"atomic", req.atomic()}, {"options", req.options}};
+    auto fill_refs = [&] {
     json refs = json::array();
     for (const auto& rv : verdicts)
         refs.push_back({{"ref", rv.cmd->ref},
                         {"old", rv.cmd->old_oid},
                         {"new", rv.cmd->new_oid},
-                        {"kind", rv.cmd->kind()},
+                        {"kind", rv.kind},
                         {"decision", policy::to_string(rv.v.decision)},
                         {"reason", rv.v.reason},
                         {"source", rv.v.source}});
+    for (std::size_t i = 0; i < verdicts.size(); ++i)
+        if (!verdicts[i].target.empty()) refs[i]["symrefTarget"] = verdicts[i].target;
+    for (std::size_t i = 0; i < verdicts.size(); ++i)
+        if (verdicts[i].checked) refs[i]["ancestryChecked"] = true;
+    // A name that only looks like another (case, invisible characters) is
+    // reported with the name it looks like, when that one would be judged
+    // more strictly.
+    for (std::size_t i = 0; i < verdicts.size(); ++i) {
+        std::string like = lookalike(verdicts[i].cmd->ref);
+        if (like != verdicts[i].cmd->ref && it != linked_.end() &&
+            judge(like, verdicts[i].kind).decision > judge(verdicts[i].cmd->ref, verdicts[i].kind).decision)
+            refs[i]["looksLike"] = like;
+    }
     event["refs"] = refs;
+    };
     auto finish_event = [&](const std::string& result, std::optional<long> upstream_status, const std::string& err) {
+        fill_refs();
         event["result"] = result;
         event["forwarded"] = json::array();
         if (result == "forwarded" || result == "partial")
@@ -701,7 +631,7 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
 
     if (allowed.empty() || (req.atomic() && !rejected.empty())) {
         std::vector<RefStatus> lines = rejected;
-        for (const auto& a : allowed) lines.push_back({a.ref, false, "atomic push failure"});
+        for (const auto& a : allowed) lines.push_back({a.ref, false, "atomic transaction failed"});
         return reject_all(lines, messages, "rejected", std::nullopt, "");
     }
 
@@ -723,18 +653,55 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
         finish_event("error", std::nullopt, "push body over the drain cap");
         return false;
     }
-    auto token = cfg_.tokens->token(target.owner, target.name);
-    if (!token) return gateway_failure("could not get a write token: " + token.error().one_line(), std::nullopt);
+    if (upstream_failure) return gateway_failure(*upstream_failure, std::nullopt);
+    if (!token || !*token) return gateway_failure("could not get a write token: " + (token ? token->error().one_line() : std::string("not asked")), std::nullopt);
 
-    Forward f;
+    Forward f(secret_spellings(**token));
+    for (const auto& a : allowed) f.forwarded.push_back(a.ref);
     f.conn = &c;
     f.body = &body;
     f.out = encode_prefix(req, allowed);
+    const std::uint64_t prefix_len = f.out.size();
     // Deletes carry no pack; when only deletes remain, the pack stays behind.
     f.with_pack = with_pack;
-    if (f.with_pack) f.out += pack_start;
+    if (f.with_pack && quarantine) {
+        f.quarantine = quarantine.get();
+        f.held = pack_start;
+        if (auto w = quarantine->write(pack_start); !w) f.check_error = w.error().one_line();
+    } else if (f.with_pack) {
+        f.out += pack_start;
+    }
+    std::vector<RefStatus> check_rejected;  // refs whose force push the check stopped
+    f.on_body_end = [&]() -> bool {
+        std::string failure = f.check_error;
+        if (failure.empty())
+            if (auto s = quarantine->finish(); !s) failure = s.error().one_line();
+        bool go = true;
+        for (auto* rv : to_check) {
+            rv->checked = true;
+            Result<bool> ff = failure.empty() ? quarantine->is_ancestor(rv->cmd->old_oid, rv->cmd->new_oid)
+                                              : Result<bool>(io_error("quarantine", failure, 0));
+            if (ff && *ff) {
+                rv->if_force.reset();
+                continue;
+            }
+            rv->kind = "force";
+            if (!ff) {
+                log_line(route.repo_key + ": ancestry check failed: " + ff.error().one_line());
+                as_force(*rv, "treated as a force push (the ancestry check failed: " + ff.error().one_line() + ")");
+            } else {
+                as_force(*rv, "force push (" + rv->cmd->old_oid.substr(0, 12) + " is not an ancestor of " +
+                                  rv->cmd->new_oid.substr(0, 12) + ")");
+            }
+            if (rv->v.decision != policy::Decision::allow) {
+                go = false;
+                check_rejected.push_back({rv->cmd->ref, false, "Control Center policy: " + rv->v.reason});
+            }
+        }
+        return go;
+    };
     f.merge = partial;
-    f.sideband = req.sideband_max();
+    f.band_max = req.sideband_max();
     f.close_after = close;
     ChunkedWriter writer(c);
     f.writer = &writer;
@@ -742,7 +709,7 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
     CurlHandle ch;
     char errbuf[CURL_ERROR_SIZE] = {0};
     f.curl = ch.h;
-    common_curl(ch, upstream_url(target) + "/git-receive-pack", *token, h.header("user-agent").value_or("git/cc-pushgate"),
+    common_curl(ch, upstream_url(target) + "/git-receive-pack", **token, h.header("user-agent").value_or("git/cc-pushgate"),
                 cfg_.io_timeout);
     ch.header("Content-Type: application/x-git-receive-pack-request");
     ch.header(std::string("Accept: ") + result_type);
@@ -750,7 +717,6 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
     // (some servers refuse chunked request bodies, e.g. lighttpd streaming
     // to CGI answers 411); otherwise chunked, as git itself sends large pushes.
     std::optional<curl_off_t> upload_len;
-    std::uint64_t prefix_len = f.out.size() - (f.with_pack ? pack_start.size() : 0);
     if (auto len = body.declared_length(); len && *len >= parser.prefix_bytes())
         upload_len = static_cast<curl_off_t>(prefix_len + (f.with_pack ? *len - parser.prefix_bytes() : 0));
     else
@@ -775,17 +741,31 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
         finish_event("error", status ? std::optional<long>(status) : std::nullopt, f.client_error->one_line());
         return false;
     }
-    if (writer.started()) {
-        if (rc != CURLE_OK) {
-            // Mid-relay failure: the only honest signal left is to cut the stream.
-            finish_event("error", status, "upstream failed mid-response: " + curl_error_text(rc, errbuf));
-            return false;
+    if (f.stopped_by_check) {
+        // Upstream got the commands and all of the pack but its checksum, so it
+        // applied nothing. Every ref of this push reads as not pushed.
+        std::vector<RefStatus> lines = rejected;
+        std::vector<std::string> msgs = messages;
+        for (const auto& r : check_rejected) {
+            lines.push_back(r);
+            msgs.push_back("Control Center policy denied " + r.ref + ": " + r.reason.substr(std::string("Control Center policy: ").size()));
         }
-        if (!f.merge) {
-            bool okw = writer.end().ok();
-            finish_event("forwarded", status, "");
-            return okw && body.complete();
-        }
+        for (const auto& a : allowed)
+            if (std::none_of(check_rejected.begin(), check_rejected.end(), [&](const RefStatus& r) { return r.ref == a.ref; }))
+                lines.push_back({a.ref, false, "atomic transaction failed"});
+        finish_event("rejected", std::nullopt, "");
+        std::string out = response_body(req, msgs, report_status(lines));
+        bool okw;
+        if (writer.started())
+            okw = writer.chunk(out).ok() && writer.end().ok();
+        else
+            okw = send_whole(c, 200, result_type, out, close);
+        return okw && body.complete();
+    }
+    if (writer.started() && rc != CURLE_OK) {
+        // Mid-relay failure: the only honest signal left is to cut the stream.
+        finish_event("error", status, "upstream failed mid-response: " + curl_error_text(rc, errbuf));
+        return false;
     }
     if (rc != CURLE_OK || status != 200) {
         std::string why;
@@ -799,166 +779,23 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
             why = "upstream failed: " + curl_error_text(rc, errbuf);
         return gateway_failure(why, status ? std::optional<long>(status) : std::nullopt);
     }
-    if (!f.merge) {
-        // 200 with an empty body (no report asked for).
-        bool okw = send_whole(c, 200, result_type, "", close);
-        finish_event("forwarded", status, "");
-        return okw && body.complete();
-    }
-    // Partial push: upstream's report plus the gateway's rejections, so git
+    // A partial push: upstream's report plus the gateway's rejections, so git
     // prints both the pushed and the rejected refs.
-    std::string upstream_report = f.sideband ? f.demux.band1() : f.raw;
-    auto merged = merge_report(upstream_report, rejected);
-    std::string report;
-    if (merged) {
-        report = *merged;
-    } else {
-        std::vector<RefStatus> lines = rejected;
-        for (const auto& a : allowed) lines.push_back({a.ref, false, "Control Center: upstream report is unreadable"});
-        report = report_status(lines);
-    }
-    std::string tail;
-    if (f.sideband) {
-        for (const auto& m : messages) tail += sideband(2, one_line(m) + "\n", f.sideband);
-        tail += sideband(1, report, f.sideband);
-        tail += flush_pkt;
-    } else {
-        tail = report;
-    }
+    std::string tail = f.tail(rejected, messages);
     bool okw;
     if (writer.started())
         okw = writer.chunk(tail).ok() && writer.end().ok();
     else
         okw = send_whole(c, 200, result_type, tail, close);
-    finish_event("partial", status, "");
+    if (f.plain.masked() || f.progress.masked() || f.fatal.masked()) {
+        log_line(route.repo_key + ": upstream's answer carried the write token; masked before relaying");
+        event["tokenMasked"] = true;
+    }
+    finish_event(partial ? "partial" : "forwarded", status, "");
     return okw && body.complete();
 }
 
-Result<asio::ip::tcp::endpoint> parse_listen(const std::string& listen) {
-    auto colon = listen.rfind(':');
-    if (colon == std::string::npos) return input_error("--listen", "'" + listen + "' is not HOST:PORT");
-    std::string host = listen.substr(0, colon), port = listen.substr(colon + 1);
-    if (!host.empty() && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    boost::system::error_code ec;
-    auto addr = asio::ip::make_address(host, ec);
-    if (ec) return input_error("--listen", "'" + host + "' is not an IP address");
-    if (!addr.is_loopback()) return input_error("--listen", "'" + host + "' is not a loopback address");
-    if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit) || std::stoi(port) > 65535)
-        return input_error("--listen", "'" + port + "' is not a port");
-    return asio::ip::tcp::endpoint(addr, static_cast<unsigned short>(std::stoi(port)));
-}
-
-// The worktree's own repository: its origin remote (git config, no shell).
-Result<std::string> worktree_origin(const std::string& dir) {
-    namespace bp = boost::process;
-    std::string url;
-    int code = -1;
-    try {
-        asio::io_context ios;
-        std::future<std::string> out;
-        bp::child c(bp::search_path("git"), bp::args({"-C", dir, "config", "--get", "remote.origin.url"}),
-                    bp::std_in < bp::null, bp::std_out > out, bp::std_err > bp::null, ios);
-        ios.run_for(std::chrono::seconds(10));
-        if (!ios.stopped()) c.terminate();
-        c.wait();
-        code = c.exit_code();
-        url = out.get();
-    } catch (const std::exception& e) {
-        return input_error("--worktree", std::string("could not run git: ") + e.what());
-    }
-    while (!url.empty() && (url.back() == '\n' || url.back() == '\r')) url.pop_back();
-    if (code != 0 || url.empty()) return input_error("--worktree", "'" + dir + "' has no origin remote");
-    if (auto k = normalise_repo(url); !k)
-        return input_error("--worktree", "origin of '" + dir + "' ('" + url + "') is not a GitHub repository");
-    return url;
-}
-
 }  // namespace
-
-Status validate(const GatewayConfig& cfg) {
-    if (auto e = parse_listen(cfg.listen); !e) return e.error();
-    if (cfg.upstream.rfind("http://", 0) != 0 && cfg.upstream.rfind("https://", 0) != 0)
-        return input_error("--upstream", "'" + cfg.upstream + "' is not an http(s) URL");
-    if (cfg.repos.empty()) return input_error("--repo", "at least one repository must be linked");
-    for (const auto& r : cfg.repos)
-        if (auto k = normalise_repo(r); !k) return input_error("--repo", k.error().subject + " " + k.error().message);
-    if (!cfg.tokens) return input_error("token source", "one of --token-command, --token-file or --app-id is required");
-    return ok();
-}
-
-Result<GatewayConfig> configure(const GatewayOptions& o) {
-    GatewayConfig cfg;
-    cfg.listen = o.listen;
-    cfg.upstream = o.upstream;
-    cfg.repos = o.repos;
-    cfg.drain_limit = o.drain_limit;
-    cfg.drain_timeout = std::chrono::seconds(o.drain_timeout_s);
-    if (!o.worktree.empty()) {
-        auto origin = worktree_origin(o.worktree);
-        if (!origin) return origin.error();
-        cfg.repos.push_back(*origin);
-    }
-    if (o.upstream.empty()) return input_error("--upstream", "is required");
-    if (o.policy_file.empty()) return input_error("--policy", "is required");
-    auto mode = policy::parse_mode(o.mode);
-    if (!mode) return input_error("--mode", "unknown mode '" + o.mode + "' (chat, plan, review or orchestrate)");
-    cfg.mode = *mode;
-    auto pol = policy::load(o.policy_file);
-    if (!pol) {
-        Error e = pol.error();
-        e.code = Errc::input;  // an unreadable policy is bad input: exit 2, nothing started
-        return e;
-    }
-    cfg.policy = std::move(*pol);
-    if (!o.approver.empty()) {
-        cfg.approver = policy::approver_from_command(o.approver, std::chrono::seconds(30));
-        if (cfg.approver.argv.empty()) return input_error("--approver", "is empty");
-    }
-    bool app = !o.app_id.empty() || !o.app_key_file.empty() || !o.installation_id.empty();
-    int sources = (o.token_command.empty() ? 0 : 1) + (o.token_file.empty() ? 0 : 1) + (app ? 1 : 0);
-    if (sources != 1)
-        return input_error("token source", "give exactly one of --token-command, --token-file or "
-                                           "--app-id/--app-key/--installation-id");
-    if (!o.token_command.empty()) {
-        auto a = policy::approver_from_command(o.token_command, std::chrono::seconds(30));
-        if (a.argv.empty()) return input_error("--token-command", "is empty");
-        cfg.tokens = command_token_source(a.argv, a.timeout);
-    } else if (!o.token_file.empty()) {
-        if (::access(o.token_file.c_str(), R_OK) != 0)
-            return input_error("--token-file", "'" + o.token_file + "' is not readable");
-        cfg.tokens = file_token_source(o.token_file);
-    } else {
-        if (o.app_id.empty() || o.app_key_file.empty() || o.installation_id.empty())
-            return input_error("GitHub App mode", "needs --app-id, --app-key and --installation-id");
-        if (o.api_url.rfind("http://", 0) != 0 && o.api_url.rfind("https://", 0) != 0)
-            return input_error("--api-url", "'" + o.api_url + "' is not an http(s) URL");
-        std::ifstream in(o.app_key_file);
-        if (!in) return input_error("--app-key", "'" + o.app_key_file + "' is not readable");
-        std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        auto src = app_token_source({o.app_id, pem, o.installation_id, o.api_url});
-        if (!src) return src.error();
-        cfg.tokens = std::move(*src);
-    }
-    if (auto s = validate(cfg); !s) return s.error();
-    return cfg;
-}
-
-json ready_event(const std::string& url, const GatewayConfig& cfg) {
-    json repos = json::array();
-    for (const auto& r : cfg.repos) repos.push_back(*normalise_repo(r));
-    std::string base = url;
-    if (base.back() != '/') base.push_back('/');
-    return {{"event", "ready"},
-            {"url", base},
-            {"pid", ::getpid()},
-            {"mode", policy::to_string(cfg.mode)},
-            {"repos", repos},
-            {"tokenSource", cfg.tokens ? cfg.tokens->kind() : ""},
-            {"gitConfig",
-             {{"url." + base + "github.com/.pushInsteadOf", github_push_prefixes()}, {"http." + base + ".proxy", ""}}},
-            {"gitConfigText", git_config_text(base)},
-            {"env", {{"no_proxy", "127.0.0.1,localhost,::1"}, {"NO_PROXY", "127.0.0.1,localhost,::1"}}}};
-}
 
 Status serve(const GatewayConfig& cfg, const EmitFn& emit) {
     if (auto s = validate(cfg); !s) return s;
@@ -968,16 +805,26 @@ Status serve(const GatewayConfig& cfg, const EmitFn& emit) {
     asio::ip::tcp::acceptor acceptor(io);
     boost::system::error_code ec;
     acceptor.open(ep->protocol(), ec);
+    // Asio opens sockets without SOCK_CLOEXEC: the listener must not reach a token command.
+    if (!ec && ::fcntl(acceptor.native_handle(), F_SETFD, FD_CLOEXEC) != 0)
+        ec = boost::system::error_code(errno, boost::system::system_category());
     if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
     if (!ec) acceptor.bind(*ep, ec);
     if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) return io_error("--listen '" + cfg.listen + "'", ec.message(), ec.value());
     auto local = acceptor.local_endpoint();
     std::string host = local.address().is_v6() ? "[" + local.address().to_string() + "]" : local.address().to_string();
-    std::string url = "http://" + host + ":" + std::to_string(local.port()) + "/";
+    std::string port = std::to_string(local.port());
+    std::string secret = session_secret();
+    if (secret.empty()) return io_error("session secret", "could not read random bytes");
+    std::string url = "http://" + host + ":" + port + "/" + secret + "/";
 
     auto gateway = std::make_shared<Gateway>(cfg, emit);
+    std::vector<std::string> hosts = {"127.0.0.1:" + port, "localhost:" + port, "[::1]:" + port, host + ":" + port};
+    gateway->admit_only(secret, hosts);
     auto active = std::make_shared<std::atomic<std::size_t>>(0);
+    auto pending = std::make_shared<Pending>(cfg.max_pending);
+    gateway->watch_pending(pending);
     asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code&, int) {
         acceptor.close();
@@ -989,24 +836,21 @@ Status serve(const GatewayConfig& cfg, const EmitFn& emit) {
                 if (acceptor.is_open()) accept_next();
                 return;
             }
-            int fd = ::dup(sock.native_handle());
+            // Close-on-exec: a token command started by another connection's
+            // thread must not inherit this client's socket.
+            int fd = ::fcntl(sock.native_handle(), F_DUPFD_CLOEXEC, 0);
             sock.close();
             if (fd >= 0) {
-                if (active->load() >= cfg.max_connections) {
-                    static const char busy[] =
-                        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 32\r\n"
-                        "Connection: close\r\n\r\nControl Center: gateway is busy\n";
-                    (void)!::send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                // Threads are bounded by the two caps: pending (evicting the
+                // oldest) and admitted (503 past --max-connections).
+                pending->add(fd);
+                ++*active;
+                std::thread([gateway, active, fd] {
+                    gateway->serve_connection(fd);
+                    ::shutdown(fd, SHUT_RDWR);
                     ::close(fd);
-                } else {
-                    ++*active;
-                    std::thread([gateway, active, fd] {
-                        gateway->serve_connection(fd);
-                        ::shutdown(fd, SHUT_RDWR);
-                        ::close(fd);
-                        --*active;
-                    }).detach();
-                }
+                    --*active;
+                }).detach();
             }
             accept_next();
         });
@@ -1018,7 +862,8 @@ Status serve(const GatewayConfig& cfg, const EmitFn& emit) {
     auto grace = Clock::now() + std::chrono::seconds(30);
     while (gateway->busy() > 0 && Clock::now() < grace) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     json revoked = cfg.tokens->revoke_all();
-    json ev = {{"event", "shutdown"}, {"activeConnections", active->load()}, {"busy", gateway->busy()}};
+    json ev = {{"event", "shutdown"}, {"activeConnections", active->load()}, {"busy", gateway->busy()},
+               {"evictedConnections", pending->evicted()}};
     if (!revoked.empty()) ev["tokens"] = revoked;
     emit(ev);
     return ok();

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,7 +42,11 @@ struct GatewayConfig {
     std::uint64_t drain_limit = 1ull << 30;  // bytes read and discarded before a rejection
     std::chrono::seconds drain_timeout{120};
     std::chrono::seconds io_timeout{120};    // a client or upstream silent this long is dropped
-    std::size_t max_connections = 32;
+    std::size_t max_connections = 32;        // connections past the secret check, at once
+    std::size_t max_pending = 64;            // connections not yet past it (the oldest is cut)
+    std::chrono::seconds head_timeout{10};   // to receive a whole request head
+    std::map<std::string, std::string> ref_vars;  // agent, conversation, session: ${...} in refs patterns
+    std::string mirror_dir;                  // bare mirrors for the ancestry check, one per repository
 };
 
 // The options as given on the command line, before anything is loaded.
@@ -57,6 +62,9 @@ struct GatewayOptions {
     std::string app_id, app_key_file, installation_id, api_url = "https://api.github.com";
     std::uint64_t drain_limit = 1ull << 30;
     unsigned drain_timeout_s = 120;
+    unsigned head_timeout_s = 10;
+    std::string agent, conversation, session;  // fill ${agent} etc. in the policy's refs
+    std::string mirror_dir;                    // default: $XDG_CACHE_HOME/cc-pushgate/mirrors
 };
 
 // Loads the policy and the App key, picks the one token source and checks

@@ -58,8 +58,14 @@ std::string_view Command::kind() const {
     return is_delete() ? "delete" : is_create() ? "create" : "update";
 }
 
+// As git's parse_feature_request() reads a capability list: "name" or
+// "name=value" both turn the capability on. Reading only the bare spelling
+// would let "push-options=x" pass options to upstream's receive-pack while
+// the gateway took them for the start of the pack and recorded none.
 bool PushRequest::has(std::string_view cap) const {
-    return std::find(capabilities.begin(), capabilities.end(), cap) != capabilities.end();
+    return std::any_of(capabilities.begin(), capabilities.end(), [&](const std::string& c) {
+        return c == cap || (c.size() > cap.size() && c.compare(0, cap.size(), cap) == 0 && c[cap.size()] == '=');
+    });
 }
 
 std::size_t PushRequest::sideband_max() const {
@@ -133,6 +139,12 @@ Result<bool> RequestParser::feed(std::string_view bytes) {
             if (k.kind != Pkt::Kind::data) return input_error("request", "unexpected special packet in the push options");
             if (k.payload.find('\0') != std::string::npos || k.payload.find('\n') != std::string::npos)
                 return input_error("request", "malformed push option");
+            if (req_.options.size() >= limits_.max_options)
+                return input_error("request", "more than " + std::to_string(limits_.max_options) + " push options");
+            option_bytes_ += k.payload.size();
+            if (option_bytes_ > limits_.max_option_bytes)
+                return input_error("request", "push options are larger than " +
+                                                  std::to_string(limits_.max_option_bytes) + " bytes");
             req_.options.push_back(k.payload);
         }
     }

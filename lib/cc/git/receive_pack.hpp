@@ -49,6 +49,8 @@ struct ParseLimits {
     std::size_t max_ref_len = 1024;       // longer ref names are refused
     std::size_t max_commands = 10000;
     std::size_t max_prefix_bytes = 8u << 20;  // commands + options, before the pack
+    std::size_t max_options = 100;            // push options (git push -o), count
+    std::size_t max_option_bytes = 64u << 10; // and their bytes together
 };
 
 // Reads the prefix (shallow lines, commands, flush, [push options, flush]) of a
@@ -77,6 +79,7 @@ private:
     State state_ = State::commands;
     std::size_t seen_ = 0;
     std::size_t prefix_bytes_ = 0;
+    std::size_t option_bytes_ = 0;
 };
 
 // The prefix of a request carrying `commands` (caps on the first one), the

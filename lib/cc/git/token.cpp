@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <future>
+#include <iostream>
 #include <mutex>
 
 #include "cc/core/io.hpp"
@@ -97,8 +98,11 @@ public:
             return io_error(subject, std::string("could not run: ") + e.what(), 0);
         }
         if (code != 0) {
+            // Its stderr goes to the operator's log only: a failing secret
+            // helper may print what it holds, and this message reaches the agent.
             std::string why = first_line(err_text);
-            return io_error(subject, "exited with status " + std::to_string(code) + (why.empty() ? "" : ": " + why.substr(0, 200)), 0);
+            if (!why.empty()) std::cerr << "cc-pushgate: " << subject << " stderr: " << why.substr(0, 200) << '\n';
+            return io_error(subject, "exited with status " + std::to_string(code) + " (its stderr is in the gateway's log)", 0);
         }
         std::string tok = first_line(out_text);
         if (auto s = check_token(tok, subject); !s) return s.error();

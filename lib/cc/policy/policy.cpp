@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "cc/core/io.hpp"
 #include "cc/core/json_reader.hpp"
@@ -79,6 +80,17 @@ const ActionClass* find_class(std::string_view name) {
 
 namespace {
 
+// The names inside "${...}" in a pattern; an unclosed "${" is a name of its own
+// (and so unknown).
+std::vector<std::string> placeholders(const std::string& pattern) {
+    std::vector<std::string> out;
+    for (auto pos = pattern.find("${"); pos != std::string::npos; pos = pattern.find("${", pos + 2)) {
+        auto end = pattern.find('}', pos);
+        out.push_back(end == std::string::npos ? pattern.substr(pos) : pattern.substr(pos + 2, end - pos - 2));
+    }
+    return out;
+}
+
 Status parse_rule(const json::json& j, const std::string& path, Rule& rule) {
     json::ObjectReader r(j, path);
     std::string decision;
@@ -86,6 +98,7 @@ Status parse_rule(const json::json& j, const std::string& path, Rule& rule) {
     r.required("action", rule.action);
     r.required("decision", decision);
     r.optional("refs", rule.refs);
+    r.optional("kinds", rule.kinds);
     r.optional("modes", modes);
     r.optional("reason", rule.reason);
     if (auto e = r.finish()) return *e;
@@ -103,9 +116,21 @@ Status parse_rule(const json::json& j, const std::string& path, Rule& rule) {
     }
     if (!rule.refs.empty() && rule.action != "push")
         return input_error(json::join(path, "refs"), "only push rules take refs");
-    for (std::size_t i = 0; i < rule.refs.size(); ++i)
+    if (!rule.kinds.empty() && rule.action != "push")
+        return input_error(json::join(path, "kinds"), "only push rules take kinds");
+    for (std::size_t i = 0; i < rule.kinds.size(); ++i)
+        if (std::find(push_kinds().begin(), push_kinds().end(), rule.kinds[i]) == push_kinds().end())
+            return input_error(json::join(json::join(path, "kinds"), i),
+                               "unknown kind '" + rule.kinds[i] + "' (create, update, force or delete)");
+    for (std::size_t i = 0; i < rule.refs.size(); ++i) {
         if (rule.refs[i].empty())
             return input_error(json::join(json::join(path, "refs"), i), "must not be empty");
+        for (const auto& name : placeholders(rule.refs[i])) {
+            if (std::find(ref_variables().begin(), ref_variables().end(), name) == ref_variables().end())
+                return input_error(json::join(json::join(path, "refs"), i),
+                                   "unknown variable '${" + name + "}' (agent, conversation or session)");
+        }
+    }
     return ok();
 }
 
@@ -143,14 +168,78 @@ Result<Policy> load(const std::string& path) {
     return parse(*text, path == "-" ? "stdin" : "'" + path + "'");
 }
 
-Policy default_policy() { return Policy{}; }
+// Kept equal to share/cc/policy/default.json by a test.
+Policy default_policy() {
+    static const char* text = R"({"version": 1, "rules": [
+    {"action": "push", "refs": ["refs/heads/agent/${conversation}/*"], "modes": ["chat"], "decision": "allow",
+     "reason": "the conversation's own namespace"},
+    {"action": "push", "refs": ["main", "master", "release/*", "refs/tags/*"], "kinds": ["force", "delete"],
+     "decision": "deny", "reason": "force pushes and deletes of protected refs are not allowed"}]})";
+    auto p = parse(text, "built-in policy");
+    return p ? *p : Policy{};
+}
 
-bool ref_matches(const std::string& pattern, const std::string& ref) {
-    std::string full = pattern.rfind("refs/", 0) == 0 ? pattern : "refs/heads/" + pattern;
+const std::vector<std::string>& push_kinds() {
+    static const std::vector<std::string> k = {"create", "update", "force", "delete"};
+    return k;
+}
+
+const std::vector<std::string>& ref_variables() {
+    static const std::vector<std::string> v = {"agent", "conversation", "session"};
+    return v;
+}
+
+std::optional<std::string> bad_ref_variable(std::string_view value) {
+    if (value.empty()) return std::string("is empty");
+    if (value.size() > 64) return std::string("is longer than 64 bytes");
+    if (value.front() == '.' || value.front() == '-') return std::string("starts with '.' or '-'");
+    for (unsigned char c : value)
+        if (!std::isalnum(c) && c != '.' && c != '_' && c != '-')
+            return "has '" + std::string(1, static_cast<char>(c)) + "' (letters, digits, '.', '_' and '-' only)";
+    if (value.find("..") != std::string_view::npos) return std::string("has '..'");
+    if (value.size() >= 5 && value.substr(value.size() - 5) == ".lock") return std::string("ends in .lock");
+    return std::nullopt;
+}
+
+std::vector<std::string> variables_used(const Policy& policy) {
+    std::vector<std::string> out;
+    for (const auto& rule : policy.rules)
+        for (const auto& pat : rule.refs)
+            for (const auto& name : placeholders(pat))
+                if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    return out;
+}
+
+bool ref_matches(const std::string& pattern, const std::string& ref, const std::map<std::string, std::string>& vars) {
+    std::string filled;
+    for (std::size_t i = 0; i < pattern.size();) {
+        if (pattern.compare(i, 2, "${") == 0) {
+            auto end = pattern.find('}', i);
+            if (end == std::string::npos) return false;
+            auto v = vars.find(pattern.substr(i + 2, end - i - 2));
+            // An unset (or unusable) variable matches nothing: never widen a rule.
+            if (v == vars.end() || bad_ref_variable(v->second)) return false;
+            filled += v->second;
+            i = end + 1;
+        } else {
+            filled.push_back(pattern[i++]);
+        }
+    }
+    std::string full = filled.rfind("refs/", 0) == 0 ? filled : "refs/heads/" + filled;
     return ::fnmatch(full.c_str(), ref.c_str(), 0) == 0;
 }
 
-Verdict decide(const Policy& policy, const Question& q) {
+Verdict decide(const Policy& policy, const Question& q, const PushFacts& facts) {
+    // A read-only session pushes nothing, whatever the rules say. Decided here
+    // and only here, so cc-classify (a "git push" command line) and
+    // cc-pushgate (the ref update itself) cannot disagree.
+    if (q.action == "push" && is_read_only(q.mode)) {
+        Verdict v;
+        v.decision = Decision::deny;
+        v.source = "mode:" + std::string(to_string(q.mode));
+        v.reason = "push is not allowed in " + std::string(to_string(q.mode)) + " mode (read-only)";
+        return v;
+    }
     for (std::size_t i = 0; i < policy.rules.size(); ++i) {
         const Rule& rule = policy.rules[i];
         if (rule.action != q.action) continue;
@@ -160,9 +249,12 @@ Verdict decide(const Policy& policy, const Question& q) {
         if (!rule.refs.empty()) {
             if (!q.ref) continue;
             bool hit = std::any_of(rule.refs.begin(), rule.refs.end(),
-                                   [&](const std::string& p) { return ref_matches(p, *q.ref); });
+                                   [&](const std::string& p) { return ref_matches(p, *q.ref, facts.vars); });
             if (!hit) continue;
         }
+        if (!rule.kinds.empty() &&
+            std::find(rule.kinds.begin(), rule.kinds.end(), facts.kind) == rule.kinds.end())
+            continue;
         Verdict v;
         v.decision = rule.decision;
         v.source = "rules[" + std::to_string(i) + "]";

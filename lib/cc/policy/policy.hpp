@@ -9,12 +9,14 @@
 // Policy file (JSON, version 1):
 //   {"version": 1, "rules": [
 //      {"action": "push", "refs": ["main", "refs/tags/*"], "decision": "deny", "reason": "..."},
+//      {"action": "push", "refs": ["refs/heads/agent/${conversation}/*"], "kinds": ["force"], "decision": "allow"},
 //      {"action": "install_package", "modes": ["chat"], "decision": "ask"}]}
 // The first rule whose action (and refs, and modes, when given) match decides;
 // where none matches, the mode's default table does. Unknown actions,
 // decisions, modes or fields are input errors.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -52,7 +54,8 @@ const ActionClass* find_class(std::string_view name);
 
 struct Rule {
     std::string action;
-    std::vector<std::string> refs;   // push only: ref globs; "main" means refs/heads/main
+    std::vector<std::string> refs;   // push only: ref globs; "main" means refs/heads/main; ${agent} etc. filled in
+    std::vector<std::string> kinds;  // push only: create, update, force, delete; empty: every kind
     std::vector<Mode> modes;         // empty: every mode
     Decision decision = Decision::deny;
     std::string reason;
@@ -81,10 +84,32 @@ struct Verdict {
     std::string source;  // "rules[2]" or "default:chat"
 };
 
-Verdict decide(const Policy& policy, const Question& q);
+// What a push question knows besides the ref: the kind of change and the
+// session's names for ${agent}, ${conversation} and ${session} in refs.
+struct PushFacts {
+    std::string kind;                                // create, update, force or delete; empty: unknown
+    std::map<std::string, std::string> vars;         // "agent" -> "claude-1", ...
+};
+
+// A rule with kinds matches only a question whose kind is one of them (a
+// question without a kind skips it, as one without a ref skips refs rules).
+Verdict decide(const Policy& policy, const Question& q, const PushFacts& facts = {});
 
 // Does a ref glob match a full ref name? A pattern without "refs/" names a
 // branch. `*` matches across '/' (refs/heads/* covers refs/heads/a/b).
-bool ref_matches(const std::string& pattern, const std::string& ref);
+// ${agent}, ${conversation} and ${session} are replaced from `vars`; a
+// pattern naming one that is not given matches nothing.
+bool ref_matches(const std::string& pattern, const std::string& ref,
+                 const std::map<std::string, std::string>& vars = {});
+
+// The kinds of change a push rule can name, and the ${...} names refs may use.
+const std::vector<std::string>& push_kinds();
+const std::vector<std::string>& ref_variables();
+// Why `value` cannot fill a ${...} in a ref pattern (it must be one plain ref
+// name component: letters, digits, '.', '_' and '-', not starting with '.' or
+// '-', at most 64 bytes; never a glob), or nullopt when it can.
+std::optional<std::string> bad_ref_variable(std::string_view value);
+// The ${...} names a policy's refs use.
+std::vector<std::string> variables_used(const Policy& policy);
 
 }  // namespace cc::policy

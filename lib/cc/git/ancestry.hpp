@@ -1,0 +1,57 @@
+// Force pushes told from fast-forwards without trusting the client: the
+// pushed pack is indexed (by the real `git index-pack`) into a quarantine
+// object directory of a bare mirror the gateway keeps per repository, as
+// receive-pack's own quarantine does, and `git merge-base --is-ancestor`
+// answers there. The mirror only ever holds the old tips fetched from the
+// upstream; a quarantine is removed when its push is done.
+//
+//   auto m = Mirror::open(state_dir, "github.com/acme/demo");       // git init --bare once
+//   m->ensure(old_oid, upstream_repo_url, "refs/heads/x", token);   // fetch the old tip if missing
+//   auto q = Quarantine::start(*m);  q->write(pack_bytes) ...;  q->finish();
+//   auto ff = q->is_ancestor(old_oid, new_oid);                     // true: fast-forward
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "cc/core/result.hpp"
+
+namespace cc::git {
+
+class Mirror {
+public:
+    // <state_dir>/<github.com/owner/name>.git, created (git init --bare) when missing.
+    static Result<Mirror> open(const std::string& state_dir, const std::string& repo_key);
+    // Makes sure commit `oid` is in the mirror, fetching `ref` from `url`
+    // (Basic auth with `token`, passed in the child's environment, never argv).
+    Status ensure(const std::string& oid, const std::string& url, const std::string& ref, const std::string& token) const;
+    const std::string& dir() const { return dir_; }
+
+private:
+    std::string dir_;
+};
+
+class Quarantine {
+public:
+    // A fresh incoming-XXXXXX object directory in the mirror and an index-pack
+    // reading the pack from its stdin into it.
+    static Result<std::unique_ptr<Quarantine>> start(const Mirror& m);
+    ~Quarantine();
+    Quarantine(const Quarantine&) = delete;
+    Quarantine& operator=(const Quarantine&) = delete;
+
+    Status write(std::string_view bytes);
+    // Ends the pack; an error when index-pack refused it.
+    Status finish();
+    // Is `old_oid` an ancestor of `new_oid` (a fast-forward), looking at the
+    // mirror and the quarantined pack? An error when git cannot tell.
+    Result<bool> is_ancestor(const std::string& old_oid, const std::string& new_oid) const;
+
+private:
+    struct Impl;
+    explicit Quarantine(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cc::git

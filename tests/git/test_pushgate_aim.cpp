@@ -1,0 +1,358 @@
+// cc-pushgate end to end, the things around the ref check that the agent or
+// the upstream could aim: symbolic refs on the upstream, the session secret
+// and Host check, token echoes, capability spellings. Real git, the real
+// gateway binary and a real smart-HTTP upstream on 127.0.0.1 (rig.hpp).
+#include "harness.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <nlohmann/json.hpp>
+
+#include "rig.hpp"
+
+using namespace cc::test;
+using namespace cc::test::rig;
+using nlohmann::json;
+
+namespace {
+
+Upstream& upstream() {
+    static Upstream u;
+    return u;
+}
+
+std::string policy_file() {
+    static std::string path = [] {
+        std::string p = scratch_dir() + "/aim-policy.json";
+        write_file(p, R"({"version": 1, "rules": [
+  {"action": "push", "refs": ["main"], "decision": "deny", "reason": "main is released by CI"},
+  {"action": "push", "decision": "allow"}]})");
+        return p;
+    }();
+    return path;
+}
+
+std::string token_file() {
+    static std::string path = [] {
+        std::string p = scratch_dir() + "/aim-write-token";
+        write_file(p, write_token + "\n", 0600);
+        return p;
+    }();
+    return path;
+}
+
+std::vector<std::string> gateway_args(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> a{"--upstream", upstream().base(), "--repo", "acme/demo", "--policy", policy_file()};
+    bool has_source = false;
+    for (const auto& e : extra)
+        if (e == "--token-command" || e == "--token-file") has_source = true;
+    if (!has_source) a.insert(a.end(), {"--token-file", token_file()});
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+}
+
+Gateway& gateway() {
+    static Gateway g(gateway_args());
+    return g;
+}
+
+// acme/demo on the upstream with main at the first commit of `dir`, and
+// refs/heads/alias a symbolic ref to `target`.
+void repo_with_symref(const std::string& dir, const std::string& target) {
+    upstream().create_repo("acme/demo");
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:refs/heads/main"}, dir).status == 0);
+    REQUIRE(git({"symbolic-ref", "refs/heads/alias", target}, upstream().repo_path("acme/demo")).status == 0);
+}
+
+}  // namespace
+
+#define NEED_RIG()                                                            \
+    do {                                                                      \
+        if (!have_rig()) CC_SKIP("needs lighttpd, git and git-http-backend"); \
+    } while (0)
+
+TEST_CASE("a symbolic ref on the upstream is judged by its target: pushing to an alias of main is refused") {
+    NEED_RIG();
+    std::string dir = agent_repo("symref", gateway());
+    std::string base = head(dir);
+
+    // Without the gateway's check the attack works: a push to the alias moves main.
+    repo_with_symref(dir, "refs/heads/main");
+    std::string moved = commit(dir, "a.txt", "one\n");
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:refs/heads/alias"}, dir).status == 0);
+    REQUIRE(upstream().ref("acme/demo", "refs/heads/main") == moved);
+
+    // Through the gateway it is judged as a push to main, and refused.
+    repo_with_symref(dir, "refs/heads/main");
+    base = upstream().ref("acme/demo", "refs/heads/main");
+    std::string next = commit(dir, "b.txt", "two\n");
+    auto r = git({"push", "origin", "HEAD:refs/heads/alias"}, dir);
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.find(" ! [remote rejected] HEAD -> alias (Control Center policy: refs/heads/alias is a symbolic ref to "
+                     "refs/heads/main on the upstream: main is released by CI)") != std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/main") == base);
+    auto ev = events(gateway(), "push");
+    REQUIRE(!ev.empty());
+    CHECK(ev.back()["refs"][0]["ref"] == "refs/heads/alias");
+    CHECK(ev.back()["refs"][0]["symrefTarget"] == "refs/heads/main");
+    CHECK(ev.back()["refs"][0]["decision"] == "deny");
+    CHECK(ev.back()["refs"][0]["source"] == "rules[0]");
+
+    // Deleting the alias would delete main upstream: refused the same way.
+    auto d = git({"push", "origin", ":refs/heads/alias"}, dir);
+    CHECK(d.status == 1);
+    CHECK(d.err.find(" ! [remote rejected] alias (Control Center policy: refs/heads/alias is a symbolic ref to "
+                     "refs/heads/main on the upstream") != std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/main") == base);
+}
+
+TEST_CASE("a symbolic ref to an allowed branch is pushed, with its target in the event") {
+    NEED_RIG();
+    std::string dir = agent_repo("symref-ok", gateway());
+    repo_with_symref(dir, "refs/heads/work");
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:refs/heads/work"}, dir).status == 0);
+    std::string next = commit(dir, "c.txt", "three\n");
+    auto r = git({"push", "origin", "HEAD:refs/heads/alias"}, dir);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/work") == next);
+    auto ev = events(gateway(), "push");
+    REQUIRE(!ev.empty());
+    CHECK(ev.back()["refs"][0]["symrefTarget"] == "refs/heads/work");
+    CHECK(ev.back()["refs"][0]["decision"] == "allow");
+    CHECK(ev.back()["result"] == "forwarded");
+}
+
+TEST_CASE("a push without the session's secret is refused in git's words, never with a 401 prompt") {
+    NEED_RIG();
+    upstream().create_repo("acme/demo");
+    std::string dir = agent_repo("nosecret", gateway());
+    // The session's own URL (secret included) pushes ...
+    auto good = git({"push", gateway().push_url("acme/demo"), "HEAD:refs/heads/with-secret"}, dir);
+    INFO(good.err);
+    REQUIRE(good.status == 0);
+    REQUIRE(!upstream().ref("acme/demo", "refs/heads/with-secret").empty());
+    // ... the same gateway without it does not.
+    std::string bare = "http://" + gateway().host() + "/github.com/acme/demo.git";
+    auto r = git({"push", bare, "HEAD:refs/heads/no-secret"}, dir);
+    INFO(r.err);
+    CHECK(r.status == 128);
+    CHECK(r.err.find("fatal: remote error: Control Center: request does not carry this session's gateway secret") !=
+          std::string::npos);
+    CHECK(r.err.find("Username") == std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/no-secret").empty());
+    // A wrong secret of the right length is the same.
+    std::string wrong = gateway().url();
+    wrong[wrong.size() - 2] = wrong[wrong.size() - 2] == '0' ? '1' : '0';
+    auto w = git({"push", wrong + "github.com/acme/demo.git", "HEAD:refs/heads/no-secret"}, dir);
+    CHECK(w.status == 128);
+    CHECK(w.err.find("does not carry this session's gateway secret") != std::string::npos);
+    // A POST straight to receive-pack without it: 403 naming the problem.
+    std::string post = http_raw(gateway().port(), "POST /github.com/acme/demo.git/git-receive-pack HTTP/1.1\r\nHost: " +
+                                                      gateway().host() + "\r\nContent-Length: 4\r\nConnection: close\r\n\r\n0000");
+    CHECK(post.rfind("HTTP/1.1 403", 0) == 0);
+    CHECK(post.find("does not carry this session's gateway secret") != std::string::npos);
+    auto ev = events(gateway(), "refused");
+    REQUIRE(!ev.empty());
+    CHECK(ev.back()["reason"] == "request does not carry this session's gateway secret (use the URL from the ready event)");
+}
+
+TEST_CASE("a request naming another host (DNS rebinding) is refused even with the secret") {
+    NEED_RIG();
+    upstream().create_repo("acme/demo");
+    std::string target = gateway().path("/github.com/acme/demo.git/info/refs?service=git-receive-pack");
+    auto get = [&](const std::string& host) {
+        return http_raw(gateway().port(), "GET " + target + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n");
+    };
+    std::string own = get(gateway().host());
+    CHECK(own.rfind("HTTP/1.1 200", 0) == 0);
+    CHECK(own.find("# service=git-receive-pack") != std::string::npos);
+    CHECK(own.find("ERR ") == std::string::npos);
+    std::string local = get("localhost:" + std::to_string(gateway().port()));
+    CHECK(local.find("ERR ") == std::string::npos);
+    std::string rebound = get("attacker.example:" + std::to_string(gateway().port()));
+    CHECK(rebound.find("ERR Control Center: Host 'attacker.example:" + std::to_string(gateway().port()) +
+                       "' is not this gateway's address") != std::string::npos);
+    std::string none = http_raw(gateway().port(), "GET " + target + " HTTP/1.1\r\nConnection: close\r\n\r\n");
+    CHECK(none.find("ERR Control Center: request has no Host header") != std::string::npos);
+    for (const auto& s : {own, rebound, none}) CHECK(s.find(" 401 ") == std::string::npos);
+}
+
+TEST_CASE("an upstream hook that prints the write token: the agent sees it in no spelling") {
+    NEED_RIG();
+    std::string dir = agent_repo("echo-hook", gateway());
+    // Percent-encoding leaves this token as it is (only unreserved characters).
+    std::string pct = write_token;
+    auto b64 = [](const std::string& s) {
+        auto r = run({"base64", "-w0"}, s);
+        return r.out;
+    };
+    std::string basic = b64("x-access-token:" + write_token);
+    std::string bare = b64(write_token);
+    auto install_hook = [&] {
+        upstream().create_repo("acme/demo");
+        std::string hook = upstream().repo_path("acme/demo") + "/hooks/pre-receive";
+        write_file(hook,
+                   "#!/bin/sh\n"
+                   "cat >/dev/null\n"
+                   "echo \"raw: " + write_token + "\"\n"
+                   "echo \"basic: Authorization: Basic " + basic + "\"\n"
+                   "echo \"bare64: " + bare + "\"\n"
+                   "echo \"url: https://x-access-token:" + pct + "@github.com/acme/demo.git\"\n"
+                   "printf 'split: " + write_token.substr(0, 5) + "' >&2; sleep 0.3; printf '" + write_token.substr(5) +
+                       "\\n' >&2\n"
+                   "echo 'after the token'\n",
+                   0755);
+    };
+    // Straight to the upstream, the hook's output carries the token to the pusher.
+    install_hook();
+    auto direct = git({"push", upstream().write_url("acme/demo"), "HEAD:refs/heads/direct"}, dir);
+    REQUIRE(direct.status == 0);
+    REQUIRE(direct.err.find("remote: raw: " + write_token) != std::string::npos);
+    REQUIRE(direct.err.find(basic) != std::string::npos);
+
+    // Through the gateway: masked in every spelling, the rest of the lines intact.
+    install_hook();
+    auto r = git({"push", "origin", "HEAD:refs/heads/echoed"}, dir);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(!upstream().ref("acme/demo", "refs/heads/echoed").empty());
+    CHECK(r.err.find("remote: raw: " + std::string(write_token.size(), '*')) != std::string::npos);
+    CHECK(r.err.find("remote: after the token") != std::string::npos);
+    CHECK(r.err.find(write_token) == std::string::npos);
+    CHECK(r.err.find(basic.substr(0, 36)) == std::string::npos);
+    CHECK(r.err.find(bare.substr(0, 16)) == std::string::npos);
+    CHECK(r.err.find(write_token.substr(0, 5) + write_token.substr(5)) == std::string::npos);
+    CHECK(r.err.find("remote: split: " + std::string(write_token.size(), '*')) != std::string::npos);
+    auto ev = events(gateway(), "push");
+    REQUIRE(!ev.empty());
+    CHECK(ev.back()["tokenMasked"] == true);
+    CHECK(gateway().stdout_text().find(write_token) == std::string::npos);
+}
+
+TEST_CASE("the token command inherits no socket of the gateway's") {
+    NEED_RIG();
+    upstream().create_repo("acme/demo");
+    std::string log = scratch_dir() + "/token-fds";
+    std::string cmd = scratch_dir() + "/fd-token.sh";
+    write_file(cmd, "#!/bin/sh\nls -l /proc/$$/fd >> " + log + " 2>&1\necho " + write_token + "\n", 0755);
+    Gateway g(gateway_args({"--token-command", cmd}));
+    std::string dir = agent_repo("fds", g);
+    auto r = git({"push", "origin", "HEAD:refs/heads/fds"}, dir);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    std::string fds = read_file(log);
+    INFO(fds);
+    REQUIRE(fds.find("pipe:") != std::string::npos);  // the listing ran
+    CHECK(fds.find("socket:") == std::string::npos);
+}
+
+TEST_CASE("many idle connections beside a real push: the push goes through, the oldest idle ones are cut") {
+    NEED_RIG();
+    upstream().create_repo("acme/demo");
+    Gateway g(gateway_args({"--head-timeout", "30"}));
+    std::string dir = agent_repo("idle", g);
+    // 100 connections that never send a byte: more than the 64 that may wait
+    // for their head at once, and more than the 32 admitted connections.
+    std::vector<int> idle;
+    for (int i = 0; i < 100; ++i) {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(static_cast<uint16_t>(g.port()));
+        REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        idle.push_back(fd);
+    }
+    auto r = git({"push", "origin", "HEAD:refs/heads/beside-idle"}, dir);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/beside-idle") == head(dir));
+    // The first (oldest) idle connection was cut to make room: it reads the end.
+    timeval tv{10, 0};
+    ::setsockopt(idle.front(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char b;
+    CHECK(::recv(idle.front(), &b, 1, 0) == 0);
+    for (int fd : idle) ::close(fd);
+    CHECK(g.stop() == 0);
+    auto sd = events(g, "shutdown");
+    REQUIRE(!sd.empty());
+    CHECK(sd.back()["evictedConnections"].get<int>() >= 36);
+}
+
+TEST_CASE("a client that sends half a head is cut at --head-timeout") {
+    NEED_RIG();
+    Gateway g(gateway_args({"--head-timeout", "1"}));
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(g.port()));
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    std::string half = "GET " + g.path("/github.com/acme/demo.git/info/refs") + " HTTP/1.1\r\nHost: " + g.host() + "\r\n";
+    REQUIRE(::send(fd, half.data(), half.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(half.size()));
+    // The gateway closes it long before this 20 s receive timeout.
+    timeval tv{20, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char b;
+    errno = 0;
+    CHECK(::recv(fd, &b, 1, 0) == 0);
+    CHECK(errno == 0);
+    ::close(fd);
+}
+
+TEST_CASE("a ref name with an invisible or bidi character is denied; one that looks like a protected ref is reported") {
+    NEED_RIG();
+    upstream().create_repo("acme/demo");
+    std::string dir = agent_repo("bidi", gateway());
+    const std::string zwsp = "\xE2\x80\x8B";  // U+200B ZERO WIDTH SPACE
+    std::string sneaky = "refs/heads/ma" + zwsp + "in";
+    // Straight to the upstream such a name is taken as it is.
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:" + sneaky}, dir).status == 0);
+    REQUIRE(!upstream().ref("acme/demo", sneaky).empty());
+    upstream().create_repo("acme/demo");
+    auto r = git({"push", "origin", "HEAD:" + sneaky}, dir);
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.find("(Control Center policy: ref name has an invisible or bidi control character (U+200B))") !=
+          std::string::npos);
+    CHECK(upstream().ref("acme/demo", sneaky).empty());
+    auto ev = events(gateway(), "push");
+    REQUIRE(!ev.empty());
+    CHECK(ev.back()["refs"][0]["source"] == "refname");
+    CHECK(ev.back()["refs"][0]["looksLike"] == "refs/heads/main");
+    // Another case is another ref for git and for the rules, but it is reported.
+    auto upper = git({"push", "origin", "HEAD:refs/heads/MAIN"}, dir);
+    CHECK(upper.status == 0);
+    ev = events(gateway(), "push");
+    CHECK(ev.back()["refs"][0]["decision"] == "allow");
+    CHECK(ev.back()["refs"][0]["looksLike"] == "refs/heads/main");
+}
+
+TEST_CASE("a gzip body that inflates past 100 times its size is cut, not streamed upstream") {
+    NEED_RIG();
+    upstream().create_repo("acme/demo");
+    // An allowed ref, then 64 MiB of zeros as its "pack": about 64 KiB gzipped.
+    std::string prefix = std::string("0082") + std::string(40, '0') + " " + std::string(40, '1') +
+                         " refs/heads/bomb" + std::string(1, '\0') + "report-status side-band-64k\n0000";
+    std::string raw = prefix + std::string(64u << 20, '\0');
+    auto gz = run({"gzip", "-c"}, raw);
+    REQUIRE(gz.status == 0);
+    REQUIRE(gz.out.size() < (1u << 20));
+    std::string req = "POST " + gateway().path("/github.com/acme/demo.git/git-receive-pack") + " HTTP/1.1\r\nHost: " +
+                      gateway().host() + "\r\nContent-Type: application/x-git-receive-pack-request\r\n"
+                      "Content-Encoding: gzip\r\nContent-Length: " + std::to_string(gz.out.size()) +
+                      "\r\nConnection: close\r\n\r\n" + gz.out;
+    http_raw(gateway().port(), req);
+    auto ev = events(gateway(), "push");
+    REQUIRE(!ev.empty());
+    CHECK(ev.back()["result"] == "error");
+    CHECK(ev.back()["error"] == "gzip body: inflates to more than 100 times its size");
+    CHECK(upstream().ref("acme/demo", "refs/heads/bomb").empty());
+}
