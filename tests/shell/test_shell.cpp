@@ -191,3 +191,93 @@ TEST_CASE("fuzz regressions (tests/shell/fuzz-regressions)") {
     auto s = parse(arith + "x");
     CHECK_FALSE(s.ok);
 }
+
+// Issue 14: the extent of ${...} follows bash's matched-pair reader. Each line
+// was checked against bash 5.2 (tests/shell/bash-corpus.txt holds them too).
+TEST_CASE("issue 14: ${...} ends where bash ends it") {
+    // A lone '{' in a default opens nothing: the first '}' closes.
+    CHECK(commands(parse("echo ${x:-{}; sudo rm -rf /; echo }")) ==
+          V{"echo|${x:-{}", "sudo|rm|-rf|/", "echo|}"});
+    CHECK(commands(parse("echo ${x#{}; id")) == V{"echo|${x#{}", "id"});
+    // $'...' inside ${...} has its escapes: \' does not end it.
+    CHECK(commands(parse("echo ${x:-$'\\''}; sudo rm -rf /; echo '}'")) ==
+          V{"echo|${x:-$'\\''}", "sudo|rm|-rf|/", "echo|}"});
+    // Single quotes are quotes inside a double-quoted ${...} too.
+    CHECK(commands(parse("echo \"${x:-'}'}\"; id")) == V{"echo|${x:-'}'}", "id"});
+    // Nested ${...} and escapes still count.
+    CHECK(commands(parse("echo ${a:-${b:-\\}}}; id")) == V{"echo|${a:-${b:-\\}}}", "id"});
+    CHECK(commands(parse("echo ${x:-\"}\"}; id")) == V{"echo|${x:-\"}\"}", "id"});
+    CHECK(commands(parse("echo ${x:-$(sudo id)}")) == V{"echo|${x:-$(sudo id)}", "sudo|id"});
+    CHECK_FALSE(parse("echo ${x:-{").ok);
+}
+
+TEST_CASE("issue 14: coproc in all its forms") {
+    for (const char* line : {"coproc sudo id", "coproc { sudo id; }", "coproc X { sudo id; }", "coproc (sudo id)",
+                             "coproc X (sudo id)", "coproc X [[ $(sudo id) ]]", "coproc >/dev/null sudo id"}) {
+        INFO(line);
+        auto s = parse(line);
+        CHECK(s.ok);
+        CHECK(commands(s) == V{"sudo|id"});
+        CHECK(s.root.children[0].children[0].kind == Kind::coproc);
+    }
+    CHECK(commands(parse("coproc if sudo id; then :; fi")) == V{"sudo|id", ":"});
+    auto named = parse("coproc X { id; }");
+    CHECK(named.root.children[0].children[0].words.at(0).text == "X");
+    // NAME only before a compound command: here X is the command.
+    CHECK(commands(parse("coproc X echo hi")) == V{"X|echo|hi"});
+    CHECK(parse("coproc X echo hi").root.children[0].children[0].words.empty());
+    CHECK_FALSE(parse("coproc").ok);
+    CHECK(commands(parse("echo coproc")) == V{"echo|coproc"});
+}
+
+TEST_CASE("issue 14: time and ! with no command") {
+    for (const char* line : {"time", "!", "time -p", "! !", "time; id", "!\nid", "(time)", "time -- id", "time -p -- id"}) {
+        INFO(line);
+        CHECK(parse(line).ok);
+    }
+    CHECK(commands(parse("time; id")) == V{"id"});
+    CHECK(commands(parse("time -p -- sudo id")) == V{"sudo|id"});
+    // bash: syntax errors.
+    CHECK_FALSE(parse("time | id").ok);
+    CHECK_FALSE(parse("! && id").ok);
+}
+
+TEST_CASE("issue 14: function names bash would refuse still parse") {
+    for (const char* line : {"\"sudo\"() { id; }", "$x() { id; }", "function \"sudo\" { id; }", "function $'sudo' { id; }"}) {
+        INFO(line);
+        auto s = parse(line);
+        CHECK(s.ok);
+        CHECK(commands(s) == V{"id"});
+    }
+    auto q = parse("\"sudo\"() { id; }");
+    REQUIRE(q.root.children[0].children[0].kind == Kind::function);
+    CHECK(q.root.children[0].children[0].words[0].quoted);
+}
+
+TEST_CASE("issue 14: a backslash-newline joins here-document lines before the delimiter is matched") {
+    // bash ends this body at "E\<nl>OF" and runs the next line as a command.
+    auto s = parse("cat <<EOF\nE\\\nOF\nsudo id\nEOF\n");
+    CHECK(commands(s) == V{"cat", "sudo|id", "EOF"});
+    // ... and does not end it at "x \<nl>EOF".
+    CHECK(commands(parse("cat <<EOF\nx \\\nEOF\nsudo id\nEOF\n")) == V{"cat"});
+    // A quoted delimiter: no joining.
+    CHECK(commands(parse("cat <<'EOF'\nE\\\nOF\nsudo id\nEOF\n")) == V{"cat"});
+    // An escaped backslash at the end of a line is no continuation.
+    CHECK(commands(parse("cat <<EOF\nx \\\\\nEOF\nsudo id\n")) == V{"cat", "sudo|id"});
+}
+
+TEST_CASE("issue 14: extglob groups and [[ =~ ]] groups are read whole") {
+    // A quoted ')' inside an extglob group does not end it.
+    CHECK(commands(parse("ls @(a|')'|b) ; sudo id ; echo ')'")) == V{"ls|@(a|')'|b)", "sudo|id", "echo|)"});
+    CHECK(commands(parse("ls !(x) +(a|b) *(c) ?(d)")) == V{"ls|!(x)|+(a|b)|*(c)|?(d)"});
+    CHECK(commands(parse("ls @(a|$(sudo id))")) == V{"ls|@(a|$(sudo id))", "sudo|id"});
+    // After =~, blanks, ';' and ']]' inside a group are part of the regex.
+    auto s = parse("[[ x =~ ( ]] ; a ) ]]; sudo id");
+    CHECK(s.ok);
+    CHECK(commands(s) == V{"sudo|id"});
+    REQUIRE(s.root.children[0].children[0].kind == Kind::cond);
+    CHECK(s.root.children[0].children[0].words.back().text == "( ]] ; a )");
+    CHECK(commands(parse("[[ $x =~ ^(a|b)$ ]] && sudo id")) == V{"sudo|id"});
+    CHECK(parse("[[ $x =~ a|b ]]").root.children[0].children[0].words.back().text == "a|b");
+    CHECK(commands(parse("[[ $x =~ ($(sudo id)) ]]")) == V{"sudo|id"});
+}

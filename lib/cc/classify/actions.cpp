@@ -243,7 +243,11 @@ bool is_harmless_sink(sv p) {
 std::unordered_set<std::string> function_names(const Node& root) {
     std::unordered_set<std::string> names;
     shell::walk(root, [&](const Node& n) {
-        if (n.kind == Kind::function && !n.words.empty()) names.insert(n.words[0].text);
+        // bash defines no function whose name was quoted, escaped or
+        // expanded in the source ("not a valid identifier"): a later call of
+        // that name runs the command, not a body.
+        if (n.kind == Kind::function && !n.words.empty() && !n.words[0].quoted && !n.words[0].expanded)
+            names.insert(n.words[0].text);
     });
     return names;
 }
@@ -458,7 +462,11 @@ private:
             add(f, kRun, "the command name '" + a[k].text + "' is only known at run time");
             return;
         }
-        if (functions && functions->count(a[k].text)) return;
+        // A call of a function defined in the line runs its body, judged where
+        // it is defined. Whether the definition runs before the call is not
+        // known statically (order, branches, subshells), so a name that is a
+        // known command is judged as that command too.
+        bool function = functions && functions->count(a[k].text);
         Call c{a, k, f, ctx, depth};
         sv name = c.name();
         if (const Handler* h = handler(name)) {
@@ -474,6 +482,7 @@ private:
         if (starts_with(name, "python")) return python(c);
         if (starts_with(name, "pip")) return pip(c, k + 1);
         if (starts_with(name, "mkfs")) return add(f, kDestroy, std::string(name) + " formats a filesystem");
+        if (function) return;
         if (a[k].text.find('/') != std::string::npos)
             return add(f, kRun, "runs the program '" + a[k].text + "'");
         add(f, kRun, "'" + std::string(name) + "' is not a command known to only read");

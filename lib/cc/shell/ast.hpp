@@ -51,6 +51,7 @@ enum class Kind {
     function,   // words[0] name; children[0] body
     arith,      // (( ... )) or for (( ... )): words hold the expression text
     cond,       // [[ ... ]]: words are the operands
+    coproc,     // coproc [NAME] command: words[0] the NAME when given; children[0] the command
 };
 
 struct Node {

@@ -127,6 +127,7 @@ private:
     std::size_t base_;
     bool remap_;
     std::vector<std::string_view> stop_words_;
+    bool regex_ = false;  // word(): reading the operand of [[ =~ ]]
 
     std::size_t off(std::size_t k) const { return remap_ ? base_ : base_ + k; }
     bool at_end() const { return i_ >= end_; }
@@ -194,14 +195,32 @@ private:
         Redirect& r = *p.redirect;
         std::size_t body_start = i_;
         std::size_t body_end = end_;
+        bool joins = !p.redirect->body_quoted;
         while (i_ < end_) {
-            std::size_t eol = s_.find('\n', i_);
-            if (eol == std::string_view::npos || eol > end_) eol = end_;
-            std::string_view line = s_.substr(i_, eol - i_);
-            if (p.strip_tabs)
-                while (!line.empty() && line.front() == '\t') line.remove_prefix(1);
-            if (line == p.delimiter) {
-                body_end = i_;
+            // One logical line: in an unquoted body a backslash-newline joins
+            // lines before the delimiter is looked for, as in bash ("E\<nl>OF"
+            // ends the body; "x \<nl>EOF" does not).
+            std::size_t line_start = i_;
+            std::string logical;
+            std::size_t eol;
+            while (true) {
+                eol = s_.find('\n', i_);
+                if (eol == std::string_view::npos || eol > end_) eol = end_;
+                std::string_view part = s_.substr(i_, eol - i_);
+                if (p.strip_tabs)
+                    while (!part.empty() && part.front() == '\t') part.remove_prefix(1);
+                std::size_t slashes = 0;
+                while (slashes < part.size() && part[part.size() - 1 - slashes] == '\\') ++slashes;
+                if (joins && eol < end_ && slashes % 2 == 1) {
+                    logical.append(part.substr(0, part.size() - 1));
+                    i_ = eol + 1;
+                    continue;
+                }
+                logical.append(part);
+                break;
+            }
+            if (logical == p.delimiter) {
+                body_end = line_start;
                 i_ = eol < end_ ? eol + 1 : eol;
                 break;
             }
@@ -227,7 +246,8 @@ private:
         std::string_view w = s_.substr(i_, k - i_);
         static const std::string_view reserved[] = {"if",    "then",  "elif", "else",     "fi", "do", "done",
                                                     "case",  "esac",  "while", "until",   "for", "in", "select",
-                                                    "{",     "}",     "!",    "function", "[[", "]]", "time"};
+                                                    "{",     "}",     "!",    "function", "[[", "]]", "time",
+                                                    "coproc"};
         for (auto r : reserved)
             if (w == r) return std::string(w);
         return {};
@@ -322,16 +342,33 @@ private:
         n.kind = Kind::pipeline;
         n.offset = off(i_);
         skip_blanks();
+        bool prefixed = false;
         while (true) {
             if (take_reserved("!")) {
                 n.negated = !n.negated;
             } else if (take_reserved("time")) {
                 skip_blanks();
-                if (starts("-p") && (i_ + 2 >= end_ || is_meta(s_[i_ + 2]))) i_ += 2;
+                if (starts("-p") && (i_ + 2 >= end_ || is_meta(s_[i_ + 2]))) {
+                    i_ += 2;
+                    skip_blanks();
+                }
+                if (starts("--") && (i_ + 2 >= end_ || is_meta(s_[i_ + 2]))) i_ += 2;  // time [-p] -- cmd
             } else {
                 break;
             }
+            prefixed = true;
             skip_blanks();
+        }
+        // `time` and `!` with no command are complete pipelines (bash times
+        // or negates nothing) when a list separator or the end follows.
+        if (prefixed) {
+            char c = peek();
+            if (at_end() || c == '\n' || (c == ';' && peek(1) != ';' && peek(1) != '&') || c == ')' || at_stop_word())
+                return n;
+            if (c == '|' || c == '&' || c == ';') {
+                fail(i_, std::string("unexpected '") + c + "'");
+                return n;
+            }
         }
         std::string op;
         while (!st_.aborting) {
@@ -391,6 +428,10 @@ private:
             return n;
         }
         std::string kw = peek_reserved();
+        if (kw == "coproc") {
+            coproc_clause(n);
+            return n;
+        }
         if (kw == "{") {
             i_ += 1;
             n.kind = Kind::group;
@@ -455,12 +496,19 @@ private:
                 }
                 if (take_reserved("]]")) break;
                 char c = s_[i_];
-                if (c == '&' || c == '|' || c == '(' || c == ')' || c == '<' || c == '>' || c == ';') {
+                // The operand after =~ is one word read as bash reads a regular
+                // expression: '|' is text, and a parenthesised group is read
+                // whole, blanks, ';', '&', '<' and ']]' inside it included.
+                bool regex = !n.words.empty() && n.words.back().text == "=~" && !n.words.back().quoted;
+                if (!regex && (c == '&' || c == '|' || c == '(' || c == ')' || c == '<' || c == '>' || c == ';')) {
                     ++i_;
                     continue;
                 }
                 Word w;
-                if (!word(w)) {
+                regex_ = regex;
+                bool got = word(w);
+                regex_ = false;
+                if (!got) {
                     ++i_;
                     continue;
                 }
@@ -476,6 +524,42 @@ private:
         }
         simple(n);
         return n;
+    }
+
+    // A compound command starts at i_ ({ ( (( [[ if while until for select case).
+    bool at_compound() const {
+        if (peek() == '(') return true;
+        std::string kw = peek_reserved();
+        return kw == "{" || kw == "[[" || kw == "if" || kw == "while" || kw == "until" || kw == "for" ||
+               kw == "select" || kw == "case";
+    }
+
+    // coproc [NAME] command: NAME only before a compound command; otherwise
+    // the first word is the simple command's name (bash's grammar).
+    void coproc_clause(Node& n) {
+        n.kind = Kind::coproc;
+        i_ += 6;
+        skip_blanks();
+        if (at_end() || peek() == '\n' || peek() == ';' || peek() == '&' || peek() == '|' || peek() == ')') {
+            fail(i_, "expected a command after 'coproc'");
+            return;
+        }
+        if (!at_compound() && peek_reserved().empty()) {
+            std::size_t save = i_;
+            std::size_t pending = st_.pending.size();
+            Word name;
+            if (word(name) && !st_.aborting) {
+                skip_blanks();
+                if (at_compound()) {
+                    n.words.push_back(std::move(name));
+                } else {
+                    i_ = save;
+                    st_.pending.resize(std::min(st_.pending.size(), pending));
+                }
+            }
+            if (st_.aborting) return;
+        }
+        n.children.push_back(command());
     }
 
     void if_clause(Node& n, std::size_t at) {
@@ -647,8 +731,9 @@ private:
             }
             if (c == '(') {
                 // name () body: a function definition.
-                if (n.words.size() == 1 && n.assigns.empty() && n.redirects.empty() && !n.words[0].quoted &&
-                    !n.words[0].expanded) {
+                // bash parses any word here, quoted or expanded too, and refuses
+                // to define such a name only when it runs (see Kind::function).
+                if (n.words.size() == 1 && n.assigns.empty() && n.redirects.empty()) {
                     ++i_;
                     skip_blanks();
                     if (peek() != ')') {
@@ -754,6 +839,15 @@ private:
         std::size_t start = i_;
         while (!at_end() && !st_.aborting) {
             char c = s_[i_];
+            if (regex_ && c == '(') {
+                paren_group(w);
+                continue;
+            }
+            if (regex_ && c == '|') {
+                w.text.push_back(c);
+                ++i_;
+                continue;
+            }
             if ((c == '<' || c == '>') && peek(1) == '(' && i_ == start) {
                 process_substitution(w);
                 continue;
@@ -915,27 +1009,35 @@ private:
             return;
         }
         if (n == '{') {
+            // bash reads ${...} as a matched pair closed by the first '}' not
+            // inside a quote or a nested construct: quotes ('...', $'...' with
+            // its escapes, "...") and nested $-constructs and backquotes are
+            // read whole, a backslash escapes one character, and a '{' counts
+            // only after a '$' (a lone '{' in a default or a pattern opens
+            // nothing). Single quotes are read as quotes inside a double-quoted
+            // ${...} too (bash outside POSIX mode).
             Depth d(st_);
             if (!enter(d)) return;
             i_ += 2;
-            int depth = 1;
+            bool closed = false;
             Word inner;  // collects substitutions inside ${...}
             while (!at_end() && !st_.aborting) {
                 char c = s_[i_];
                 if (c == '}') {
-                    if (--depth == 0) {
-                        ++i_;
-                        break;
-                    }
                     ++i_;
-                } else if (c == '{') {
-                    ++depth;
-                    ++i_;
-                } else if (c == '\\') {
-                    i_ += 2;
-                } else if (c == '\'' && !in_dquote) {
+                    closed = true;
+                    break;
+                }
+                if (c == '\\') {
+                    i_ = std::min(i_ + 2, end_);
+                } else if (c == '\'') {
                     single_quote(inner);
                 } else if (c == '"') {
+                    double_quote(inner);
+                } else if (c == '$' && peek(1) == '\'') {
+                    ansi_c_quote(inner);
+                } else if (c == '$' && peek(1) == '"') {
+                    ++i_;
                     double_quote(inner);
                 } else if (c == '$') {
                     dollar(inner, in_dquote);
@@ -946,7 +1048,7 @@ private:
                 }
             }
             if (i_ > end_) i_ = end_;
-            if (depth != 0 && !st_.aborting) fail(at, "unterminated parameter expansion '${'");
+            if (!closed && !st_.aborting) fail(at, "unterminated parameter expansion '${'");
             w.text.append(s_.substr(at, i_ - at));
             w.expanded = true;
             for (auto& sub : inner.subs) w.subs.push_back(std::move(sub));
@@ -982,7 +1084,10 @@ private:
         Depth d(st_);
         if (!enter(d)) return;
         i_ = at + open_len;
+        bool regex = regex_;
+        regex_ = false;  // a new command line
         Node body = list(Stop::paren);
+        regex_ = regex;
         if (!st_.aborting) {
             if (peek() != ')') {
                 fail(at, "unterminated command substitution '" + std::string(s_.substr(at, open_len)) + "'");
@@ -1113,23 +1218,50 @@ private:
         w.text.append(s_.substr(at, i_ - at));
     }
 
-    void extglob(Word& w) {
+    // A parenthesised group read as bash's matched-pair reader does (extglob
+    // patterns, the groups of a [[ =~ ]] regular expression): blanks and
+    // operators inside are text, quotes and $-constructs are read whole, a
+    // backslash escapes one character. The raw text goes to w.text.
+    void paren_group(Word& w) {
+        Depth d(st_);
+        if (!enter(d)) return;
         std::size_t at = i_;
         int depth = 0;
-        while (!at_end()) {
+        Word inner;
+        while (!at_end() && !st_.aborting) {
             char c = s_[i_];
-            if (c == '(') ++depth;
-            else if (c == ')' && --depth == 0) {
+            if (c == '(') {
+                ++depth;
                 ++i_;
-                w.text.append(s_.substr(at, i_ - at));
-                return;
-            } else if (c == '\\') ++i_;
-            ++i_;
+            } else if (c == ')') {
+                ++i_;
+                if (--depth == 0) break;
+            } else if (c == '\\') {
+                i_ = std::min(i_ + 2, end_);
+            } else if (c == '\'') {
+                single_quote(inner);
+            } else if (c == '"') {
+                double_quote(inner);
+            } else if (c == '$' && peek(1) == '\'') {
+                ansi_c_quote(inner);
+            } else if (c == '$' && peek(1) == '"') {
+                ++i_;
+                double_quote(inner);
+            } else if (c == '$') {
+                dollar(inner, false);
+            } else if (c == '`') {
+                backquote(inner);
+            } else {
+                ++i_;
+            }
         }
-        i_ = std::min(i_, end_);
         w.text.append(s_.substr(at, i_ - at));
-        fail(at, "unbalanced parenthesis: '(' is not closed");
+        if (!inner.subs.empty() || inner.expanded) w.expanded = true;
+        for (auto& sub : inner.subs) w.subs.push_back(std::move(sub));
+        if (depth != 0 && !st_.aborting) fail(at, "unbalanced parenthesis: '(' is not closed");
     }
+
+    void extglob(Word& w) { paren_group(w); }
 };
 
 void line_and_column(std::string_view src, std::size_t offset, ParseError& e) {
@@ -1197,6 +1329,7 @@ const char* to_string(Kind kind) {
         case Kind::function: return "function";
         case Kind::arith: return "arith";
         case Kind::cond: return "cond";
+        case Kind::coproc: return "coproc";
     }
     return "?";
 }
