@@ -195,3 +195,26 @@ TEST_CASE("run_jsonl: every line answered in order, whatever the block boundarie
         CHECK(out[2000 + i].dump() == nlohmann::json(want).dump());
     }
 }
+
+// Issue 14: the reading of last resort for a line the parser rejected.
+TEST_CASE("issue 14: a misread line is never judged weaker than its commands alone") {
+    auto pieces = cc::classify::find_actions_lexically("echo 'a; sudo id' | if x; then \"rm\" -rf / ; fi");
+    std::vector<std::vector<std::string>> argvs;
+    for (const auto& f : pieces) argvs.push_back(f.argv);
+    CHECK(argvs == std::vector<std::vector<std::string>>{{"echo", "a"}, {"sudo", "id"}, {"x"}, {"rm", "-rf", "/"}});
+    // Without the parse error the pieces are not consulted: quoted text is data.
+    auto quoted = cc::classify::classify("echo 'a; sudo id'", Mode::chat, cc::policy::default_policy());
+    CHECK(quoted.decision == Decision::allow);
+    // With it, the strictest piece decides and says how it was read.
+    auto hidden = cc::classify::classify("echo 'a; sudo id", Mode::chat, cc::policy::default_policy());
+    CHECK(hidden.decision == Decision::deny);
+    CHECK(hidden.action == "privilege_escalation");
+    CHECK_THAT(hidden.reason, Catch::Contains("read without the parser"));
+    REQUIRE(hidden.parse_error);
+    CHECK(hidden.commands.back().finding.argv == std::vector<std::string>{"sudo", "id"});
+    // A piece no stricter than the line adds nothing.
+    auto plain = cc::classify::classify("echo 'a; echo b", Mode::chat, cc::policy::default_policy());
+    CHECK(plain.decision == Decision::ask);
+    CHECK(plain.classes == std::vector<std::string>{"unparsable"});
+    CHECK(plain.commands.size() == 2);
+}

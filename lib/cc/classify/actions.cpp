@@ -2013,6 +2013,52 @@ private:
 
 }  // namespace
 
+std::vector<Finding> find_actions_lexically(std::string_view line) {
+    // Every byte that could end a command in some reading ends a fragment,
+    // quoted or not: a misreading can hide a command behind a quote the parser
+    // saw open, never from this split.
+    auto is_cut = [](char c) {
+        return c == ';' || c == '&' || c == '|' || c == '\n' || c == '(' || c == ')' || c == '`' || c == '{' ||
+               c == '}' || c == '\r';
+    };
+    static constexpr sv keywords[] = {"!",    "[[",    "]]",     "case", "coproc", "do",   "done",  "elif",
+                                      "else", "esac",  "fi",     "for",  "function", "if", "in",   "select",
+                                      "then", "time",  "until",  "while"};
+    Analyzer a;
+    std::size_t k = 0;
+    while (k < line.size()) {
+        std::size_t start = k;
+        while (k < line.size() && !is_cut(line[k])) ++k;
+        sv fragment = line.substr(start, k - start);
+        ++k;
+        Node n;
+        n.kind = Kind::simple;
+        n.offset = start;
+        std::size_t j = 0;
+        while (j < fragment.size()) {
+            while (j < fragment.size() && (fragment[j] == ' ' || fragment[j] == '\t')) ++j;
+            Word w;
+            w.offset = start + j;
+            for (; j < fragment.size() && fragment[j] != ' ' && fragment[j] != '\t'; ++j) {
+                char c = fragment[j];
+                if (c == '\'' || c == '"' || c == '\\') continue;
+                if (c == '$') w.expanded = true;
+                w.text.push_back(c);
+            }
+            if (w.text.empty()) continue;
+            if (n.words.empty() && std::find(std::begin(keywords), std::end(keywords), sv(w.text)) != std::end(keywords))
+                continue;
+            if (n.words.empty() && w.text.find('=') != std::string::npos && is_assignment_text(w.text)) continue;
+            n.words.push_back(std::move(w));
+        }
+        if (!n.words.empty()) a.node(n, 0);
+    }
+    for (auto& f : a.out)
+        f.notes.emplace_back("the line does not parse: this command was read by cutting the line at every operator, "
+                             "quoted or not");
+    return std::move(a.out);
+}
+
 std::vector<Finding> find_actions(const shell::Script& script) {
     Analyzer a;
     std::unordered_set<std::string> names = function_names(script.root);

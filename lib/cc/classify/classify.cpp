@@ -77,6 +77,20 @@ Result classify(std::string_view line, policy::Mode mode, const policy::Policy& 
         r.commands.push_back(std::move(s));
     }
     std::vector<Finding>().swap(findings);  // all moved out; a 1 MiB line has ~50,000
+    if (r.parse_error) {
+        // The parser could not decide: never weaker than any command of the
+        // line judged alone (a misread that hides a later sudo stays a deny).
+        for (auto& f : find_actions_lexically(line)) {
+            SubCommand s = judge(std::move(f), mode, pol);
+            if (s.decision <= r.decision) continue;
+            for (const auto& c : s.finding.classes) r.classes.push_back(c);
+            r.decision = s.decision;
+            r.reason = s.reason + " (read without the parser)";
+            r.source = s.source;
+            r.action = s.action;
+            r.commands.push_back(std::move(s));
+        }
+    }
     if (first) r.reason = "nothing to run";
     else if (r.decision == Decision::allow && r.source.empty()) r.reason = "every command is known to only read";
     std::sort(r.classes.begin(), r.classes.end());
