@@ -231,7 +231,7 @@ TEST_CASE("issue 14: coproc in all its forms") {
 }
 
 TEST_CASE("issue 14: time and ! with no command") {
-    for (const char* line : {"time", "!", "time -p", "! !", "time; id", "!\nid", "(time)", "time -- id", "time -p -- id"}) {
+    for (const char* line : {"time", "!", "time -p", "! !", "time; id", "!\nid", "{ time; }", "time -- id", "time -p -- id"}) {
         INFO(line);
         CHECK(parse(line).ok);
     }
@@ -240,6 +240,7 @@ TEST_CASE("issue 14: time and ! with no command") {
     // bash: syntax errors.
     CHECK_FALSE(parse("time | id").ok);
     CHECK_FALSE(parse("! && id").ok);
+    CHECK_FALSE(parse("(time)").ok);
 }
 
 TEST_CASE("issue 14: function names bash would refuse still parse") {
@@ -280,4 +281,31 @@ TEST_CASE("issue 14: extglob groups and [[ =~ ]] groups are read whole") {
     CHECK(commands(parse("[[ $x =~ ^(a|b)$ ]] && sudo id")) == V{"sudo|id"});
     CHECK(parse("[[ $x =~ a|b ]]").root.children[0].children[0].words.back().text == "a|b");
     CHECK(commands(parse("[[ $x =~ ($(sudo id)) ]]")) == V{"sudo|id"});
+}
+
+TEST_CASE("issue 14: backslash-newline is removed where bash removes it, before tokens are read") {
+    CHECK(commands(parse("true &\\\n& sudo id")) == V{"true", "sudo|id"});
+    CHECK(parse("true &\\\n& sudo id").root.children.at(1).op == "&&");
+    CHECK(commands(parse("i\\\nf true; then sudo id; fi")) == V{"true", "sudo|id"});
+    CHECK(parse("i\\\nf true; then sudo id; fi").root.children[0].children[0].kind == Kind::if_);
+    CHECK(commands(parse("echo $\\\n(sudo id)")) == V{"echo|$(sudo id)", "sudo|id"});
+    CHECK(commands(parse("ti\\\nme sudo id")) == V{"sudo|id"});
+    CHECK(commands(parse("cat <\\\n<EOF\n$(sudo id)\nEOF\n")) == V{"cat", "sudo|id"});
+    // Not inside single quotes, $'...', comments or quoted here-document bodies.
+    CHECK(commands(parse("echo 'a\\\nb'")) == V{"echo|a\\\nb"});
+    CHECK(commands(parse("echo $'a\\\nb'")) == V{"echo|a\nb"});
+    CHECK(commands(parse("# a \\\nsudo id")) == V{"sudo|id"});
+    CHECK(commands(parse("cat <<'E'\nx\\\nE\nsudo id\n")) == V{"cat", "sudo|id"});
+    // Offsets and error positions are the source's.
+    auto s = parse("a \\\n\\\nb; sudo id");
+    CHECK(commands(s) == V{"a|b", "sudo|id"});
+    CHECK(s.root.children[1].offset == 9);
+    auto bad = parse("e\\\ncho 'x");
+    CHECK_FALSE(bad.ok);
+    CHECK(bad.error.line == 2);
+    CHECK(bad.error.column == 5);
+    // The unjoined reading stays available.
+    Limits raw;
+    raw.join_continuations = false;
+    CHECK_FALSE(parse("true &\\\n& sudo id", raw).ok);
 }

@@ -1,5 +1,7 @@
 #include "cc/shell/parser.hpp"
 
+#include "cc/shell/continuations.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <string>
@@ -363,9 +365,9 @@ private:
         // or negates nothing) when a list separator or the end follows.
         if (prefixed) {
             char c = peek();
-            if (at_end() || c == '\n' || (c == ';' && peek(1) != ';' && peek(1) != '&') || c == ')' || at_stop_word())
+            if (at_end() || c == '\n' || (c == ';' && peek(1) != ';' && peek(1) != '&') || at_stop_word())
                 return n;
-            if (c == '|' || c == '&' || c == ';') {
+            if (c == '|' || c == '&' || c == ';' || c == ')') {
                 fail(i_, std::string("unexpected '") + c + "'");
                 return n;
             }
@@ -1277,6 +1279,25 @@ void line_and_column(std::string_view src, std::size_t offset, ParseError& e) {
     e.column = offset - line_start + 1;
 }
 
+// Offsets in the joined text -> offsets in the source.
+void remap_offsets(Node& n, const Joined& j) {
+    n.offset = j.source_offset(n.offset);
+    auto words = [&](std::vector<Word>& ws) {
+        for (auto& w : ws) {
+            w.offset = j.source_offset(w.offset);
+            for (auto& s : w.subs) remap_offsets(s, j);
+        }
+    };
+    words(n.assigns);
+    words(n.words);
+    for (auto& r : n.redirects) {
+        r.target.offset = j.source_offset(r.target.offset);
+        for (auto& s : r.target.subs) remap_offsets(s, j);
+        for (auto& s : r.body_subs) remap_offsets(s, j);
+    }
+    for (auto& c : n.children) remap_offsets(c, j);
+}
+
 }  // namespace
 
 Script parse(std::string_view source, const Limits& limits) {
@@ -1288,15 +1309,26 @@ Script parse(std::string_view source, const Limits& limits) {
                                std::to_string(limits.max_bytes) + "-byte limit";
         return script;
     }
+    Joined joined;
+    std::string_view text = source;
+    if (limits.join_continuations) {
+        joined = join_continuations(source);
+        if (!joined.removed.empty()) text = joined.text;
+    }
     State st;
     st.limits = limits;
-    st.budget = 16 * source.size() + 20000;
-    Parser p(source, 0, source.size(), st);
+    st.budget = 16 * text.size() + 20000;
+    Parser p(text, 0, text.size(), st);
     script.root = p.program();
+    std::size_t error_offset = st.error_offset;
+    if (!joined.removed.empty()) {
+        remap_offsets(script.root, joined);
+        error_offset = joined.source_offset(error_offset);
+    }
     if (st.have_error) {
         script.ok = false;
         script.error.message = st.error_message;
-        line_and_column(source, st.error_offset, script.error);
+        line_and_column(source, error_offset, script.error);
     }
     return script;
 }
