@@ -23,9 +23,10 @@ test: build
 	  rc=$$?; tail -n 40 $(BUILD)/meson-test.out; \
 	  python3 tests/summary.py $(BUILD) || rc=1; exit $$rc
 
-# The shell parser against /bin/bash on a corpus (tests/shell/test_shell_bash.cpp).
+# The shell parser against /bin/bash on a corpus (tests/shell/test_shell_bash.cpp);
+# CORPUS=dir adds every file under dir as one more script.
 shell-diff: build
-	@meson test -C $(BUILD) --no-rebuild --verbose shell-bash-diff 2>&1 | grep -E '^differential against|^ *[0-9]+/[0-9]+ .*shell-bash-diff'
+	@CC_BASH_CORPUS=$(CORPUS) meson test -C $(BUILD) --no-rebuild --verbose shell-bash-diff 2>&1 | grep -E '^differential against|^ *[0-9]+/[0-9]+ .*shell-bash-diff'
 
 demo: build
 	@bash demo/run.sh $(BUILD)

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cc/shell/parser.hpp"
+#include "cc/shell/printer.hpp"
 
 using namespace cc::shell;
 
@@ -308,4 +309,60 @@ TEST_CASE("issue 14: backslash-newline is removed where bash removes it, before 
     Limits raw;
     raw.join_continuations = false;
     CHECK_FALSE(parse("true &\\\n& sudo id", raw).ok);
+}
+
+// Issue 14: parse -> print -> parse gives the same tree, on every line the
+// tests know (the fuzzer checks the same property on what it finds).
+TEST_CASE("issue 14: the printer's output parses back to the same tree") {
+    std::vector<std::string> lines = {
+        "a && b || c; d & e\nf",
+        "! a | b |& c",
+        "time",
+        "!",
+        "if a; then b; elif c; then d; else e; fi > out",
+        "while a; do b; done; until c; do d & done",
+        "for x in a \"b c\" $d; do e; done; for y; do :; done; for ((i=0; i<3; i++)); do f; done",
+        "select x in a b; do break; done",
+        "case $x in a|b) c;; (d) e;& *) f;;& esac",
+        "f() { id; } 2>/dev/null; function g { who; }",
+        "( a; b ) | { c; d & }",
+        "(( x = 1 + 2 )) && [[ -n $x && ( $y == z ) ]] && [[ $a =~ ^(b|c)$ ]]",
+        "coproc X { a; }; coproc b c",
+        "cat <<EOF | cat <<-'E2' && echo $(cat <<E3\nin\nE3\n)\nbody $(id)\nEOF\n\tquoted\n\tE2\n",
+        "cat <<EOF\ncut off",
+        "a=1 b=(1 2) c >f 2>&1 <g 3<>h {fd}>i &>>j <<<k",
+        "echo `id` $(who) <(a) >(b) ${x:-{} \"$(c)\" '$(d)' $'e\\'f'",
+        "x\\\n y; e\\\ncho z",
+    };
+    auto add_file = [&](const std::string& path, int skip_columns) {
+        std::ifstream in(cc::test::source_dir() + path);
+        for (std::string row; std::getline(in, row);) {
+            if (row.empty() || row[0] == '#') continue;
+            for (int k = 0; k < skip_columns; ++k) row = row.substr(row.find('\t') + 1);
+            if (row.rfind("lenient\t", 0) == 0) row = row.substr(8);
+            if (row.rfind("strict\t", 0) == 0) row = row.substr(7);
+            for (std::size_t k; (k = row.find("\u21b5")) != std::string::npos;) row.replace(k, 3, "\n");
+            lines.push_back(row);
+        }
+    };
+    add_file("/tests/shell/bash-corpus.txt", 0);
+    add_file("/tests/classify/cases.tsv", 3);
+    int checked = 0;
+    for (const auto& line : lines) {
+        Script s = parse(line);
+        if (!s.ok) continue;
+        std::string printed = print(s.root, line);
+        INFO("line: " << line << "\nprinted: " << printed);
+        Script back = parse(printed);
+        CHECK(back.ok);
+        std::string why;
+        CHECK(same_tree(s.root, back.root, &why));
+        CHECK(why == "");
+        ++checked;
+    }
+    CHECK(checked > 700);
+    // same_tree notices a difference.
+    std::string why;
+    CHECK_FALSE(same_tree(parse("a | b").root, parse("a || b").root, &why));
+    CHECK(why == "list: 1 children != 2");
 }

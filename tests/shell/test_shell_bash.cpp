@@ -17,6 +17,9 @@
 // `make shell-diff` runs this tier alone and prints the counts.
 #include "harness.hpp"
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -72,6 +75,19 @@ std::vector<Entry> corpus() {
         out.push_back(std::move(e));
     }
     std::vector<Entry> marked = out;
+    // More scripts, one entry per file (make shell-diff CORPUS=dir).
+    if (const char* dir = std::getenv("CC_BASH_CORPUS"); dir && *dir) {
+        std::vector<std::filesystem::path> files;
+        for (const auto& f : std::filesystem::recursive_directory_iterator(dir))
+            if (f.is_regular_file()) files.push_back(f.path());
+        std::sort(files.begin(), files.end());
+        for (const auto& f : files) {
+            std::ifstream in(f, std::ios::binary);
+            std::stringstream text;
+            text << in.rdbuf();
+            out.push_back({text.str(), false, false, f.string()});
+        }
+    }
     std::ifstream cases(root + "/tests/classify/cases.tsv");
     n = 0;
     for (std::string row; std::getline(cases, row);) {
@@ -96,6 +112,7 @@ TEST_CASE("differential: the parser reads what bash reads (bash-corpus.txt, case
     if (!cc::test::have_program("bash")) CC_SKIP("no bash");
     auto entries = corpus();
     REQUIRE(entries.size() >= 500);
+    std::vector<std::string> differing;
     int both_accept = 0, both_refuse = 0, lenient = 0, strict = 0, same_commands = 0, compared = 0;
     for (const auto& e : entries) {
         INFO(e.where << ": " << e.line);
@@ -151,6 +168,7 @@ TEST_CASE("differential: the parser reads what bash reads (bash-corpus.txt, case
         ++compared;
         CHECK(got == want);
         if (got == want) ++same_commands;
+        else differing.push_back(e.where);
     }
     std::string version = cc::test::run({"bash", "-c", "printf %s \"$BASH_VERSION\""}).out;
     std::cout << "differential against bash " << version

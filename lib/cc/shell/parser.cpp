@@ -608,6 +608,7 @@ private:
                 return;
             }
             w.text.assign(s_.substr(from, i_ - from - 2));
+            w.expanded = true;  // an arithmetic expression, not a name
             n.words.push_back(std::move(w));
         } else {
             Word var;
@@ -894,6 +895,7 @@ private:
                     ++i_;
             }
         }
+        w.end = off(i_);
         return i_ > start;
     }
 
@@ -1285,6 +1287,7 @@ void remap_offsets(Node& n, const Joined& j) {
     auto words = [&](std::vector<Word>& ws) {
         for (auto& w : ws) {
             w.offset = j.source_offset(w.offset);
+            w.end = w.end > w.offset ? j.source_offset(w.end - 1) + 1 : j.source_offset(w.end);
             for (auto& s : w.subs) remap_offsets(s, j);
         }
     };
@@ -1292,6 +1295,7 @@ void remap_offsets(Node& n, const Joined& j) {
     words(n.words);
     for (auto& r : n.redirects) {
         r.target.offset = j.source_offset(r.target.offset);
+        r.target.end = r.target.end > r.target.offset ? j.source_offset(r.target.end - 1) + 1 : j.source_offset(r.target.end);
         for (auto& s : r.target.subs) remap_offsets(s, j);
         for (auto& s : r.body_subs) remap_offsets(s, j);
     }
