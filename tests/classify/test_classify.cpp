@@ -218,3 +218,20 @@ TEST_CASE("issue 14: a misread line is never judged weaker than its commands alo
     CHECK(plain.classes == std::vector<std::string>{"unparsable"});
     CHECK(plain.commands.size() == 2);
 }
+
+TEST_CASE("issue 14: the words bash produces by brace expansion and IFS splitting are judged") {
+    auto p = cc::policy::default_policy();
+    auto r = cc::classify::classify("{sudo,id}", Mode::chat, p);
+    CHECK(r.decision == Decision::deny);
+    REQUIRE(r.commands.size() == 1);
+    CHECK(r.commands[0].finding.argv == std::vector<std::string>{"{sudo,id}"});  // argv as written
+    CHECK_THAT(r.commands[0].finding.notes.back(), Catch::Contains("as bash expands it: 'sudo id'"));
+    auto ifs = cc::classify::classify("rm$IFS-rf$IFS/", Mode::chat, p);
+    CHECK(ifs.decision == Decision::deny);
+    CHECK(ifs.action == "destroy_system");
+    // Nested and sequence braces; a word that grows past 64 results is cut there.
+    CHECK(cc::classify::classify("{s{u,x}do,echo} id", Mode::chat, p).decision == Decision::deny);
+    std::string many;
+    for (int i = 0; i < 20; ++i) many += "{a,b}";
+    CHECK(cc::classify::classify("echo " + many, Mode::plan, p).decision == Decision::allow);
+}
