@@ -366,3 +366,9 @@ TEST_CASE("issue 14: the printer's output parses back to the same tree") {
     CHECK_FALSE(same_tree(parse("a | b").root, parse("a || b").root, &why));
     CHECK(why == "list: 1 children != 2");
 }
+
+TEST_CASE("issue 14: $'...' as bash decodes it: \\u, \\U, \\c, and a NUL ends the string") {
+    CHECK(commands(parse("$'\\u0073udo' $'\\U00000073' $'\\u00e9' $'\\cA' $'\\u'")) ==
+          V{"sudo|s|\xc3\xa9|\x01|\\u"});
+    CHECK(commands(parse("$'sudo\\0junk'x $'\\x00'")) == V{"sudox|"});
+}

@@ -915,12 +915,15 @@ private:
 
     void ansi_c_quote(Word& w) {
         std::size_t at = i_;
+        std::size_t from = w.text.size();
         i_ += 2;
         w.quoted = true;
         while (!at_end()) {
             char c = s_[i_];
             if (c == '\'') {
                 ++i_;
+                // bash ends the string at a NUL byte ($'sudo\0x' is "sudo").
+                if (auto nul = w.text.find('\0', from); nul != std::string::npos) w.text.resize(nul);
                 return;
             }
             if (c == '\\' && i_ + 1 < end_) {
@@ -954,6 +957,26 @@ private:
                         w.text.push_back(static_cast<char>(v & 0xff));
                         break;
                     }
+                    case 'u': case 'U': {  // \uHHHH, \UHHHHHHHH: the code point in UTF-8
+                        unsigned long v = 0;
+                        int n = 0;
+                        while (n < (e == 'u' ? 4 : 8) && i_ < end_ && std::isxdigit(static_cast<unsigned char>(s_[i_]))) {
+                            char h = s_[i_++];
+                            v = v * 16 + static_cast<unsigned long>(is_digit(h) ? h - '0' : (h | 0x20) - 'a' + 10);
+                            ++n;
+                        }
+                        if (n == 0) {
+                            w.text.push_back('\\');
+                            w.text.push_back(e);
+                        } else {
+                            utf8(w.text, v);
+                        }
+                        break;
+                    }
+                    case 'c':  // \cX: control-X
+                        if (i_ < end_) w.text.push_back(static_cast<char>(s_[i_++] & 0x1f));
+                        else w.text.push_back('\\');
+                        break;
                     default: w.text.push_back(e);  // \\ \' \" and the rest
                 }
                 continue;
@@ -962,6 +985,25 @@ private:
             ++i_;
         }
         fail(at, "unterminated $' quote");
+    }
+
+    static void utf8(std::string& out, unsigned long v) {
+        if (v < 0x80) {
+            out.push_back(static_cast<char>(v));
+        } else if (v < 0x800) {
+            out.push_back(static_cast<char>(0xc0 | (v >> 6)));
+            out.push_back(static_cast<char>(0x80 | (v & 0x3f)));
+        } else if (v < 0x10000) {
+            out.push_back(static_cast<char>(0xe0 | (v >> 12)));
+            out.push_back(static_cast<char>(0x80 | ((v >> 6) & 0x3f)));
+            out.push_back(static_cast<char>(0x80 | (v & 0x3f)));
+        } else {
+            v = std::min(v, 0x10fffful);
+            out.push_back(static_cast<char>(0xf0 | (v >> 18)));
+            out.push_back(static_cast<char>(0x80 | ((v >> 12) & 0x3f)));
+            out.push_back(static_cast<char>(0x80 | ((v >> 6) & 0x3f)));
+            out.push_back(static_cast<char>(0x80 | (v & 0x3f)));
+        }
     }
 
     void double_quote(Word& w) {
