@@ -220,6 +220,32 @@ bool is_precious(const std::string& raw) {
     return contains(top, p);
 }
 
+// Environment variables that make an ordinary command load or run other code
+// (a loader, a shell's start-up file, a pager, a diff or ssh program, the
+// search path): set on any command, or exported, it is run_code.
+bool runs_code_variable(sv assignment) {
+    sv name = assignment.substr(0, assignment.find_first_of("+=["));
+    if (starts_with(name, "LD_") || starts_with(name, "DYLD_")) return true;
+    static constexpr auto names = sorted_names({
+        "BASH_ENV", "BROWSER", "EDITOR", "ENV", "GCONV_PATH", "GIT_ASKPASS", "GIT_CONFIG_COUNT",
+        "GIT_CONFIG_GLOBAL", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_SYSTEM", "GIT_DIR", "GIT_EDITOR",
+        "GIT_EXEC_PATH", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_PROXY_COMMAND", "GIT_SEQUENCE_EDITOR",
+        "GIT_SSH", "GIT_SSH_COMMAND", "GIT_TEMPLATE_DIR", "LESSCLOSE", "LESSOPEN", "MANOPT", "MANPAGER",
+        "NODE_OPTIONS", "NODE_PATH", "PAGER", "PATH", "PERL5LIB", "PERL5OPT", "PROMPT_COMMAND", "PS4",
+        "PYTHONHOME", "PYTHONPATH", "PYTHONSTARTUP", "RUBYLIB", "RUBYOPT", "SHELLOPTS", "BASHOPTS",
+        "SSH_ASKPASS", "SUDO_ASKPASS", "VISUAL"});
+    return contains(names, name);
+}
+
+// A chmod-style mode that sets setuid or setgid: 4755, 2755, u+s, g=s, +s.
+bool setuid_mode(const std::string& m) {
+    if (!m.empty() && std::all_of(m.begin(), m.end(), [](char ch) { return ch >= '0' && ch <= '7'; }))
+        return m.size() >= 4 && ((m[m.size() - 4] - '0') & 6) != 0;
+    for (std::size_t k = 0; k < m.size(); ++k)
+        if ((m[k] == '+' || m[k] == '=') && m.find('s', k) != std::string::npos) return true;
+    return false;
+}
+
 bool is_block_device(sv p) {
     if (!starts_with(p, "/dev/")) return false;
     sv d = p.substr(5);
@@ -518,6 +544,9 @@ private:
         Ctx ctx;
         ctx.stdin_script = std::move(piped_script_);
         piped_script_.reset();
+        for (const auto& w : n.assigns)
+            if (runs_code_variable(w.text))
+                add(f, kRun, "'" + w.text.substr(0, w.text.find('=')) + "' set here makes commands run other code");
         for (const auto& r : n.redirects) {
             redirect(r, f);
             if ((r.op == "<<" || r.op == "<<-")) ctx.stdin_script = r.body;
@@ -595,7 +624,9 @@ private:
         } count{++wrappers_};
         if (wrappers_ > max_wrappers)
             return add(f, kUnparsable, "wrappers nested deeper than " + std::to_string(max_wrappers) + " levels");
-        while (k < a.size() && !a[k].dynamic && is_assignment_text(a[k].text)) ++k;  // env-style NAME=v
+        for (; k < a.size() && is_assignment_text(a[k].text); ++k)  // env-style NAME=v
+            if (runs_code_variable(a[k].text))
+                add(f, kRun, "'" + a[k].text.substr(0, a[k].text.find('=')) + "' in the environment makes the command run other code");
         if (k >= a.size()) return;
         if (a[k].dynamic) {
             add(f, kRun, "the command name '" + a[k].text + "' is only known at run time");
@@ -612,6 +643,11 @@ private:
             (this->*(*h))(c);
             return;
         }
+        if (name == "export" || name == "declare" || name == "typeset" || name == "local" || name == "readonly")
+            for (std::size_t j = k + 1; j < a.size(); ++j)
+                if (is_assignment_text(a[j].text) && runs_code_variable(a[j].text))
+                    add(f, kRun, std::string(name) + " " + a[j].text.substr(0, a[j].text.find('=')) +
+                                     " makes later commands run other code");
         if (readonly_command(name)) return;
         if (const Classes* p = plain_classes(name)) {
             for (sv cls : {p->first, p->second})
@@ -831,14 +867,32 @@ private:
                 std::size_t end = k + 1;
                 while (end < c.a.size() && c.a[end].text != ";" && c.a[end].text != "+") ++end;
                 Args inner(c.a.begin() + static_cast<std::ptrdiff_t>(k + 1), c.a.begin() + static_cast<std::ptrdiff_t>(end));
-                if (!inner.empty()) command(inner, 0, c.f, Ctx{}, c.depth);
+                if (!inner.empty()) {
+                    // {} stands for every file under the start points.
+                    if (auto root = precious_find_root(c))
+                        for (auto& x : inner)
+                            if (x.text == "{}") x.text = *root;
+                    command(inner, 0, c.f, Ctx{}, c.depth);
+                }
                 k = end;
             } else if (t == "-delete") {
                 add(c.f, kWrite, "find -delete removes files");
+                if (auto root = precious_find_root(c)) add(c.f, kDestroy, "find " + *root + " -delete");
             } else if ((t == "-fprint" || t == "-fprint0" || t == "-fls" || t == "-fprintf") && k + 1 < c.a.size()) {
                 write_target(c.f, c.a[k + 1].text, c.a[k + 1].dynamic, "find " + t);
             }
         }
+    }
+
+    // A start point of find that takes the system or the home with it.
+    static std::optional<std::string> precious_find_root(const Call& c) {
+        for (std::size_t k = c.args_from(); k < c.a.size(); ++k) {
+            const std::string& t = c.a[k].text;
+            if (t == "-H" || t == "-L" || t == "-P" || starts_with(t, "-O") || starts_with(t, "-D")) continue;
+            if (t.empty() || t[0] == '-' || t == "(" || t == "!") break;
+            if (!c.a[k].dynamic && is_precious(t)) return t;
+        }
+        return std::nullopt;
     }
 
     // --- files -------------------------------------------------------------
@@ -873,6 +927,9 @@ private:
     // cp, mv, ln, install, rsync, shred, truncate, touch, mkdir...: any target that is a device or kernel knob.
     void f_write(Call& c) {
         add(c.f, kWrite, std::string(c.name()) + " changes files");
+        if (c.name() == "install")
+            if (auto m = opt_value(c.a, c.args_from(), 'm', {"--mode"}, "gotS"); m && setuid_mode(*m))
+                add(c.f, kPriv, "install -m " + *m + " sets the setuid or setgid bit");
         bool recursive = has_flag(c.a, c.args_from(), c.a.size(), 'R', {"--recursive"}) ||
                          (c.name() != "chmod" && c.name() != "chown" && c.name() != "chgrp" &&
                           has_flag(c.a, c.args_from(), c.a.size(), 'r', {}));
@@ -942,8 +999,27 @@ private:
             prog.find("|&") != std::string::npos || prog.find("print |") != std::string::npos ||
             prog.find("printf |") != std::string::npos)
             return add(c.f, kRun, "the awk program runs commands");
-        if (prog.find('>') != std::string::npos && prog.find("print") != std::string::npos)
-            add(c.f, kWrite, "the awk program may write files");
+        // Output redirection: a '>' at the top level of a print or printf
+        // statement ("print $1 > \"f\""); a comparison in a pattern or in
+        // parentheses ("$3 >= 1000", "print ($1 > 2)") writes nothing.
+        for (std::size_t at = prog.find("print"); at != std::string::npos; at = prog.find("print", at + 5)) {
+            int depth = 0;
+            bool quoted = false;
+            for (std::size_t k = at + 5; k < prog.size(); ++k) {
+                char ch = prog[k];
+                if (quoted) {
+                    if (ch == '\\') ++k;
+                    else if (ch == '"') quoted = false;
+                    continue;
+                }
+                if (ch == '"') quoted = true;
+                else if (ch == '(') ++depth;
+                else if (ch == ')') --depth;
+                else if (ch == ';' || ch == '}' || ch == '\n') break;
+                else if (ch == '>' && depth <= 0 && (k + 1 >= prog.size() || prog[k + 1] != '='))
+                    return add(c.f, kWrite, "the awk program writes files");
+            }
+        }
     }
 
     void f_sort(Call& c) {
@@ -1335,6 +1411,10 @@ private:
             if (auto o = opt_value(a, from, 'o', {"--output"})) write_target(c.f, *o, false, "git archive -o");
             return;
         }
+        if (sub == "symbolic-ref") {  // reads with one name, writes with two or -d
+            if (has_flag(a, from, a.size(), 'd', {"--delete"}) || pos("m").size() >= 2) return note(kWrite);
+            return;
+        }
         if (contains(writes, sub)) return note(kWrite);
         add(c.f, kRun, "'git " + sub + "' is not a known git command (an alias or an extension)");
     }
@@ -1415,6 +1495,16 @@ private:
             std::transform(m.begin(), m.end(), m.begin(), [](unsigned char ch) { return std::toupper(ch); });
             bool fields = has_flag(c.a, c.args_from(), c.a.size(), 'f', {"--field", "--raw-field", "--input"}) ||
                           has_flag(c.a, c.args_from(), c.a.size(), 'F', {});
+            if (m.empty() && sub == "graphql") {
+                // Every GraphQL request is a POST; only a mutation (or a body
+                // from a file, which cannot be seen) changes anything.
+                bool input = has_flag(c.a, c.args_from(), c.a.size(), '\0', {"--input"});
+                bool mutation = false;
+                for (std::size_t k = c.args_from(); k < c.a.size(); ++k)
+                    if (c.a[k].dynamic || c.a[k].text.find("mutation") != std::string::npos) mutation = true;
+                if (input || mutation) return add(c.f, kTracker, "gh api graphql sends a mutation (or a body from a file)");
+                return;
+            }
             if ((!m.empty() && m != "GET" && m != "HEAD") || (m.empty() && fields))
                 return add(c.f, kTracker, "gh api " + (m.empty() ? std::string("POST") : m) + " writes to the forge");
             return;
