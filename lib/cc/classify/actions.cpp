@@ -639,6 +639,9 @@ private:
         bool function = functions && functions->count(a[k].text);
         Call c{a, k, f, ctx, depth};
         sv name = c.name();
+        fetch_and_run(c);
+        // git-push, git-send-email, ... run by name or by path are git push, ...
+        if (starts_with(name, "git-") && name.size() > 4) return git_sub(c, k, std::string(name.substr(4)));
         if (const Handler* h = handler(name)) {
             (this->*(*h))(c);
             return;
@@ -664,6 +667,30 @@ private:
     }
 
     void rest(Call& c, std::size_t from) { command(c.a, from, c.f, c.ctx, c.depth); }
+
+    // Fetch-and-run: the tool installs a package from a registry and runs it
+    // (npx, bunx, uvx, pnpm dlx, yarn dlx, npm exec, bun x, pipx run, uv tool
+    // run, go run pkg@version).
+    void fetch_and_run(Call& c) {
+        sv name = c.name();
+        auto p = positionals(c.a, c.args_from(), "", {});
+        auto word = [&](std::size_t j) { return j < p.size() ? sv(c.a[p[j]].text) : sv(); };
+        bool fetch = false;
+        if (name == "npx" || name == "bunx" || name == "uvx" || name == "pnpx")
+            fetch = !p.empty();
+        else if (name == "npm") fetch = word(0) == "exec" || word(0) == "x";
+        else if (name == "pnpm") fetch = word(0) == "dlx";
+        else if (name == "yarn" || name == "yarnpkg") fetch = word(0) == "dlx";
+        else if (name == "bun") fetch = word(0) == "x";
+        else if (name == "pipx") fetch = word(0) == "run";
+        else if (name == "uv") fetch = word(0) == "tool" && word(1) == "run";
+        else if (name == "go" && word(0) == "run")
+            for (std::size_t j = 1; j < p.size(); ++j)
+                if (c.a[p[j]].text.find('@') != std::string::npos) fetch = true;
+        if (!fetch) return;
+        add(c.f, kInstall, std::string(name) + " fetches a package from a registry");
+        add(c.f, kRun, std::string(name) + " runs the package it fetched");
+    }
 
     // --- wrappers ---------------------------------------------------------
 
@@ -1304,9 +1331,10 @@ private:
             return note(kWrite);
         }
         if (sub == "ls-remote") return note(kNet);
-        if (sub == "send-email") {
+        if (sub == "send-email") {  // outward like a push: commits leave by mail
             note(kNet);
-            return note(kNetWrite);
+            note(kNetWrite);
+            return add(c.f, kPush, "git send-email sends commits out by mail");
         }
         if (contains(readonly, sub)) {
             if (has_flag(a, from, a.size(), 'O', {"--open-files-in-pager", "--ext-diff", "--textconv"}) &&
@@ -1410,6 +1438,15 @@ private:
         if (sub == "archive") {
             if (auto o = opt_value(a, from, 'o', {"--output"})) write_target(c.f, *o, false, "git archive -o");
             return;
+        }
+        // Outward through git's other transports: the same class as a push.
+        if (sub == "lfs" || sub == "subtree" || sub == "svn") {
+            auto p = pos();
+            if (sub == "lfs" && !p.empty() &&
+                (a[p[0]].text == "ls-files" || a[p[0]].text == "status" || a[p[0]].text == "env" || a[p[0]].text == "version"))
+                return;
+            if (!p.empty() && (a[p[0]].text == "push" || a[p[0]].text == "dcommit"))
+                return add(c.f, kPush, "git " + sub + " " + a[p[0]].text + " sends commits to a remote");
         }
         if (sub == "symbolic-ref") {  // reads with one name, writes with two or -d
             if (has_flag(a, from, a.size(), 'd', {"--delete"}) || pos("m").size() >= 2) return note(kWrite);
