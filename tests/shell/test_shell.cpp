@@ -372,3 +372,10 @@ TEST_CASE("issue 14: $'...' as bash decodes it: \\u, \\U, \\c, and a NUL ends th
           V{"sudo|s|\xc3\xa9|\x01|\\u"});
     CHECK(commands(parse("$'sudo\\0junk'x $'\\x00'")) == V{"sudox|"});
 }
+
+TEST_CASE("issue 14: a here-document inside backquotes ends with them (found by the round-trip fuzzer)") {
+    // bash runs the next line as a command; it is not the body.
+    CHECK(commands(parse("echo `cat <<EOF`\nsudo id\nEOF\n")) == V{"echo|`cat <<EOF`", "cat", "sudo|id", "EOF"});
+    // In $( ) the body is read after the line, as bash 5.2 does.
+    CHECK(commands(parse("echo $(cat <<EOF)\nsudo id\nEOF\n")) == V{"echo|$(cat <<EOF)", "cat"});
+}

@@ -1225,8 +1225,13 @@ private:
         w.text.append(s_.substr(at, i_ - at));
         w.expanded = true;
         // The unescaped text is its own command line.
+        // A here-document opened inside backquotes ends with the backquoted
+        // text (bash reads that text as a string of its own): the lines after
+        // the closing backquote are commands, never its body.
+        std::size_t pending = st_.pending.size();
         Parser sub(inner, 0, inner.size(), st_, off(at), true);
         Node body = sub.nested();
+        st_.pending.resize(std::min(st_.pending.size(), pending));
         w.subs.push_back(std::move(body));
         if (!closed && !st_.aborting) fail(at, "unterminated backquote");
     }
