@@ -673,6 +673,9 @@ private:
     // run, go run pkg@version).
     void fetch_and_run(Call& c) {
         sv name = c.name();
+        static constexpr auto tools = sorted_names(
+            {"npx", "bunx", "uvx", "pnpx", "npm", "pnpm", "yarn", "yarnpkg", "bun", "pipx", "uv", "go"});
+        if (!contains(tools, name)) return;
         auto p = positionals(c.a, c.args_from(), "", {});
         auto word = [&](std::size_t j) { return j < p.size() ? sv(c.a[p[j]].text) : sv(); };
         bool fetch = false;
