@@ -1007,14 +1007,137 @@ private:
 
     void f_sed(Call& c) {
         std::size_t from = c.args_from();
+        std::vector<const Arg*> scripts;
+        bool script_option = false;
         for (std::size_t k = from; k < c.a.size(); ++k) {
             const std::string& t = c.a[k].text;
             if (t == "--") break;
             if (starts_with(t, "--in-place") || (t.size() > 1 && t[0] == '-' && t[1] != '-' &&
                                                  t.find('i') != std::string::npos &&
                                                  t.find_first_of("ef") > t.find('i')))
-                return add(c.f, kWrite, "sed -i edits files in place");
+                add(c.f, kWrite, "sed -i edits files in place");
+            if ((t == "-e" || t == "--expression") && k + 1 < c.a.size()) {
+                scripts.push_back(&c.a[++k]);
+                script_option = true;
+            } else if (starts_with(t, "--expression=") || (starts_with(t, "-e") && t.size() > 2)) {
+                script_option = true;
+                std::string body = t.substr(t[1] == '-' ? 13 : 2);
+                if (c.a[k].dynamic) return add(c.f, kRun, "the sed script is only known at run time");
+                sed_script(c, body);
+            } else if (t == "-f" || t == "--file" || starts_with(t, "--file=") || (starts_with(t, "-f") && t.size() > 2)) {
+                return add(c.f, kRun, "sed -f runs a script file, which may run commands or write files");
+            }
         }
+        if (!script_option) {
+            auto pos = positionals(c.a, from, "l", {"--line-length"});
+            if (!pos.empty()) scripts.push_back(&c.a[pos[0]]);
+        }
+        for (const Arg* x : scripts) {
+            if (x->dynamic) return add(c.f, kRun, "the sed script is only known at run time");
+            sed_script(c, x->text);
+        }
+    }
+
+    // GNU sed's commands that reach outside: e (and the s///e flag) run a
+    // command, w and W (and s///w) write a file. Addresses, regular
+    // expressions, replacements and text arguments are skipped as sed reads
+    // them.
+    void sed_script(Call& c, const std::string& t) {
+        std::size_t k = 0, n = t.size();
+        auto blanks = [&] {
+            while (k < n && (t[k] == ' ' || t[k] == '\t')) ++k;
+        };
+        auto to_eol = [&] {
+            std::size_t start = k;
+            while (k < n && t[k] != '\n') ++k;
+            return t.substr(start, k - start);
+        };
+        auto delimited = [&](char d) {  // past the next unescaped d
+            while (k < n && t[k] != d) {
+                if (t[k] == '\\') ++k;
+                ++k;
+            }
+            if (k < n) ++k;
+        };
+        auto write_file = [&](const std::string& how) {
+            blanks();
+            std::string file = to_eol();
+            if (file != "/dev/stdout" && file != "/dev/stderr") write_target(c.f, file, false, how);
+        };
+        while (k < n) {
+            char ch = t[k];
+            if (ch == ' ' || ch == '\t' || ch == '\n' || ch == ';' || ch == '{' || ch == '}' || ch == '!') {
+                ++k;
+                continue;
+            }
+            // Addresses: numbers, $, first~step, /re/, \cREc, and ",addr".
+            if ((ch >= '0' && ch <= '9') || ch == '$' || ch == ',' || ch == '~' || ch == '+') {
+                ++k;
+                continue;
+            }
+            if (ch == '/' || ch == '\\') {
+                char d = ch == '/' ? '/' : (k + 1 < n ? t[k + 1] : '/');
+                k += ch == '/' ? 1 : 2;
+                delimited(d);
+                while (k < n && (t[k] == 'I' || t[k] == 'M')) ++k;
+                continue;
+            }
+            if (ch == '#') {
+                to_eol();
+                continue;
+            }
+            ++k;
+            switch (ch) {
+                case 'e': return add(c.f, kRun, "the sed script runs a command (e)");
+                case 'w': case 'W': write_file("sed " + std::string(1, ch)); break;
+                case 'r': case 'R': case 'a': case 'i': case 'c': case ':': case 'b': case 't': case 'T': case 'v':
+                    // a text, a file to read or a label: to the end of the line
+                    // (a label also ends at ';').
+                    while (k < n && t[k] != '\n' && !((ch == 'b' || ch == 't' || ch == 'T') && t[k] == ';')) {
+                        if (t[k] == '\\') ++k;
+                        ++k;
+                    }
+                    break;
+                case 's': case 'y': {
+                    if (k >= n) break;
+                    char d = t[k++];
+                    delimited(d);
+                    delimited(d);
+                    if (ch == 'y') break;
+                    while (k < n && std::string_view("gpiImMe0123456789w").find(t[k]) != std::string_view::npos) {
+                        if (t[k] == 'e') return add(c.f, kRun, "the sed script runs a command (s///e)");
+                        if (t[k] == 'w') {
+                            ++k;
+                            write_file("sed s///w");
+                            break;
+                        }
+                        ++k;
+                    }
+                    break;
+                }
+                case 'q': case 'Q': case 'l': case 'L':
+                    while (k < n && t[k] >= '0' && t[k] <= '9') ++k;
+                    break;
+                default: break;  // p d D n N g G h H x = z F P
+            }
+        }
+    }
+
+    // man -P/--pager runs the given program; -H/--html a browser.
+    void f_man(Call& c) {
+        for (std::size_t k = c.args_from(); k < c.a.size(); ++k) {
+            const std::string& t = c.a[k].text;
+            if (t == "--") break;
+            if (t == "-P" || starts_with(t, "--pager") || (starts_with(t, "-P") && t.size() > 2) || starts_with(t, "-H") ||
+                starts_with(t, "--html"))
+                return add(c.f, kRun, "man " + t + " runs the program it names");
+        }
+    }
+
+    // xxd [options] [infile [outfile]]: the second operand is written.
+    void f_xxd(Call& c) {
+        auto pos = positionals(c.a, c.args_from(), "cglsoCn", {"-cols", "-groupsize", "-len", "-seek", "-name"});
+        if (pos.size() >= 2) write_target(c.f, c.a[pos[1]].text, c.a[pos[1]].dynamic, "xxd");
     }
 
     void f_awk(Call& c) {
@@ -2132,6 +2255,8 @@ private:
             set({"dd"}, &Analyzer::f_dd);
             set({"tee"}, &Analyzer::f_tee);
             set({"sed", "gsed"}, &Analyzer::f_sed);
+            set({"man"}, &Analyzer::f_man);
+            set({"xxd"}, &Analyzer::f_xxd);
             set({"awk", "gawk", "mawk", "nawk"}, &Analyzer::f_awk);
             set({"sort"}, &Analyzer::f_sort);
             set({"uniq"}, &Analyzer::f_uniq);
