@@ -5,6 +5,7 @@
 
 #include "cc/classify/classify.hpp"
 #include "cc/classify/cli.hpp"
+#include "cc/classify/expansions.hpp"
 #include "cc/policy/policy.hpp"
 
 using cc::policy::Decision;
@@ -234,4 +235,36 @@ TEST_CASE("issue 14: the words bash produces by brace expansion and IFS splittin
     std::string many;
     for (int i = 0; i < 20; ++i) many += "{a,b}";
     CHECK(cc::classify::classify("echo " + many, Mode::plan, p).decision == Decision::allow);
+}
+
+TEST_CASE("issue 14: brace expansion and IFS splitting (expansions.hpp)") {
+    using V = std::vector<std::string>;
+    auto braces = [](const std::string& w) {
+        V out;
+        if (!cc::classify::brace_expand(w, out, 64)) return V{"(none)"};
+        return out;
+    };
+    CHECK(braces("{sudo,id}") == V{"sudo", "id"});
+    CHECK(braces("a{b,c}d") == V{"abd", "acd"});
+    CHECK(braces("{a,{b,c}}") == V{"a", "b", "c"});
+    CHECK(braces("x{1..3}") == V{"x1", "x2", "x3"});
+    CHECK(braces("{c..a}") == V{"c", "b", "a"});
+    CHECK(braces("{a,${x}}") == V{"a", "${x}"});
+    CHECK(braces("${x:-{a,b}}") == V{"(none)"});
+    CHECK(braces("{a}") == V{"(none)"});
+    CHECK(braces("{a,b") == V{"(none)"});
+    V many;
+    std::string w;
+    for (int i = 0; i < 20; ++i) w += "{a,b}";
+    CHECK(cc::classify::brace_expand(w, many, 64));
+    CHECK(many.size() == 64);
+    auto ifs = [](const std::string& w) {
+        V out;
+        if (!cc::classify::split_on_ifs(w, out)) return V{"(none)"};
+        return out;
+    };
+    CHECK(ifs("rm$IFS-rf$IFS/") == V{"rm", "-rf", "/"});
+    CHECK(ifs("git${IFS}push") == V{"git", "push"});
+    CHECK(ifs("a${IFS:0:1}b") == V{"a", "b"});
+    CHECK(ifs("$IFSX") == V{"(none)"});
 }
