@@ -183,6 +183,11 @@ TEST_CASE("fuzz regressions (tests/shell/fuzz-regressions)") {
         INFO(e.path().filename().string());
         auto s = parse(buf.str());
         CHECK((s.ok || !s.error.message.empty()));
+        if (s.ok) {  // and the round-trip property holds on them
+            std::string why;
+            CHECK(same_tree(s.root, parse(print(s.root, buf.str())).root, &why));
+            CHECK(why == "");
+        }
         ++n;
     }
     CHECK(n >= 1);

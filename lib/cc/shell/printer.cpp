@@ -35,9 +35,14 @@ private:
 
     // A body cut off by the end of the input (no newline before it ended)
     // has to stay last: nothing may follow it.
+    static bool cut_off(const Body& b) {
+        // No newline at its end, or a delimiter no line can match (one with a
+        // newline in it): the body ran to the end of the input.
+        return (!b.text->empty() && b.text->back() != '\n') || b.delimiter.find('\n') != std::string::npos;
+    }
     bool cut_off_pending() const {
         for (const auto& b : bodies_)
-            if (!b.text->empty() && b.text->back() != '\n') return true;
+            if (cut_off(b)) return true;
         return false;
     }
 
@@ -47,7 +52,7 @@ private:
         out_ += '\n';
         for (const auto& b : bodies_) {
             out_ += *b.text;
-            if (!b.text->empty() && b.text->back() != '\n') break;  // cut off: the end of the input ends it
+            if (cut_off(b)) break;  // the end of the input ends it
             out_ += b.delimiter;
             out_ += '\n';
         }
