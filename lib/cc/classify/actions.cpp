@@ -1505,6 +1505,66 @@ private:
 
     // --- gh ------------------------------------------------------------------
 
+    // The other forges' CLIs (GitLab's glab, Gitea's tea, Azure's az repos)
+    // and hub: the same classes as the gh spellings they mirror.
+    void forge(Call& c) {
+        sv name = c.name();
+        // Options with values are not told apart here: a value is taken for
+        // the next word only when it cannot be a subcommand.
+        std::vector<std::string> w;
+        for (std::size_t k = c.args_from(); k < c.a.size() && w.size() < 3; ++k)
+            if (!is_opt(c.a[k])) w.push_back(c.a[k].text);
+        std::size_t at = 0;
+        if (name == "az") {
+            if (w.empty() || w[0] != "repos") return interpreter(c);
+            at = 1;
+        }
+        if (name == "hub") {
+            // hub is git with forge commands added.
+            if (w.empty()) return;
+            if (w[0] == "pull-request") return add(c.f, kOpenPr, "hub pull-request");
+            if (w[0] == "ci-status" || w[0] == "browse" || w[0] == "compare") return;
+            if (w[0] != "pr" && w[0] != "issue" && w[0] != "release" && w[0] != "api" && w[0] != "fork" &&
+                w[0] != "create" && w[0] != "delete" && w[0] != "sync")
+                return git(c);
+        }
+        std::string group = w.size() > at ? w[at] : "", sub = w.size() > at + 1 ? w[at + 1] : "";
+        std::string what = std::string(name) + " " + group + (sub.empty() ? "" : " " + sub);
+        auto in = [&](std::initializer_list<sv> l) { return std::find(l.begin(), l.end(), sv(sub)) != l.end(); };
+        auto reads = {"list", "ls", "view", "show", "diff", "status", "checks", "search"};
+        bool read = std::find(reads.begin(), reads.end(), sv(sub)) != reads.end() || sub.empty();
+        if (group == "mr" || group == "pr" || group == "pulls" || group == "pull") {
+            if (in({"create", "new"})) return add(c.f, kOpenPr, what + " opens a pull request");
+            if (in({"checkout", "co"})) return add(c.f, kWrite, what);
+            if (read) return;
+            return add(c.f, kReview, what + " changes a pull request");
+        }
+        if (group == "issue" || group == "issues" || group == "work-items") {
+            if (read) return;
+            return add(c.f, kTracker, what);
+        }
+        if (group == "release" || group == "releases") {
+            if (read) return;
+            if (in({"download"})) return add(c.f, kWrite, what);
+            return add(c.f, kPublish, what);
+        }
+        if (group == "api") {
+            bool fields = has_flag(c.a, c.args_from(), c.a.size(), 'f', {"--field", "--raw-field", "--input"}) ||
+                          has_flag(c.a, c.args_from(), c.a.size(), 'F', {});
+            std::string m = opt_value(c.a, c.args_from(), 'X', {"--method"}).value_or(fields ? "POST" : "GET");
+            std::transform(m.begin(), m.end(), m.begin(), [](unsigned char ch) { return std::toupper(ch); });
+            if (m != "GET" && m != "HEAD") return add(c.f, kTracker, what + " " + m + " writes to the forge");
+            return;
+        }
+        if (group == "repo" || group == "repos" || group == "create" || group == "delete" || group == "fork" ||
+            group == "sync") {
+            if (read && group == "repo") return;
+            if (in({"clone"})) return add(c.f, kWrite, what);
+            return add(c.f, kTracker, what + " changes a repository on the forge");
+        }
+        add(c.f, kRun, "'" + what + "' is not a command known to cc-classify");
+    }
+
     void gh(Call& c) {
         auto p = positionals(c.a, c.args_from(), "RqtXfFHpbBHLlswaAeSjcmT",
                              {"--repo", "--hostname", "--jq", "--template", "--method", "--field", "--raw-field",
@@ -2182,6 +2242,7 @@ private:
             set({"scp", "rsync", "sftp", "ftp", "rclone"}, &Analyzer::n_copy);
             set({"git"}, &Analyzer::git);
             set({"gh"}, &Analyzer::gh);
+            set({"glab", "tea", "hub", "az"}, &Analyzer::forge);
             set({"npm"}, &Analyzer::npm);
             set({"pnpm"}, &Analyzer::pnpm);
             set({"yarn", "yarnpkg"}, &Analyzer::yarn);
@@ -2227,7 +2288,7 @@ private:
                  "eslint", "tslint", "stylelint", "mypy", "pyright", "pylint", "flake8", "ruff",
                  "golangci-lint", "shellcheck", "hadolint", "semgrep", "bandit", "codespell", "pre-commit",
                  "husky", "lefthook", "act", "podman-compose", "minikube", "kind", "k3d", "skaffold", "tilt",
-                 "aws", "gcloud", "az", "doctl", "flyctl", "heroku", "vercel", "netlify", "wrangler", "firebase",
+                 "aws", "gcloud", "doctl", "flyctl", "heroku", "vercel", "netlify", "wrangler", "firebase",
                  "supabase", "railway", "stripe"},
                 &Analyzer::interpreter);
             set({"docker", "podman", "nerdctl"}, &Analyzer::docker);
