@@ -293,7 +293,7 @@ private:
             char c = s_[i_];
             if (c == ')' || (c == ';' && peek(1) == ';') || (c == ';' && peek(1) == '&')) break;
             if (at_stop_word()) break;
-            if (c == ';' || c == '&' || c == '|') {
+            if (c == ';' || (c == '&' && peek(1) != '>') || c == '|') {  // "&>f cmd" is a redirection
                 fail(i_, std::string("unexpected '") + c + "'");
                 break;
             }
@@ -332,7 +332,8 @@ private:
 
     bool require_command_after(const std::string& op) {
         linebreak();
-        if (at_end() || s_[i_] == ')' || s_[i_] == ';' || s_[i_] == '&' || s_[i_] == '|' || at_stop_word()) {
+        if (at_end() || s_[i_] == ')' || s_[i_] == ';' || (s_[i_] == '&' && peek(1) != '>') || s_[i_] == '|' ||
+            at_stop_word()) {
             fail(i_, "expected a command after '" + op + "'");
             return false;
         }
@@ -367,7 +368,7 @@ private:
             char c = peek();
             if (at_end() || c == '\n' || (c == ';' && peek(1) != ';' && peek(1) != '&') || at_stop_word())
                 return n;
-            if (c == '|' || c == '&' || c == ';' || c == ')') {
+            if (c == '|' || (c == '&' && peek(1) != '>') || c == ';' || c == ')') {
                 fail(i_, std::string("unexpected '") + c + "'");
                 return n;
             }

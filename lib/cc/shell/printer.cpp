@@ -120,9 +120,12 @@ private:
                 }
                 return;
             case Kind::simple:
+                // Redirections first: a word that followed one in the source
+                // ("3>x {") must not come out at the start, where it would be
+                // a reserved word.
+                redirects(n);
                 words(n.assigns);
                 words(n.words);
-                redirects(n);
                 return;
             case Kind::subshell:
                 out_ += "( ";
