@@ -876,8 +876,9 @@ private:
                         w.text.push_back(s_[i_ + 1]);
                         w.quoted = true;
                         i_ += 2;
-                    } else {
+                    } else {  // a backslash that ends the input stands for itself, a quoting character all the same
                         w.text.push_back('\\');
+                        w.quoted = true;
                         ++i_;
                     }
                     break;

@@ -29,8 +29,17 @@ private:
     std::vector<Body> bodies_;
 
     void raw(const Word& w) {
-        if (w.end > w.offset && w.end <= src_.size()) out_.append(src_.substr(w.offset, w.end - w.offset));
-        else out_ += w.text;
+        if (w.end > w.offset && w.end <= src_.size()) {
+            std::string_view r = src_.substr(w.offset, w.end - w.offset);
+            out_.append(r);
+            // A backslash that ended the input stood for itself; here more
+            // text follows, so it is escaped.
+            std::size_t slashes = 0;
+            while (slashes < r.size() && r[r.size() - 1 - slashes] == '\\') ++slashes;
+            if (slashes % 2 == 1 && w.end == src_.size()) out_ += '\\';
+        } else {
+            out_ += w.text;
+        }
     }
 
     // A body cut off by the end of the input (no newline before it ended)
