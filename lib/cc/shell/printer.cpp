@@ -109,7 +109,8 @@ private:
 
     void words(const std::vector<Word>& ws, std::size_t from = 0) {
         for (std::size_t k = from; k < ws.size(); ++k) {
-            if (!out_.empty() && out_.back() != ' ' && out_.back() != '\n') out_ += ' ';
+            // Always a blank: the last byte printed may belong to a word ("\ ").
+            if (!out_.empty()) out_ += ' ';
             raw(ws[k]);
         }
     }
