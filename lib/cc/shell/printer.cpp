@@ -91,9 +91,9 @@ private:
 
     // A list followed by a reserved word needs a separator after it.
     void body(const Node& n) {
+        if (n.children.empty()) return;  // "{ }", read as an empty list (bash refuses it)
         list(n);
-        if (n.children.empty() || n.children.back().op != "&") sep(";");
-        else out_ += ' ';
+        sep(";");
     }
 
     void redirects(const Node& n) {
