@@ -1122,6 +1122,8 @@ private:
             w.text.append(s_.substr(at, stop - at));
             w.expanded = true;
             i_ = stop;
+            if (stop == end_ && (close == std::string_view::npos || close >= end_))
+                fail(at, "unterminated arithmetic '$['");  // as bash: it would swallow the rest
             return;
         }
         w.text.push_back('$');
