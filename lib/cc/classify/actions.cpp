@@ -468,6 +468,13 @@ private:
 
     static bool expanded_reading(const std::vector<Word>& ws, Args& out) {
         constexpr std::size_t limit = 64;
+        // Most commands have nothing to expand: look before building anything.
+        bool any = false;
+        for (const auto& w : ws)
+            if ((w.text.find('{') != std::string::npos && w.text.find_first_of(",.") != std::string::npos) ||
+                (w.expanded && w.text.find("IFS") != std::string::npos))
+                any = true;
+        if (!any) return false;
         bool changed = false;
         for (const auto& w : ws) {
             std::vector<std::string> parts;
