@@ -543,7 +543,8 @@ private:
         n.kind = Kind::coproc;
         i_ += 6;
         skip_blanks();
-        if (at_end() || peek() == '\n' || peek() == ';' || peek() == '&' || peek() == '|' || peek() == ')') {
+        if (at_end() || peek() == '\n' || peek() == ';' || (peek() == '&' && peek(1) != '>') || peek() == '|' ||
+            peek() == ')') {
             fail(i_, "expected a command after 'coproc'");
             return;
         }
