@@ -3,7 +3,7 @@ BUILD ?= build
 PREFIX ?= /usr/local
 MESON_SETUP = meson setup $(BUILD) --prefix=$(PREFIX) $(MESON_ARGS)
 
-.PHONY: all deps build test demo bench install deb fuzz asan clean
+.PHONY: all deps build test demo bench install deb fuzz asan clean shell-diff
 
 all: build
 
@@ -22,6 +22,11 @@ test: build
 	@meson test -C $(BUILD) --no-rebuild --print-errorlogs $(TESTARGS) > $(BUILD)/meson-test.out 2>&1; \
 	  rc=$$?; tail -n 40 $(BUILD)/meson-test.out; \
 	  python3 tests/summary.py $(BUILD) || rc=1; exit $$rc
+
+# The shell parser against /bin/bash on a corpus (tests/shell/test_shell_bash.cpp);
+# CORPUS=dir adds every file under dir as one more script.
+shell-diff: build
+	@CC_BASH_CORPUS=$(CORPUS) meson test -C $(BUILD) --no-rebuild --verbose shell-bash-diff 2>&1 | grep -E '^differential against|^ *[0-9]+/[0-9]+ .*shell-bash-diff'
 
 demo: build
 	@bash demo/run.sh $(BUILD)

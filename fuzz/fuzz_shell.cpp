@@ -1,6 +1,7 @@
 // libFuzzer target for the shell parser and the classifier behind it: any
 // byte string must parse (or fail with an error value) and be classified
-// without crashing, hanging or recursing without bound. Inputs it finds go to
+// without crashing, hanging or recursing without bound, and what parses must
+// print back to source that parses to the same tree. Inputs it finds go to
 // tests/shell/fuzz-regressions/ and are replayed by tests/shell/test_shell.cpp.
 #include <cstddef>
 #include <cstdint>
@@ -8,12 +9,18 @@
 
 #include "cc/classify/classify.hpp"
 #include "cc/shell/parser.hpp"
+#include "cc/shell/printer.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string_view line(reinterpret_cast<const char*>(data), size);
     cc::shell::Script s = cc::shell::parse(line);
     if (!s.ok && s.error.message.empty()) __builtin_trap();  // every error names itself
     if (!s.ok && s.error.offset > size) __builtin_trap();    // and points inside the input
+    // parse -> print -> parse is the same tree.
+    if (s.ok) {
+        cc::shell::Script back = cc::shell::parse(cc::shell::print(s.root, line));
+        if (!back.ok || !cc::shell::same_tree(s.root, back.root)) __builtin_trap();
+    }
     static const cc::policy::Policy policy = cc::policy::default_policy();
     auto r = cc::classify::classify(line, size % 2 ? cc::policy::Mode::chat : cc::policy::Mode::plan, policy);
     // A line that does not parse is never allowed.

@@ -61,6 +61,8 @@ int main(int argc, char** argv) {
             return cc::classify::run_jsonl(in, opts, std::cout, std::cerr);
         }
         if (!hook.empty()) return cc::classify::run_hook(std::cin, opts, std::cout, std::cerr);
+        // The words byte for byte (CLI11 would have rewritten "[a,b]").
+        words = cc::classify::line_words(argc, argv, {"--mode", "--policy", "--hook", "--approver", "--approver-timeout"});
         std::string line;
         for (const auto& w : words) line += (line.empty() ? "" : " ") + w;
         std::string json;

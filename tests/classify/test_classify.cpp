@@ -5,6 +5,7 @@
 
 #include "cc/classify/classify.hpp"
 #include "cc/classify/cli.hpp"
+#include "cc/classify/expansions.hpp"
 #include "cc/policy/policy.hpp"
 
 using cc::policy::Decision;
@@ -194,4 +195,76 @@ TEST_CASE("run_jsonl: every line answered in order, whatever the block boundarie
         want["id"] = i;
         CHECK(out[2000 + i].dump() == nlohmann::json(want).dump());
     }
+}
+
+// Issue 14: the reading of last resort for a line the parser rejected.
+TEST_CASE("issue 14: a misread line is never judged weaker than its commands alone") {
+    auto pieces = cc::classify::find_actions_lexically("echo 'a; sudo id' | if x; then \"rm\" -rf / ; fi");
+    std::vector<std::vector<std::string>> argvs;
+    for (const auto& f : pieces) argvs.push_back(f.argv);
+    CHECK(argvs == std::vector<std::vector<std::string>>{{"echo", "a"}, {"sudo", "id"}, {"x"}, {"rm", "-rf", "/"}});
+    // Without the parse error the pieces are not consulted: quoted text is data.
+    auto quoted = cc::classify::classify("echo 'a; sudo id'", Mode::chat, cc::policy::default_policy());
+    CHECK(quoted.decision == Decision::allow);
+    // With it, the strictest piece decides and says how it was read.
+    auto hidden = cc::classify::classify("echo 'a; sudo id", Mode::chat, cc::policy::default_policy());
+    CHECK(hidden.decision == Decision::deny);
+    CHECK(hidden.action == "privilege_escalation");
+    CHECK_THAT(hidden.reason, Catch::Contains("read without the parser"));
+    REQUIRE(hidden.parse_error);
+    CHECK(hidden.commands.back().finding.argv == std::vector<std::string>{"sudo", "id"});
+    // A piece no stricter than the line adds nothing.
+    auto plain = cc::classify::classify("echo 'a; echo b", Mode::chat, cc::policy::default_policy());
+    CHECK(plain.decision == Decision::ask);
+    CHECK(plain.classes == std::vector<std::string>{"unparsable"});
+    CHECK(plain.commands.size() == 2);
+}
+
+TEST_CASE("issue 14: the words bash produces by brace expansion and IFS splitting are judged") {
+    auto p = cc::policy::default_policy();
+    auto r = cc::classify::classify("{sudo,id}", Mode::chat, p);
+    CHECK(r.decision == Decision::deny);
+    REQUIRE(r.commands.size() == 1);
+    CHECK(r.commands[0].finding.argv == std::vector<std::string>{"{sudo,id}"});  // argv as written
+    CHECK_THAT(r.commands[0].finding.notes.back(), Catch::Contains("as bash expands it: 'sudo id'"));
+    auto ifs = cc::classify::classify("rm$IFS-rf$IFS/", Mode::chat, p);
+    CHECK(ifs.decision == Decision::deny);
+    CHECK(ifs.action == "destroy_system");
+    // Nested and sequence braces; a word that grows past 64 results is cut there.
+    CHECK(cc::classify::classify("{s{u,x}do,echo} id", Mode::chat, p).decision == Decision::deny);
+    std::string many;
+    for (int i = 0; i < 20; ++i) many += "{a,b}";
+    CHECK(cc::classify::classify("echo " + many, Mode::plan, p).decision == Decision::allow);
+}
+
+TEST_CASE("issue 14: brace expansion and IFS splitting (expansions.hpp)") {
+    using V = std::vector<std::string>;
+    auto braces = [](const std::string& w) {
+        V out;
+        if (!cc::classify::brace_expand(w, out, 64)) return V{"(none)"};
+        return out;
+    };
+    CHECK(braces("{sudo,id}") == V{"sudo", "id"});
+    CHECK(braces("a{b,c}d") == V{"abd", "acd"});
+    CHECK(braces("{a,{b,c}}") == V{"a", "b", "c"});
+    CHECK(braces("x{1..3}") == V{"x1", "x2", "x3"});
+    CHECK(braces("{c..a}") == V{"c", "b", "a"});
+    CHECK(braces("{a,${x}}") == V{"a", "${x}"});
+    CHECK(braces("${x:-{a,b}}") == V{"(none)"});
+    CHECK(braces("{a}") == V{"(none)"});
+    CHECK(braces("{a,b") == V{"(none)"});
+    V many;
+    std::string w;
+    for (int i = 0; i < 20; ++i) w += "{a,b}";
+    CHECK(cc::classify::brace_expand(w, many, 64));
+    CHECK(many.size() == 64);
+    auto ifs = [](const std::string& w) {
+        V out;
+        if (!cc::classify::split_on_ifs(w, out)) return V{"(none)"};
+        return out;
+    };
+    CHECK(ifs("rm$IFS-rf$IFS/") == V{"rm", "-rf", "/"});
+    CHECK(ifs("git${IFS}push") == V{"git", "push"});
+    CHECK(ifs("a${IFS:0:1}b") == V{"a", "b"});
+    CHECK(ifs("$IFSX") == V{"(none)"});
 }

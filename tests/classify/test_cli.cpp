@@ -244,3 +244,47 @@ TEST_CASE("--help names every option; --version") {
     CHECK(v.status == 0);
     CHECK_THAT(v.out, Catch::StartsWith("cc-classify "));
 }
+
+// Issue 14: the one-argument form classifies its argument byte for byte. CLI11
+// reads "[a,b]" as a list (brackets dropped, commas split), so before the fix
+// "[sudo,id]" was classified as "sudo id"; the two forms must agree on every
+// row of the case table, in a read-only mode where most rows differ.
+TEST_CASE("issue 14: the command-line form and --jsonl agree on the whole case table") {
+    std::ifstream in(cc::test::source_dir() + "/tests/classify/cases.tsv");
+    REQUIRE(in);
+    std::vector<std::string> lines;
+    std::string jsonl;
+    for (std::string row; std::getline(in, row);) {
+        if (row.empty() || row[0] == '#') continue;
+        std::string line = row;
+        for (int tab = 0; tab < 3; ++tab) line = line.substr(line.find('\t') + 1);
+        for (std::size_t k; (k = line.find("\u21b5")) != std::string::npos;) line.replace(k, 3, "\n");
+        lines.push_back(line);
+        jsonl += json({{"cmd", line}, {"mode", "plan"}}).dump() + "\n";
+    }
+    REQUIRE(lines.size() >= 400);
+    auto batch = run({bin("cc-classify"), "--jsonl"}, jsonl);
+    REQUIRE(batch.status == 0);
+    std::istringstream answers(batch.out);
+    int agreed = 0;
+    for (const auto& line : lines) {
+        std::string answer;
+        REQUIRE(std::getline(answers, answer));
+        auto one = run({bin("cc-classify"), "--mode", "plan", "--", line});
+        INFO(line);
+        CHECK(one.out == answer + "\n");
+        if (one.out == answer + "\n") ++agreed;
+    }
+    CHECK(agreed == static_cast<int>(lines.size()));
+    // The rewrite itself: "[sudo,id]" is one unknown command, not sudo.
+    auto bracket = json::parse(run({bin("cc-classify"), "[sudo,id]"}).out);
+    CHECK(bracket["commands"][0]["argv"] == json::array({"[sudo,id]"}));
+    CHECK(bracket["classes"] == json::array({"run_code"}));
+    // Several words are still joined with single spaces, options anywhere.
+    auto words = json::parse(run({bin("cc-classify"), "git", "[a,b]", "--mode=plan", "push"}).out);
+    CHECK(words["commands"][0]["argv"] == json::array({"git", "[a,b]", "push"}));
+    CHECK(words["mode"] == "plan");
+    auto valued = json::parse(run({bin("cc-classify"), "--mode", "review", "[x]"}).out);
+    CHECK(valued["commands"][0]["argv"] == json::array({"[x]"}));
+    CHECK(valued["mode"] == "review");
+}

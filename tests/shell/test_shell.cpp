@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cc/shell/parser.hpp"
+#include "cc/shell/printer.hpp"
 
 using namespace cc::shell;
 
@@ -182,6 +183,11 @@ TEST_CASE("fuzz regressions (tests/shell/fuzz-regressions)") {
         INFO(e.path().filename().string());
         auto s = parse(buf.str());
         CHECK((s.ok || !s.error.message.empty()));
+        if (s.ok) {  // and the round-trip property holds on them
+            std::string why;
+            CHECK(same_tree(s.root, parse(print(s.root, buf.str())).root, &why));
+            CHECK(why == "");
+        }
         ++n;
     }
     CHECK(n >= 1);
@@ -190,4 +196,191 @@ TEST_CASE("fuzz regressions (tests/shell/fuzz-regressions)") {
     for (int i = 0; i < 40; ++i) arith += "$((";
     auto s = parse(arith + "x");
     CHECK_FALSE(s.ok);
+}
+
+// Issue 14: the extent of ${...} follows bash's matched-pair reader. Each line
+// was checked against bash 5.2 (tests/shell/bash-corpus.txt holds them too).
+TEST_CASE("issue 14: ${...} ends where bash ends it") {
+    // A lone '{' in a default opens nothing: the first '}' closes.
+    CHECK(commands(parse("echo ${x:-{}; sudo rm -rf /; echo }")) ==
+          V{"echo|${x:-{}", "sudo|rm|-rf|/", "echo|}"});
+    CHECK(commands(parse("echo ${x#{}; id")) == V{"echo|${x#{}", "id"});
+    // $'...' inside ${...} has its escapes: \' does not end it.
+    CHECK(commands(parse("echo ${x:-$'\\''}; sudo rm -rf /; echo '}'")) ==
+          V{"echo|${x:-$'\\''}", "sudo|rm|-rf|/", "echo|}"});
+    // Single quotes are quotes inside a double-quoted ${...} too.
+    CHECK(commands(parse("echo \"${x:-'}'}\"; id")) == V{"echo|${x:-'}'}", "id"});
+    // Nested ${...} and escapes still count.
+    CHECK(commands(parse("echo ${a:-${b:-\\}}}; id")) == V{"echo|${a:-${b:-\\}}}", "id"});
+    CHECK(commands(parse("echo ${x:-\"}\"}; id")) == V{"echo|${x:-\"}\"}", "id"});
+    CHECK(commands(parse("echo ${x:-$(sudo id)}")) == V{"echo|${x:-$(sudo id)}", "sudo|id"});
+    CHECK_FALSE(parse("echo ${x:-{").ok);
+}
+
+TEST_CASE("issue 14: coproc in all its forms") {
+    for (const char* line : {"coproc sudo id", "coproc { sudo id; }", "coproc X { sudo id; }", "coproc (sudo id)",
+                             "coproc X (sudo id)", "coproc X [[ $(sudo id) ]]", "coproc >/dev/null sudo id"}) {
+        INFO(line);
+        auto s = parse(line);
+        CHECK(s.ok);
+        CHECK(commands(s) == V{"sudo|id"});
+        CHECK(s.root.children[0].children[0].kind == Kind::coproc);
+    }
+    CHECK(commands(parse("coproc if sudo id; then :; fi")) == V{"sudo|id", ":"});
+    auto named = parse("coproc X { id; }");
+    CHECK(named.root.children[0].children[0].words.at(0).text == "X");
+    // NAME only before a compound command: here X is the command.
+    CHECK(commands(parse("coproc X echo hi")) == V{"X|echo|hi"});
+    CHECK(parse("coproc X echo hi").root.children[0].children[0].words.empty());
+    CHECK_FALSE(parse("coproc").ok);
+    CHECK(commands(parse("echo coproc")) == V{"echo|coproc"});
+}
+
+TEST_CASE("issue 14: time and ! with no command") {
+    for (const char* line : {"time", "!", "time -p", "! !", "time; id", "!\nid", "{ time; }", "time -- id", "time -p -- id"}) {
+        INFO(line);
+        CHECK(parse(line).ok);
+    }
+    CHECK(commands(parse("time; id")) == V{"id"});
+    CHECK(commands(parse("time -p -- sudo id")) == V{"sudo|id"});
+    // bash: syntax errors.
+    CHECK_FALSE(parse("time | id").ok);
+    CHECK_FALSE(parse("! && id").ok);
+    CHECK_FALSE(parse("(time)").ok);
+}
+
+TEST_CASE("issue 14: function names bash would refuse still parse") {
+    for (const char* line : {"\"sudo\"() { id; }", "$x() { id; }", "function \"sudo\" { id; }", "function $'sudo' { id; }"}) {
+        INFO(line);
+        auto s = parse(line);
+        CHECK(s.ok);
+        CHECK(commands(s) == V{"id"});
+    }
+    auto q = parse("\"sudo\"() { id; }");
+    REQUIRE(q.root.children[0].children[0].kind == Kind::function);
+    CHECK(q.root.children[0].children[0].words[0].quoted);
+}
+
+TEST_CASE("issue 14: a backslash-newline joins here-document lines before the delimiter is matched") {
+    // bash ends this body at "E\<nl>OF" and runs the next line as a command.
+    auto s = parse("cat <<EOF\nE\\\nOF\nsudo id\nEOF\n");
+    CHECK(commands(s) == V{"cat", "sudo|id", "EOF"});
+    // ... and does not end it at "x \<nl>EOF".
+    CHECK(commands(parse("cat <<EOF\nx \\\nEOF\nsudo id\nEOF\n")) == V{"cat"});
+    // A quoted delimiter: no joining.
+    CHECK(commands(parse("cat <<'EOF'\nE\\\nOF\nsudo id\nEOF\n")) == V{"cat"});
+    // An escaped backslash at the end of a line is no continuation.
+    CHECK(commands(parse("cat <<EOF\nx \\\\\nEOF\nsudo id\n")) == V{"cat", "sudo|id"});
+}
+
+TEST_CASE("issue 14: extglob groups and [[ =~ ]] groups are read whole") {
+    // A quoted ')' inside an extglob group does not end it.
+    CHECK(commands(parse("ls @(a|')'|b) ; sudo id ; echo ')'")) == V{"ls|@(a|')'|b)", "sudo|id", "echo|)"});
+    CHECK(commands(parse("ls !(x) +(a|b) *(c) ?(d)")) == V{"ls|!(x)|+(a|b)|*(c)|?(d)"});
+    CHECK(commands(parse("ls @(a|$(sudo id))")) == V{"ls|@(a|$(sudo id))", "sudo|id"});
+    // After =~, blanks, ';' and ']]' inside a group are part of the regex.
+    auto s = parse("[[ x =~ ( ]] ; a ) ]]; sudo id");
+    CHECK(s.ok);
+    CHECK(commands(s) == V{"sudo|id"});
+    REQUIRE(s.root.children[0].children[0].kind == Kind::cond);
+    CHECK(s.root.children[0].children[0].words.back().text == "( ]] ; a )");
+    CHECK(commands(parse("[[ $x =~ ^(a|b)$ ]] && sudo id")) == V{"sudo|id"});
+    CHECK(parse("[[ $x =~ a|b ]]").root.children[0].children[0].words.back().text == "a|b");
+    CHECK(commands(parse("[[ $x =~ ($(sudo id)) ]]")) == V{"sudo|id"});
+}
+
+TEST_CASE("issue 14: backslash-newline is removed where bash removes it, before tokens are read") {
+    CHECK(commands(parse("true &\\\n& sudo id")) == V{"true", "sudo|id"});
+    CHECK(parse("true &\\\n& sudo id").root.children.at(1).op == "&&");
+    CHECK(commands(parse("i\\\nf true; then sudo id; fi")) == V{"true", "sudo|id"});
+    CHECK(parse("i\\\nf true; then sudo id; fi").root.children[0].children[0].kind == Kind::if_);
+    CHECK(commands(parse("echo $\\\n(sudo id)")) == V{"echo|$(sudo id)", "sudo|id"});
+    CHECK(commands(parse("ti\\\nme sudo id")) == V{"sudo|id"});
+    CHECK(commands(parse("cat <\\\n<EOF\n$(sudo id)\nEOF\n")) == V{"cat", "sudo|id"});
+    // Not inside single quotes, $'...', comments or quoted here-document bodies.
+    CHECK(commands(parse("echo 'a\\\nb'")) == V{"echo|a\\\nb"});
+    CHECK(commands(parse("echo $'a\\\nb'")) == V{"echo|a\nb"});
+    CHECK(commands(parse("# a \\\nsudo id")) == V{"sudo|id"});
+    CHECK(commands(parse("cat <<'E'\nx\\\nE\nsudo id\n")) == V{"cat", "sudo|id"});
+    // Offsets and error positions are the source's.
+    auto s = parse("a \\\n\\\nb; sudo id");
+    CHECK(commands(s) == V{"a|b", "sudo|id"});
+    CHECK(s.root.children[1].offset == 9);
+    auto bad = parse("e\\\ncho 'x");
+    CHECK_FALSE(bad.ok);
+    CHECK(bad.error.line == 2);
+    CHECK(bad.error.column == 5);
+    // The unjoined reading stays available.
+    Limits raw;
+    raw.join_continuations = false;
+    CHECK_FALSE(parse("true &\\\n& sudo id", raw).ok);
+}
+
+// Issue 14: parse -> print -> parse gives the same tree, on every line the
+// tests know (the fuzzer checks the same property on what it finds).
+TEST_CASE("issue 14: the printer's output parses back to the same tree") {
+    std::vector<std::string> lines = {
+        "a && b || c; d & e\nf",
+        "! a | b |& c",
+        "time",
+        "!",
+        "if a; then b; elif c; then d; else e; fi > out",
+        "while a; do b; done; until c; do d & done",
+        "for x in a \"b c\" $d; do e; done; for y; do :; done; for ((i=0; i<3; i++)); do f; done",
+        "select x in a b; do break; done",
+        "case $x in a|b) c;; (d) e;& *) f;;& esac",
+        "f() { id; } 2>/dev/null; function g { who; }",
+        "( a; b ) | { c; d & }",
+        "(( x = 1 + 2 )) && [[ -n $x && ( $y == z ) ]] && [[ $a =~ ^(b|c)$ ]]",
+        "coproc X { a; }; coproc b c",
+        "cat <<EOF | cat <<-'E2' && echo $(cat <<E3\nin\nE3\n)\nbody $(id)\nEOF\n\tquoted\n\tE2\n",
+        "cat <<EOF\ncut off",
+        "a=1 b=(1 2) c >f 2>&1 <g 3<>h {fd}>i &>>j <<<k",
+        "echo `id` $(who) <(a) >(b) ${x:-{} \"$(c)\" '$(d)' $'e\\'f'",
+        "x\\\n y; e\\\ncho z",
+    };
+    auto add_file = [&](const std::string& path, int skip_columns) {
+        std::ifstream in(cc::test::source_dir() + path);
+        for (std::string row; std::getline(in, row);) {
+            if (row.empty() || row[0] == '#') continue;
+            for (int k = 0; k < skip_columns; ++k) row = row.substr(row.find('\t') + 1);
+            if (row.rfind("lenient\t", 0) == 0) row = row.substr(8);
+            if (row.rfind("strict\t", 0) == 0) row = row.substr(7);
+            for (std::size_t k; (k = row.find("\u21b5")) != std::string::npos;) row.replace(k, 3, "\n");
+            lines.push_back(row);
+        }
+    };
+    add_file("/tests/shell/bash-corpus.txt", 0);
+    add_file("/tests/classify/cases.tsv", 3);
+    int checked = 0;
+    for (const auto& line : lines) {
+        Script s = parse(line);
+        if (!s.ok) continue;
+        std::string printed = print(s.root, line);
+        INFO("line: " << line << "\nprinted: " << printed);
+        Script back = parse(printed);
+        CHECK(back.ok);
+        std::string why;
+        CHECK(same_tree(s.root, back.root, &why));
+        CHECK(why == "");
+        ++checked;
+    }
+    CHECK(checked > 700);
+    // same_tree notices a difference.
+    std::string why;
+    CHECK_FALSE(same_tree(parse("a | b").root, parse("a || b").root, &why));
+    CHECK(why == "list: 1 children != 2");
+}
+
+TEST_CASE("issue 14: $'...' as bash decodes it: \\u, \\U, \\c, and a NUL ends the string") {
+    CHECK(commands(parse("$'\\u0073udo' $'\\U00000073' $'\\u00e9' $'\\cA' $'\\u'")) ==
+          V{"sudo|s|\xc3\xa9|\x01|\\u"});
+    CHECK(commands(parse("$'sudo\\0junk'x $'\\x00'")) == V{"sudox|"});
+}
+
+TEST_CASE("issue 14: a here-document inside backquotes ends with them (found by the round-trip fuzzer)") {
+    // bash runs the next line as a command; it is not the body.
+    CHECK(commands(parse("echo `cat <<EOF`\nsudo id\nEOF\n")) == V{"echo|`cat <<EOF`", "cat", "sudo|id", "EOF"});
+    // In $( ) the body is read after the line, as bash 5.2 does.
+    CHECK(commands(parse("echo $(cat <<EOF)\nsudo id\nEOF\n")) == V{"echo|$(cat <<EOF)", "cat"});
 }

@@ -3,6 +3,7 @@
 // shell strings and tool options; it cannot see what a script file, a variable
 // or a remote API does, and says so (`run_code`) rather than guessing "safe".
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <initializer_list>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <unordered_set>
 
 #include "cc/classify/classify.hpp"
+#include "cc/classify/expansions.hpp"
 #include "cc/shell/parser.hpp"
 
 namespace cc::classify {
@@ -219,6 +221,32 @@ bool is_precious(const std::string& raw) {
     return contains(top, p);
 }
 
+// Environment variables that make an ordinary command load or run other code
+// (a loader, a shell's start-up file, a pager, a diff or ssh program, the
+// search path): set on any command, or exported, it is run_code.
+bool runs_code_variable(sv assignment) {
+    sv name = assignment.substr(0, assignment.find_first_of("+=["));
+    if (starts_with(name, "LD_") || starts_with(name, "DYLD_")) return true;
+    static constexpr auto names = sorted_names({
+        "BASH_ENV", "BROWSER", "EDITOR", "ENV", "GCONV_PATH", "GIT_ASKPASS", "GIT_CONFIG_COUNT",
+        "GIT_CONFIG_GLOBAL", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_SYSTEM", "GIT_DIR", "GIT_EDITOR",
+        "GIT_EXEC_PATH", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_PROXY_COMMAND", "GIT_SEQUENCE_EDITOR",
+        "GIT_SSH", "GIT_SSH_COMMAND", "GIT_TEMPLATE_DIR", "LESSCLOSE", "LESSOPEN", "MANOPT", "MANPAGER",
+        "NODE_OPTIONS", "NODE_PATH", "PAGER", "PATH", "PERL5LIB", "PERL5OPT", "PROMPT_COMMAND", "PS4",
+        "PYTHONHOME", "PYTHONPATH", "PYTHONSTARTUP", "RUBYLIB", "RUBYOPT", "SHELLOPTS", "BASHOPTS",
+        "SSH_ASKPASS", "SUDO_ASKPASS", "VISUAL"});
+    return contains(names, name);
+}
+
+// A chmod-style mode that sets setuid or setgid: 4755, 2755, u+s, g=s, +s.
+bool setuid_mode(const std::string& m) {
+    if (!m.empty() && std::all_of(m.begin(), m.end(), [](char ch) { return ch >= '0' && ch <= '7'; }))
+        return m.size() >= 4 && ((m[m.size() - 4] - '0') & 6) != 0;
+    for (std::size_t k = 0; k < m.size(); ++k)
+        if ((m[k] == '+' || m[k] == '=') && m.find('s', k) != std::string::npos) return true;
+    return false;
+}
+
 bool is_block_device(sv p) {
     if (!starts_with(p, "/dev/")) return false;
     sv d = p.substr(5);
@@ -243,7 +271,11 @@ bool is_harmless_sink(sv p) {
 std::unordered_set<std::string> function_names(const Node& root) {
     std::unordered_set<std::string> names;
     shell::walk(root, [&](const Node& n) {
-        if (n.kind == Kind::function && !n.words.empty()) names.insert(n.words[0].text);
+        // bash defines no function whose name was quoted, escaped or
+        // expanded in the source ("not a valid identifier"): a later call of
+        // that name runs the command, not a body.
+        if (n.kind == Kind::function && !n.words.empty() && !n.words[0].quoted && !n.words[0].expanded)
+            names.insert(n.words[0].text);
     });
     return names;
 }
@@ -408,16 +440,59 @@ private:
         Ctx ctx;
         ctx.stdin_script = std::move(piped_script_);
         piped_script_.reset();
+        for (const auto& w : n.assigns)
+            if (runs_code_variable(w.text))
+                add(f, kRun, "'" + w.text.substr(0, w.text.find('=')) + "' set here makes commands run other code");
         for (const auto& r : n.redirects) {
             redirect(r, f);
             if ((r.op == "<<" || r.op == "<<-")) ctx.stdin_script = r.body;
             else if (r.op == "<<<" && !r.target.expanded) ctx.stdin_script = r.target.text;
         }
         if (!a.empty()) command(a, 0, f, ctx, depth);
+        // The words bash produces from these by brace expansion and word
+        // splitting on $IFS are judged too (the stricter reading wins: a
+        // word with quoted braces is not expanded by bash, which the text
+        // alone cannot tell).
+        if (Args b; expanded_reading(n.words, b)) {
+            std::string shown;
+            for (const auto& x : b) shown += (shown.empty() ? "" : " ") + x.text;
+            std::size_t before = f.notes.size();
+            command(b, 0, f, ctx, depth);
+            for (std::size_t k = before; k < f.notes.size(); ++k) f.notes[k] += " (as bash expands it: '" + shown + "')";
+        }
         if (!a.empty() || !f.classes.empty()) push(std::move(f));
         words(n.assigns, depth);
         words(n.words, depth);
         for (const auto& r : n.redirects) subs_of_redirect(r, depth);
+    }
+
+    static bool expanded_reading(const std::vector<Word>& ws, Args& out) {
+        constexpr std::size_t limit = 64;
+        // Most commands have nothing to expand: look before building anything.
+        bool any = false;
+        for (const auto& w : ws)
+            if ((w.text.find('{') != std::string::npos && w.text.find_first_of(",.") != std::string::npos) ||
+                (w.expanded && w.text.find("IFS") != std::string::npos))
+                any = true;
+        if (!any) return false;
+        bool changed = false;
+        for (const auto& w : ws) {
+            std::vector<std::string> parts;
+            bool braces = w.text.find('{') != std::string::npos && brace_expand(w.text, parts, limit);
+            if (!braces) parts = {w.text};
+            std::vector<std::string> split;
+            bool ifs = false;
+            if (w.expanded) {
+                for (const auto& p : parts) ifs = split_on_ifs(p, split) || ifs;
+                if (ifs) parts = std::move(split);
+            }
+            changed = changed || braces || ifs;
+            for (auto& p : parts) {
+                bool dynamic = w.expanded && (p.find('$') != std::string::npos || p.find('`') != std::string::npos);
+                out.push_back({std::move(p), dynamic});
+            }
+        }
+        return changed;
     }
 
     // Parse and judge a shell string that a command runs (bash -c, eval, ...).
@@ -452,19 +527,33 @@ private:
         } count{++wrappers_};
         if (wrappers_ > max_wrappers)
             return add(f, kUnparsable, "wrappers nested deeper than " + std::to_string(max_wrappers) + " levels");
-        while (k < a.size() && !a[k].dynamic && is_assignment_text(a[k].text)) ++k;  // env-style NAME=v
+        for (; k < a.size() && is_assignment_text(a[k].text); ++k)  // env-style NAME=v
+            if (runs_code_variable(a[k].text))
+                add(f, kRun, "'" + a[k].text.substr(0, a[k].text.find('=')) + "' in the environment makes the command run other code");
         if (k >= a.size()) return;
         if (a[k].dynamic) {
             add(f, kRun, "the command name '" + a[k].text + "' is only known at run time");
             return;
         }
-        if (functions && functions->count(a[k].text)) return;
+        // A call of a function defined in the line runs its body, judged where
+        // it is defined. Whether the definition runs before the call is not
+        // known statically (order, branches, subshells), so a name that is a
+        // known command is judged as that command too.
+        bool function = functions && functions->count(a[k].text);
         Call c{a, k, f, ctx, depth};
         sv name = c.name();
+        fetch_and_run(c);
+        // git-push, git-send-email, ... run by name or by path are git push, ...
+        if (starts_with(name, "git-") && name.size() > 4) return git_sub(c, k, std::string(name.substr(4)));
         if (const Handler* h = handler(name)) {
             (this->*(*h))(c);
             return;
         }
+        if (name == "export" || name == "declare" || name == "typeset" || name == "local" || name == "readonly")
+            for (std::size_t j = k + 1; j < a.size(); ++j)
+                if (is_assignment_text(a[j].text) && runs_code_variable(a[j].text))
+                    add(f, kRun, std::string(name) + " " + a[j].text.substr(0, a[j].text.find('=')) +
+                                     " makes later commands run other code");
         if (readonly_command(name)) return;
         if (const Classes* p = plain_classes(name)) {
             for (sv cls : {p->first, p->second})
@@ -474,12 +563,40 @@ private:
         if (starts_with(name, "python")) return python(c);
         if (starts_with(name, "pip")) return pip(c, k + 1);
         if (starts_with(name, "mkfs")) return add(f, kDestroy, std::string(name) + " formats a filesystem");
+        if (function) return;
         if (a[k].text.find('/') != std::string::npos)
             return add(f, kRun, "runs the program '" + a[k].text + "'");
         add(f, kRun, "'" + std::string(name) + "' is not a command known to only read");
     }
 
     void rest(Call& c, std::size_t from) { command(c.a, from, c.f, c.ctx, c.depth); }
+
+    // Fetch-and-run: the tool installs a package from a registry and runs it
+    // (npx, bunx, uvx, pnpm dlx, yarn dlx, npm exec, bun x, pipx run, uv tool
+    // run, go run pkg@version).
+    void fetch_and_run(Call& c) {
+        sv name = c.name();
+        static constexpr auto tools = sorted_names(
+            {"npx", "bunx", "uvx", "pnpx", "npm", "pnpm", "yarn", "yarnpkg", "bun", "pipx", "uv", "go"});
+        if (!contains(tools, name)) return;
+        auto p = positionals(c.a, c.args_from(), "", {});
+        auto word = [&](std::size_t j) { return j < p.size() ? sv(c.a[p[j]].text) : sv(); };
+        bool fetch = false;
+        if (name == "npx" || name == "bunx" || name == "uvx" || name == "pnpx")
+            fetch = !p.empty();
+        else if (name == "npm") fetch = word(0) == "exec" || word(0) == "x";
+        else if (name == "pnpm") fetch = word(0) == "dlx";
+        else if (name == "yarn" || name == "yarnpkg") fetch = word(0) == "dlx";
+        else if (name == "bun") fetch = word(0) == "x";
+        else if (name == "pipx") fetch = word(0) == "run";
+        else if (name == "uv") fetch = word(0) == "tool" && word(1) == "run";
+        else if (name == "go" && word(0) == "run")
+            for (std::size_t j = 1; j < p.size(); ++j)
+                if (c.a[p[j]].text.find('@') != std::string::npos) fetch = true;
+        if (!fetch) return;
+        add(c.f, kInstall, std::string(name) + " fetches a package from a registry");
+        add(c.f, kRun, std::string(name) + " runs the package it fetched");
+    }
 
     // --- wrappers ---------------------------------------------------------
 
@@ -683,14 +800,32 @@ private:
                 std::size_t end = k + 1;
                 while (end < c.a.size() && c.a[end].text != ";" && c.a[end].text != "+") ++end;
                 Args inner(c.a.begin() + static_cast<std::ptrdiff_t>(k + 1), c.a.begin() + static_cast<std::ptrdiff_t>(end));
-                if (!inner.empty()) command(inner, 0, c.f, Ctx{}, c.depth);
+                if (!inner.empty()) {
+                    // {} stands for every file under the start points.
+                    if (auto root = precious_find_root(c))
+                        for (auto& x : inner)
+                            if (x.text == "{}") x.text = *root;
+                    command(inner, 0, c.f, Ctx{}, c.depth);
+                }
                 k = end;
             } else if (t == "-delete") {
                 add(c.f, kWrite, "find -delete removes files");
+                if (auto root = precious_find_root(c)) add(c.f, kDestroy, "find " + *root + " -delete");
             } else if ((t == "-fprint" || t == "-fprint0" || t == "-fls" || t == "-fprintf") && k + 1 < c.a.size()) {
                 write_target(c.f, c.a[k + 1].text, c.a[k + 1].dynamic, "find " + t);
             }
         }
+    }
+
+    // A start point of find that takes the system or the home with it.
+    static std::optional<std::string> precious_find_root(const Call& c) {
+        for (std::size_t k = c.args_from(); k < c.a.size(); ++k) {
+            const std::string& t = c.a[k].text;
+            if (t == "-H" || t == "-L" || t == "-P" || starts_with(t, "-O") || starts_with(t, "-D")) continue;
+            if (t.empty() || t[0] == '-' || t == "(" || t == "!") break;
+            if (!c.a[k].dynamic && is_precious(t)) return t;
+        }
+        return std::nullopt;
     }
 
     // --- files -------------------------------------------------------------
@@ -725,6 +860,9 @@ private:
     // cp, mv, ln, install, rsync, shred, truncate, touch, mkdir...: any target that is a device or kernel knob.
     void f_write(Call& c) {
         add(c.f, kWrite, std::string(c.name()) + " changes files");
+        if (c.name() == "install")
+            if (auto m = opt_value(c.a, c.args_from(), 'm', {"--mode"}, "gotS"); m && setuid_mode(*m))
+                add(c.f, kPriv, "install -m " + *m + " sets the setuid or setgid bit");
         bool recursive = has_flag(c.a, c.args_from(), c.a.size(), 'R', {"--recursive"}) ||
                          (c.name() != "chmod" && c.name() != "chown" && c.name() != "chgrp" &&
                           has_flag(c.a, c.args_from(), c.a.size(), 'r', {}));
@@ -772,14 +910,137 @@ private:
 
     void f_sed(Call& c) {
         std::size_t from = c.args_from();
+        std::vector<const Arg*> scripts;
+        bool script_option = false;
         for (std::size_t k = from; k < c.a.size(); ++k) {
             const std::string& t = c.a[k].text;
             if (t == "--") break;
             if (starts_with(t, "--in-place") || (t.size() > 1 && t[0] == '-' && t[1] != '-' &&
                                                  t.find('i') != std::string::npos &&
                                                  t.find_first_of("ef") > t.find('i')))
-                return add(c.f, kWrite, "sed -i edits files in place");
+                add(c.f, kWrite, "sed -i edits files in place");
+            if ((t == "-e" || t == "--expression") && k + 1 < c.a.size()) {
+                scripts.push_back(&c.a[++k]);
+                script_option = true;
+            } else if (starts_with(t, "--expression=") || (starts_with(t, "-e") && t.size() > 2)) {
+                script_option = true;
+                std::string body = t.substr(t[1] == '-' ? 13 : 2);
+                if (c.a[k].dynamic) return add(c.f, kRun, "the sed script is only known at run time");
+                sed_script(c, body);
+            } else if (t == "-f" || t == "--file" || starts_with(t, "--file=") || (starts_with(t, "-f") && t.size() > 2)) {
+                return add(c.f, kRun, "sed -f runs a script file, which may run commands or write files");
+            }
         }
+        if (!script_option) {
+            auto pos = positionals(c.a, from, "l", {"--line-length"});
+            if (!pos.empty()) scripts.push_back(&c.a[pos[0]]);
+        }
+        for (const Arg* x : scripts) {
+            if (x->dynamic) return add(c.f, kRun, "the sed script is only known at run time");
+            sed_script(c, x->text);
+        }
+    }
+
+    // GNU sed's commands that reach outside: e (and the s///e flag) run a
+    // command, w and W (and s///w) write a file. Addresses, regular
+    // expressions, replacements and text arguments are skipped as sed reads
+    // them.
+    void sed_script(Call& c, const std::string& t) {
+        std::size_t k = 0, n = t.size();
+        auto blanks = [&] {
+            while (k < n && (t[k] == ' ' || t[k] == '\t')) ++k;
+        };
+        auto to_eol = [&] {
+            std::size_t start = k;
+            while (k < n && t[k] != '\n') ++k;
+            return t.substr(start, k - start);
+        };
+        auto delimited = [&](char d) {  // past the next unescaped d
+            while (k < n && t[k] != d) {
+                if (t[k] == '\\') ++k;
+                ++k;
+            }
+            if (k < n) ++k;
+        };
+        auto write_file = [&](const std::string& how) {
+            blanks();
+            std::string file = to_eol();
+            if (file != "/dev/stdout" && file != "/dev/stderr") write_target(c.f, file, false, how);
+        };
+        while (k < n) {
+            char ch = t[k];
+            if (ch == ' ' || ch == '\t' || ch == '\n' || ch == ';' || ch == '{' || ch == '}' || ch == '!') {
+                ++k;
+                continue;
+            }
+            // Addresses: numbers, $, first~step, /re/, \cREc, and ",addr".
+            if ((ch >= '0' && ch <= '9') || ch == '$' || ch == ',' || ch == '~' || ch == '+') {
+                ++k;
+                continue;
+            }
+            if (ch == '/' || ch == '\\') {
+                char d = ch == '/' ? '/' : (k + 1 < n ? t[k + 1] : '/');
+                k += ch == '/' ? 1 : 2;
+                delimited(d);
+                while (k < n && (t[k] == 'I' || t[k] == 'M')) ++k;
+                continue;
+            }
+            if (ch == '#') {
+                to_eol();
+                continue;
+            }
+            ++k;
+            switch (ch) {
+                case 'e': return add(c.f, kRun, "the sed script runs a command (e)");
+                case 'w': case 'W': write_file("sed " + std::string(1, ch)); break;
+                case 'r': case 'R': case 'a': case 'i': case 'c': case ':': case 'b': case 't': case 'T': case 'v':
+                    // a text, a file to read or a label: to the end of the line
+                    // (a label also ends at ';').
+                    while (k < n && t[k] != '\n' && !((ch == 'b' || ch == 't' || ch == 'T') && t[k] == ';')) {
+                        if (t[k] == '\\') ++k;
+                        ++k;
+                    }
+                    break;
+                case 's': case 'y': {
+                    if (k >= n) break;
+                    char d = t[k++];
+                    delimited(d);
+                    delimited(d);
+                    if (ch == 'y') break;
+                    while (k < n && std::string_view("gpiImMe0123456789w").find(t[k]) != std::string_view::npos) {
+                        if (t[k] == 'e') return add(c.f, kRun, "the sed script runs a command (s///e)");
+                        if (t[k] == 'w') {
+                            ++k;
+                            write_file("sed s///w");
+                            break;
+                        }
+                        ++k;
+                    }
+                    break;
+                }
+                case 'q': case 'Q': case 'l': case 'L':
+                    while (k < n && t[k] >= '0' && t[k] <= '9') ++k;
+                    break;
+                default: break;  // p d D n N g G h H x = z F P
+            }
+        }
+    }
+
+    // man -P/--pager runs the given program; -H/--html a browser.
+    void f_man(Call& c) {
+        for (std::size_t k = c.args_from(); k < c.a.size(); ++k) {
+            const std::string& t = c.a[k].text;
+            if (t == "--") break;
+            if (t == "-P" || starts_with(t, "--pager") || (starts_with(t, "-P") && t.size() > 2) || starts_with(t, "-H") ||
+                starts_with(t, "--html"))
+                return add(c.f, kRun, "man " + t + " runs the program it names");
+        }
+    }
+
+    // xxd [options] [infile [outfile]]: the second operand is written.
+    void f_xxd(Call& c) {
+        auto pos = positionals(c.a, c.args_from(), "cglsoCn", {"-cols", "-groupsize", "-len", "-seek", "-name"});
+        if (pos.size() >= 2) write_target(c.f, c.a[pos[1]].text, c.a[pos[1]].dynamic, "xxd");
     }
 
     void f_awk(Call& c) {
@@ -794,8 +1055,27 @@ private:
             prog.find("|&") != std::string::npos || prog.find("print |") != std::string::npos ||
             prog.find("printf |") != std::string::npos)
             return add(c.f, kRun, "the awk program runs commands");
-        if (prog.find('>') != std::string::npos && prog.find("print") != std::string::npos)
-            add(c.f, kWrite, "the awk program may write files");
+        // Output redirection: a '>' at the top level of a print or printf
+        // statement ("print $1 > \"f\""); a comparison in a pattern or in
+        // parentheses ("$3 >= 1000", "print ($1 > 2)") writes nothing.
+        for (std::size_t at = prog.find("print"); at != std::string::npos; at = prog.find("print", at + 5)) {
+            int depth = 0;
+            bool quoted = false;
+            for (std::size_t k = at + 5; k < prog.size(); ++k) {
+                char ch = prog[k];
+                if (quoted) {
+                    if (ch == '\\') ++k;
+                    else if (ch == '"') quoted = false;
+                    continue;
+                }
+                if (ch == '"') quoted = true;
+                else if (ch == '(') ++depth;
+                else if (ch == ')') --depth;
+                else if (ch == ';' || ch == '}' || ch == '\n') break;
+                else if (ch == '>' && depth <= 0 && (k + 1 >= prog.size() || prog[k + 1] != '='))
+                    return add(c.f, kWrite, "the awk program writes files");
+            }
+        }
     }
 
     void f_sort(Call& c) {
@@ -1080,9 +1360,10 @@ private:
             return note(kWrite);
         }
         if (sub == "ls-remote") return note(kNet);
-        if (sub == "send-email") {
+        if (sub == "send-email") {  // outward like a push: commits leave by mail
             note(kNet);
-            return note(kNetWrite);
+            note(kNetWrite);
+            return add(c.f, kPush, "git send-email sends commits out by mail");
         }
         if (contains(readonly, sub)) {
             if (has_flag(a, from, a.size(), 'O', {"--open-files-in-pager", "--ext-diff", "--textconv"}) &&
@@ -1187,6 +1468,19 @@ private:
             if (auto o = opt_value(a, from, 'o', {"--output"})) write_target(c.f, *o, false, "git archive -o");
             return;
         }
+        // Outward through git's other transports: the same class as a push.
+        if (sub == "lfs" || sub == "subtree" || sub == "svn") {
+            auto p = pos();
+            if (sub == "lfs" && !p.empty() &&
+                (a[p[0]].text == "ls-files" || a[p[0]].text == "status" || a[p[0]].text == "env" || a[p[0]].text == "version"))
+                return;
+            if (!p.empty() && (a[p[0]].text == "push" || a[p[0]].text == "dcommit"))
+                return add(c.f, kPush, "git " + sub + " " + a[p[0]].text + " sends commits to a remote");
+        }
+        if (sub == "symbolic-ref") {  // reads with one name, writes with two or -d
+            if (has_flag(a, from, a.size(), 'd', {"--delete"}) || pos("m").size() >= 2) return note(kWrite);
+            return;
+        }
         if (contains(writes, sub)) return note(kWrite);
         add(c.f, kRun, "'git " + sub + "' is not a known git command (an alias or an extension)");
     }
@@ -1217,6 +1511,66 @@ private:
     }
 
     // --- gh ------------------------------------------------------------------
+
+    // The other forges' CLIs (GitLab's glab, Gitea's tea, Azure's az repos)
+    // and hub: the same classes as the gh spellings they mirror.
+    void forge(Call& c) {
+        sv name = c.name();
+        // Options with values are not told apart here: a value is taken for
+        // the next word only when it cannot be a subcommand.
+        std::vector<std::string> w;
+        for (std::size_t k = c.args_from(); k < c.a.size() && w.size() < 3; ++k)
+            if (!is_opt(c.a[k])) w.push_back(c.a[k].text);
+        std::size_t at = 0;
+        if (name == "az") {
+            if (w.empty() || w[0] != "repos") return interpreter(c);
+            at = 1;
+        }
+        if (name == "hub") {
+            // hub is git with forge commands added.
+            if (w.empty()) return;
+            if (w[0] == "pull-request") return add(c.f, kOpenPr, "hub pull-request");
+            if (w[0] == "ci-status" || w[0] == "browse" || w[0] == "compare") return;
+            if (w[0] != "pr" && w[0] != "issue" && w[0] != "release" && w[0] != "api" && w[0] != "fork" &&
+                w[0] != "create" && w[0] != "delete" && w[0] != "sync")
+                return git(c);
+        }
+        std::string group = w.size() > at ? w[at] : "", sub = w.size() > at + 1 ? w[at + 1] : "";
+        std::string what = std::string(name) + " " + group + (sub.empty() ? "" : " " + sub);
+        auto in = [&](std::initializer_list<sv> l) { return std::find(l.begin(), l.end(), sv(sub)) != l.end(); };
+        auto reads = {"list", "ls", "view", "show", "diff", "status", "checks", "search"};
+        bool read = std::find(reads.begin(), reads.end(), sv(sub)) != reads.end() || sub.empty();
+        if (group == "mr" || group == "pr" || group == "pulls" || group == "pull") {
+            if (in({"create", "new"})) return add(c.f, kOpenPr, what + " opens a pull request");
+            if (in({"checkout", "co"})) return add(c.f, kWrite, what);
+            if (read) return;
+            return add(c.f, kReview, what + " changes a pull request");
+        }
+        if (group == "issue" || group == "issues" || group == "work-items") {
+            if (read) return;
+            return add(c.f, kTracker, what);
+        }
+        if (group == "release" || group == "releases") {
+            if (read) return;
+            if (in({"download"})) return add(c.f, kWrite, what);
+            return add(c.f, kPublish, what);
+        }
+        if (group == "api") {
+            bool fields = has_flag(c.a, c.args_from(), c.a.size(), 'f', {"--field", "--raw-field", "--input"}) ||
+                          has_flag(c.a, c.args_from(), c.a.size(), 'F', {});
+            std::string m = opt_value(c.a, c.args_from(), 'X', {"--method"}).value_or(fields ? "POST" : "GET");
+            std::transform(m.begin(), m.end(), m.begin(), [](unsigned char ch) { return std::toupper(ch); });
+            if (m != "GET" && m != "HEAD") return add(c.f, kTracker, what + " " + m + " writes to the forge");
+            return;
+        }
+        if (group == "repo" || group == "repos" || group == "create" || group == "delete" || group == "fork" ||
+            group == "sync") {
+            if (read && group == "repo") return;
+            if (in({"clone"})) return add(c.f, kWrite, what);
+            return add(c.f, kTracker, what + " changes a repository on the forge");
+        }
+        add(c.f, kRun, "'" + what + "' is not a command known to cc-classify");
+    }
 
     void gh(Call& c) {
         auto p = positionals(c.a, c.args_from(), "RqtXfFHpbBHLlswaAeSjcmT",
@@ -1267,6 +1621,16 @@ private:
             std::transform(m.begin(), m.end(), m.begin(), [](unsigned char ch) { return std::toupper(ch); });
             bool fields = has_flag(c.a, c.args_from(), c.a.size(), 'f', {"--field", "--raw-field", "--input"}) ||
                           has_flag(c.a, c.args_from(), c.a.size(), 'F', {});
+            if (m.empty() && sub == "graphql") {
+                // Every GraphQL request is a POST; only a mutation (or a body
+                // from a file, which cannot be seen) changes anything.
+                bool input = has_flag(c.a, c.args_from(), c.a.size(), '\0', {"--input"});
+                bool mutation = false;
+                for (std::size_t k = c.args_from(); k < c.a.size(); ++k)
+                    if (c.a[k].dynamic || c.a[k].text.find("mutation") != std::string::npos) mutation = true;
+                if (input || mutation) return add(c.f, kTracker, "gh api graphql sends a mutation (or a body from a file)");
+                return;
+            }
             if ((!m.empty() && m != "GET" && m != "HEAD") || (m.empty() && fields))
                 return add(c.f, kTracker, "gh api " + (m.empty() ? std::string("POST") : m) + " writes to the forge");
             return;
@@ -1854,6 +2218,8 @@ private:
             set({"dd"}, &Analyzer::f_dd);
             set({"tee"}, &Analyzer::f_tee);
             set({"sed", "gsed"}, &Analyzer::f_sed);
+            set({"man"}, &Analyzer::f_man);
+            set({"xxd"}, &Analyzer::f_xxd);
             set({"awk", "gawk", "mawk", "nawk"}, &Analyzer::f_awk);
             set({"sort"}, &Analyzer::f_sort);
             set({"uniq"}, &Analyzer::f_uniq);
@@ -1883,6 +2249,7 @@ private:
             set({"scp", "rsync", "sftp", "ftp", "rclone"}, &Analyzer::n_copy);
             set({"git"}, &Analyzer::git);
             set({"gh"}, &Analyzer::gh);
+            set({"glab", "tea", "hub", "az"}, &Analyzer::forge);
             set({"npm"}, &Analyzer::npm);
             set({"pnpm"}, &Analyzer::pnpm);
             set({"yarn", "yarnpkg"}, &Analyzer::yarn);
@@ -1928,7 +2295,7 @@ private:
                  "eslint", "tslint", "stylelint", "mypy", "pyright", "pylint", "flake8", "ruff",
                  "golangci-lint", "shellcheck", "hadolint", "semgrep", "bandit", "codespell", "pre-commit",
                  "husky", "lefthook", "act", "podman-compose", "minikube", "kind", "k3d", "skaffold", "tilt",
-                 "aws", "gcloud", "az", "doctl", "flyctl", "heroku", "vercel", "netlify", "wrangler", "firebase",
+                 "aws", "gcloud", "doctl", "flyctl", "heroku", "vercel", "netlify", "wrangler", "firebase",
                  "supabase", "railway", "stripe"},
                 &Analyzer::interpreter);
             set({"docker", "podman", "nerdctl"}, &Analyzer::docker);
@@ -2003,6 +2370,52 @@ private:
 };
 
 }  // namespace
+
+std::vector<Finding> find_actions_lexically(std::string_view line) {
+    // Every byte that could end a command in some reading ends a fragment,
+    // quoted or not: a misreading can hide a command behind a quote the parser
+    // saw open, never from this split.
+    auto is_cut = [](char c) {
+        return c == ';' || c == '&' || c == '|' || c == '\n' || c == '(' || c == ')' || c == '`' || c == '{' ||
+               c == '}' || c == '\r';
+    };
+    static constexpr sv keywords[] = {"!",    "[[",    "]]",     "case", "coproc", "do",   "done",  "elif",
+                                      "else", "esac",  "fi",     "for",  "function", "if", "in",   "select",
+                                      "then", "time",  "until",  "while"};
+    Analyzer a;
+    std::size_t k = 0;
+    while (k < line.size()) {
+        std::size_t start = k;
+        while (k < line.size() && !is_cut(line[k])) ++k;
+        sv fragment = line.substr(start, k - start);
+        ++k;
+        Node n;
+        n.kind = Kind::simple;
+        n.offset = start;
+        std::size_t j = 0;
+        while (j < fragment.size()) {
+            while (j < fragment.size() && (fragment[j] == ' ' || fragment[j] == '\t')) ++j;
+            Word w;
+            w.offset = start + j;
+            for (; j < fragment.size() && fragment[j] != ' ' && fragment[j] != '\t'; ++j) {
+                char c = fragment[j];
+                if (c == '\'' || c == '"' || c == '\\') continue;
+                if (c == '$') w.expanded = true;
+                w.text.push_back(c);
+            }
+            if (w.text.empty()) continue;
+            if (n.words.empty() && std::find(std::begin(keywords), std::end(keywords), sv(w.text)) != std::end(keywords))
+                continue;
+            if (n.words.empty() && w.text.find('=') != std::string::npos && is_assignment_text(w.text)) continue;
+            n.words.push_back(std::move(w));
+        }
+        if (!n.words.empty()) a.node(n, 0);
+    }
+    for (auto& f : a.out)
+        f.notes.emplace_back("the line does not parse: this command was read by cutting the line at every operator, "
+                             "quoted or not");
+    return std::move(a.out);
+}
 
 std::vector<Finding> find_actions(const shell::Script& script) {
     Analyzer a;

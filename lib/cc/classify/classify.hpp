@@ -41,6 +41,14 @@ struct Finding {
 // Step 1. Does not look at the mode or the policy.
 std::vector<Finding> find_actions(const shell::Script& script);
 
+// The reading of last resort, for a line the parser rejected: the line cut at
+// every byte that could end a command (; & | newline parentheses braces
+// backquotes), quoted or not, each piece judged as a simple command with its
+// quote characters removed. classify() adds a piece's finding only when it is
+// stricter than everything else on the line, so a misread line is never judged
+// more leniently than its commands would be alone.
+std::vector<Finding> find_actions_lexically(std::string_view line);
+
 struct SubCommand {
     Finding finding;
     policy::Decision decision = policy::Decision::allow;

@@ -50,6 +50,24 @@ void resolve(Result& r, std::string_view line, const Resolver& resolver) {
 
 int hook_once(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err);
 
+std::vector<std::string> line_words(int argc, const char* const* argv,
+                                    std::initializer_list<std::string_view> value_options) {
+    std::vector<std::string> words;
+    for (int k = 1; k < argc; ++k) {
+        std::string_view a = argv[k];
+        if (a == "--") {
+            for (++k; k < argc; ++k) words.emplace_back(argv[k]);
+            break;
+        }
+        if (a.size() > 1 && a[0] == '-') {
+            if (std::find(value_options.begin(), value_options.end(), a) != value_options.end()) ++k;
+            continue;
+        }
+        words.emplace_back(a);
+    }
+    return words;
+}
+
 int run_line(const std::string& line, const Options& opts, std::string& json) {
     Result r = classify(line, opts.mode, opts.policy);
     resolve(r, line, opts.resolver);

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <iosfwd>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -34,6 +37,15 @@ nlohmann::json question(const Result& r, std::string_view line);
 
 // Applies the resolver to an `ask` result (no-op otherwise).
 void resolve(Result& r, std::string_view line, const Resolver& resolver);
+
+// The command-line words of the one-line form exactly as given. CLI11 rewrites
+// a positional of the form "[a,b]" (its list syntax: brackets dropped, commas
+// made separate values), so the words are taken from argv itself, after CLI11
+// has validated it: everything after "--", and each argument that is not an
+// option or the value of one of `value_options` ("--mode plan"; "--mode=plan"
+// is one argument).
+std::vector<std::string> line_words(int argc, const char* const* argv,
+                                    std::initializer_list<std::string_view> value_options);
 
 // One line: prints the JSON result, returns 0 / 10 / 11.
 int run_line(const std::string& line, const Options& opts, std::ostream& out);

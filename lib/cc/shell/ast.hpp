@@ -23,6 +23,7 @@ struct Node;
 struct Word {
     std::string text;
     std::size_t offset = 0;  // byte offset of the word in the source
+    std::size_t end = 0;     // and of the byte after it (words in backquotes: both the backquote's)
     bool quoted = false;     // some part was quoted or escaped
     bool expanded = false;   // the run-time value is not known statically
     std::vector<Node> subs;
@@ -46,11 +47,14 @@ enum class Kind {
     subshell,   // ( list )
     group,      // { list; }
     if_,        // children: condition, body, [condition, body]..., [else body]
-    loop,       // while / until / for / select: `words[0]` is the keyword; children: [condition,] body
+    loop,       // while / until / for / select: `words[0]` is the keyword, then for/select the variable
+                // and the words after `in` (for ((...)): one expanded word, the expression); children:
+                // [condition,] body
     case_,      // words[0] subject; words[1..] patterns; children: one list per arm
-    function,   // words[0] name; children[0] body
+    function,   // words[0] name (bash defines none whose name was quoted or expanded); children[0] body
     arith,      // (( ... )) or for (( ... )): words hold the expression text
     cond,       // [[ ... ]]: words are the operands
+    coproc,     // coproc [NAME] command: words[0] the NAME when given; children[0] the command
 };
 
 struct Node {

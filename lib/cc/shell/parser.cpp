@@ -1,5 +1,7 @@
 #include "cc/shell/parser.hpp"
 
+#include "cc/shell/continuations.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <string>
@@ -127,6 +129,7 @@ private:
     std::size_t base_;
     bool remap_;
     std::vector<std::string_view> stop_words_;
+    bool regex_ = false;  // word(): reading the operand of [[ =~ ]]
 
     std::size_t off(std::size_t k) const { return remap_ ? base_ : base_ + k; }
     bool at_end() const { return i_ >= end_; }
@@ -194,14 +197,32 @@ private:
         Redirect& r = *p.redirect;
         std::size_t body_start = i_;
         std::size_t body_end = end_;
+        bool joins = !p.redirect->body_quoted;
         while (i_ < end_) {
-            std::size_t eol = s_.find('\n', i_);
-            if (eol == std::string_view::npos || eol > end_) eol = end_;
-            std::string_view line = s_.substr(i_, eol - i_);
-            if (p.strip_tabs)
-                while (!line.empty() && line.front() == '\t') line.remove_prefix(1);
-            if (line == p.delimiter) {
-                body_end = i_;
+            // One logical line: in an unquoted body a backslash-newline joins
+            // lines before the delimiter is looked for, as in bash ("E\<nl>OF"
+            // ends the body; "x \<nl>EOF" does not).
+            std::size_t line_start = i_;
+            std::string logical;
+            std::size_t eol;
+            while (true) {
+                eol = s_.find('\n', i_);
+                if (eol == std::string_view::npos || eol > end_) eol = end_;
+                std::string_view part = s_.substr(i_, eol - i_);
+                if (p.strip_tabs)
+                    while (!part.empty() && part.front() == '\t') part.remove_prefix(1);
+                std::size_t slashes = 0;
+                while (slashes < part.size() && part[part.size() - 1 - slashes] == '\\') ++slashes;
+                if (joins && eol < end_ && slashes % 2 == 1) {
+                    logical.append(part.substr(0, part.size() - 1));
+                    i_ = eol + 1;
+                    continue;
+                }
+                logical.append(part);
+                break;
+            }
+            if (logical == p.delimiter) {
+                body_end = line_start;
                 i_ = eol < end_ ? eol + 1 : eol;
                 break;
             }
@@ -227,7 +248,8 @@ private:
         std::string_view w = s_.substr(i_, k - i_);
         static const std::string_view reserved[] = {"if",    "then",  "elif", "else",     "fi", "do", "done",
                                                     "case",  "esac",  "while", "until",   "for", "in", "select",
-                                                    "{",     "}",     "!",    "function", "[[", "]]", "time"};
+                                                    "{",     "}",     "!",    "function", "[[", "]]", "time",
+                                                    "coproc"};
         for (auto r : reserved)
             if (w == r) return std::string(w);
         return {};
@@ -271,7 +293,7 @@ private:
             char c = s_[i_];
             if (c == ')' || (c == ';' && peek(1) == ';') || (c == ';' && peek(1) == '&')) break;
             if (at_stop_word()) break;
-            if (c == ';' || c == '&' || c == '|') {
+            if (c == ';' || (c == '&' && peek(1) != '>') || c == '|') {  // "&>f cmd" is a redirection
                 fail(i_, std::string("unexpected '") + c + "'");
                 break;
             }
@@ -310,7 +332,8 @@ private:
 
     bool require_command_after(const std::string& op) {
         linebreak();
-        if (at_end() || s_[i_] == ')' || s_[i_] == ';' || s_[i_] == '&' || s_[i_] == '|' || at_stop_word()) {
+        if (at_end() || s_[i_] == ')' || s_[i_] == ';' || (s_[i_] == '&' && peek(1) != '>') || s_[i_] == '|' ||
+            at_stop_word()) {
             fail(i_, "expected a command after '" + op + "'");
             return false;
         }
@@ -322,16 +345,33 @@ private:
         n.kind = Kind::pipeline;
         n.offset = off(i_);
         skip_blanks();
+        bool prefixed = false;
         while (true) {
             if (take_reserved("!")) {
                 n.negated = !n.negated;
             } else if (take_reserved("time")) {
                 skip_blanks();
-                if (starts("-p") && (i_ + 2 >= end_ || is_meta(s_[i_ + 2]))) i_ += 2;
+                if (starts("-p") && (i_ + 2 >= end_ || is_meta(s_[i_ + 2]))) {
+                    i_ += 2;
+                    skip_blanks();
+                }
+                if (starts("--") && (i_ + 2 >= end_ || is_meta(s_[i_ + 2]))) i_ += 2;  // time [-p] -- cmd
             } else {
                 break;
             }
+            prefixed = true;
             skip_blanks();
+        }
+        // `time` and `!` with no command are complete pipelines (bash times
+        // or negates nothing) when a list separator or the end follows.
+        if (prefixed) {
+            char c = peek();
+            if (at_end() || c == '\n' || (c == ';' && peek(1) != ';' && peek(1) != '&') || at_stop_word())
+                return n;
+            if (c == '|' || (c == '&' && peek(1) != '>') || c == ';' || c == ')') {
+                fail(i_, std::string("unexpected '") + c + "'");
+                return n;
+            }
         }
         std::string op;
         while (!st_.aborting) {
@@ -391,6 +431,10 @@ private:
             return n;
         }
         std::string kw = peek_reserved();
+        if (kw == "coproc") {
+            coproc_clause(n);
+            return n;
+        }
         if (kw == "{") {
             i_ += 1;
             n.kind = Kind::group;
@@ -455,12 +499,19 @@ private:
                 }
                 if (take_reserved("]]")) break;
                 char c = s_[i_];
-                if (c == '&' || c == '|' || c == '(' || c == ')' || c == '<' || c == '>' || c == ';') {
+                // The operand after =~ is one word read as bash reads a regular
+                // expression: '|' is text, and a parenthesised group is read
+                // whole, blanks, ';', '&', '<' and ']]' inside it included.
+                bool regex = !n.words.empty() && n.words.back().text == "=~" && !n.words.back().quoted;
+                if (!regex && (c == '&' || c == '|' || c == '(' || c == ')' || c == '<' || c == '>' || c == ';')) {
                     ++i_;
                     continue;
                 }
                 Word w;
-                if (!word(w)) {
+                regex_ = regex;
+                bool got = word(w);
+                regex_ = false;
+                if (!got) {
                     ++i_;
                     continue;
                 }
@@ -476,6 +527,43 @@ private:
         }
         simple(n);
         return n;
+    }
+
+    // A compound command starts at i_ ({ ( (( [[ if while until for select case).
+    bool at_compound() const {
+        if (peek() == '(') return true;
+        std::string kw = peek_reserved();
+        return kw == "{" || kw == "[[" || kw == "if" || kw == "while" || kw == "until" || kw == "for" ||
+               kw == "select" || kw == "case";
+    }
+
+    // coproc [NAME] command: NAME only before a compound command; otherwise
+    // the first word is the simple command's name (bash's grammar).
+    void coproc_clause(Node& n) {
+        n.kind = Kind::coproc;
+        i_ += 6;
+        skip_blanks();
+        if (at_end() || peek() == '\n' || peek() == ';' || (peek() == '&' && peek(1) != '>') || peek() == '|' ||
+            peek() == ')') {
+            fail(i_, "expected a command after 'coproc'");
+            return;
+        }
+        if (!at_compound() && peek_reserved().empty()) {
+            std::size_t save = i_;
+            std::size_t pending = st_.pending.size();
+            Word name;
+            if (word(name) && !st_.aborting) {
+                skip_blanks();
+                if (at_compound()) {
+                    n.words.push_back(std::move(name));
+                } else {
+                    i_ = save;
+                    st_.pending.resize(std::min(st_.pending.size(), pending));
+                }
+            }
+            if (st_.aborting) return;
+        }
+        n.children.push_back(command());
     }
 
     void if_clause(Node& n, std::size_t at) {
@@ -522,6 +610,7 @@ private:
                 return;
             }
             w.text.assign(s_.substr(from, i_ - from - 2));
+            w.expanded = true;  // an arithmetic expression, not a name
             n.words.push_back(std::move(w));
         } else {
             Word var;
@@ -647,8 +736,9 @@ private:
             }
             if (c == '(') {
                 // name () body: a function definition.
-                if (n.words.size() == 1 && n.assigns.empty() && n.redirects.empty() && !n.words[0].quoted &&
-                    !n.words[0].expanded) {
+                // bash parses any word here, quoted or expanded too, and refuses
+                // to define such a name only when it runs (see Kind::function).
+                if (n.words.size() == 1 && n.assigns.empty() && n.redirects.empty()) {
                     ++i_;
                     skip_blanks();
                     if (peek() != ')') {
@@ -754,6 +844,15 @@ private:
         std::size_t start = i_;
         while (!at_end() && !st_.aborting) {
             char c = s_[i_];
+            if (regex_ && c == '(') {
+                paren_group(w);
+                continue;
+            }
+            if (regex_ && c == '|') {
+                w.text.push_back(c);
+                ++i_;
+                continue;
+            }
             if ((c == '<' || c == '>') && peek(1) == '(' && i_ == start) {
                 process_substitution(w);
                 continue;
@@ -778,8 +877,9 @@ private:
                         w.text.push_back(s_[i_ + 1]);
                         w.quoted = true;
                         i_ += 2;
-                    } else {
+                    } else {  // a backslash that ends the input stands for itself, a quoting character all the same
                         w.text.push_back('\\');
+                        w.quoted = true;
                         ++i_;
                     }
                     break;
@@ -798,6 +898,7 @@ private:
                     ++i_;
             }
         }
+        w.end = off(i_);
         return i_ > start;
     }
 
@@ -817,12 +918,15 @@ private:
 
     void ansi_c_quote(Word& w) {
         std::size_t at = i_;
+        std::size_t from = w.text.size();
         i_ += 2;
         w.quoted = true;
         while (!at_end()) {
             char c = s_[i_];
             if (c == '\'') {
                 ++i_;
+                // bash ends the string at a NUL byte ($'sudo\0x' is "sudo").
+                if (auto nul = w.text.find('\0', from); nul != std::string::npos) w.text.resize(nul);
                 return;
             }
             if (c == '\\' && i_ + 1 < end_) {
@@ -856,6 +960,26 @@ private:
                         w.text.push_back(static_cast<char>(v & 0xff));
                         break;
                     }
+                    case 'u': case 'U': {  // \uHHHH, \UHHHHHHHH: the code point in UTF-8
+                        unsigned long v = 0;
+                        int n = 0;
+                        while (n < (e == 'u' ? 4 : 8) && i_ < end_ && std::isxdigit(static_cast<unsigned char>(s_[i_]))) {
+                            char h = s_[i_++];
+                            v = v * 16 + static_cast<unsigned long>(is_digit(h) ? h - '0' : (h | 0x20) - 'a' + 10);
+                            ++n;
+                        }
+                        if (n == 0) {
+                            w.text.push_back('\\');
+                            w.text.push_back(e);
+                        } else {
+                            utf8(w.text, v);
+                        }
+                        break;
+                    }
+                    case 'c':  // \cX: control-X
+                        if (i_ < end_) w.text.push_back(static_cast<char>(s_[i_++] & 0x1f));
+                        else w.text.push_back('\\');
+                        break;
                     default: w.text.push_back(e);  // \\ \' \" and the rest
                 }
                 continue;
@@ -864,6 +988,25 @@ private:
             ++i_;
         }
         fail(at, "unterminated $' quote");
+    }
+
+    static void utf8(std::string& out, unsigned long v) {
+        if (v < 0x80) {
+            out.push_back(static_cast<char>(v));
+        } else if (v < 0x800) {
+            out.push_back(static_cast<char>(0xc0 | (v >> 6)));
+            out.push_back(static_cast<char>(0x80 | (v & 0x3f)));
+        } else if (v < 0x10000) {
+            out.push_back(static_cast<char>(0xe0 | (v >> 12)));
+            out.push_back(static_cast<char>(0x80 | ((v >> 6) & 0x3f)));
+            out.push_back(static_cast<char>(0x80 | (v & 0x3f)));
+        } else {
+            v = std::min(v, 0x10fffful);
+            out.push_back(static_cast<char>(0xf0 | (v >> 18)));
+            out.push_back(static_cast<char>(0x80 | ((v >> 12) & 0x3f)));
+            out.push_back(static_cast<char>(0x80 | ((v >> 6) & 0x3f)));
+            out.push_back(static_cast<char>(0x80 | (v & 0x3f)));
+        }
     }
 
     void double_quote(Word& w) {
@@ -915,27 +1058,35 @@ private:
             return;
         }
         if (n == '{') {
+            // bash reads ${...} as a matched pair closed by the first '}' not
+            // inside a quote or a nested construct: quotes ('...', $'...' with
+            // its escapes, "...") and nested $-constructs and backquotes are
+            // read whole, a backslash escapes one character, and a '{' counts
+            // only after a '$' (a lone '{' in a default or a pattern opens
+            // nothing). Single quotes are read as quotes inside a double-quoted
+            // ${...} too (bash outside POSIX mode).
             Depth d(st_);
             if (!enter(d)) return;
             i_ += 2;
-            int depth = 1;
+            bool closed = false;
             Word inner;  // collects substitutions inside ${...}
             while (!at_end() && !st_.aborting) {
                 char c = s_[i_];
                 if (c == '}') {
-                    if (--depth == 0) {
-                        ++i_;
-                        break;
-                    }
                     ++i_;
-                } else if (c == '{') {
-                    ++depth;
-                    ++i_;
-                } else if (c == '\\') {
-                    i_ += 2;
-                } else if (c == '\'' && !in_dquote) {
+                    closed = true;
+                    break;
+                }
+                if (c == '\\') {
+                    i_ = std::min(i_ + 2, end_);
+                } else if (c == '\'') {
                     single_quote(inner);
                 } else if (c == '"') {
+                    double_quote(inner);
+                } else if (c == '$' && peek(1) == '\'') {
+                    ansi_c_quote(inner);
+                } else if (c == '$' && peek(1) == '"') {
+                    ++i_;
                     double_quote(inner);
                 } else if (c == '$') {
                     dollar(inner, in_dquote);
@@ -946,7 +1097,7 @@ private:
                 }
             }
             if (i_ > end_) i_ = end_;
-            if (depth != 0 && !st_.aborting) fail(at, "unterminated parameter expansion '${'");
+            if (!closed && !st_.aborting) fail(at, "unterminated parameter expansion '${'");
             w.text.append(s_.substr(at, i_ - at));
             w.expanded = true;
             for (auto& sub : inner.subs) w.subs.push_back(std::move(sub));
@@ -972,6 +1123,8 @@ private:
             w.text.append(s_.substr(at, stop - at));
             w.expanded = true;
             i_ = stop;
+            if (stop == end_ && (close == std::string_view::npos || close >= end_))
+                fail(at, "unterminated arithmetic '$['");  // as bash: it would swallow the rest
             return;
         }
         w.text.push_back('$');
@@ -982,7 +1135,10 @@ private:
         Depth d(st_);
         if (!enter(d)) return;
         i_ = at + open_len;
+        bool regex = regex_;
+        regex_ = false;  // a new command line
         Node body = list(Stop::paren);
+        regex_ = regex;
         if (!st_.aborting) {
             if (peek() != ')') {
                 fail(at, "unterminated command substitution '" + std::string(s_.substr(at, open_len)) + "'");
@@ -1074,8 +1230,13 @@ private:
         w.text.append(s_.substr(at, i_ - at));
         w.expanded = true;
         // The unescaped text is its own command line.
+        // A here-document opened inside backquotes ends with the backquoted
+        // text (bash reads that text as a string of its own): the lines after
+        // the closing backquote are commands, never its body.
+        std::size_t pending = st_.pending.size();
         Parser sub(inner, 0, inner.size(), st_, off(at), true);
         Node body = sub.nested();
+        st_.pending.resize(std::min(st_.pending.size(), pending));
         w.subs.push_back(std::move(body));
         if (!closed && !st_.aborting) fail(at, "unterminated backquote");
     }
@@ -1113,23 +1274,50 @@ private:
         w.text.append(s_.substr(at, i_ - at));
     }
 
-    void extglob(Word& w) {
+    // A parenthesised group read as bash's matched-pair reader does (extglob
+    // patterns, the groups of a [[ =~ ]] regular expression): blanks and
+    // operators inside are text, quotes and $-constructs are read whole, a
+    // backslash escapes one character. The raw text goes to w.text.
+    void paren_group(Word& w) {
+        Depth d(st_);
+        if (!enter(d)) return;
         std::size_t at = i_;
         int depth = 0;
-        while (!at_end()) {
+        Word inner;
+        while (!at_end() && !st_.aborting) {
             char c = s_[i_];
-            if (c == '(') ++depth;
-            else if (c == ')' && --depth == 0) {
+            if (c == '(') {
+                ++depth;
                 ++i_;
-                w.text.append(s_.substr(at, i_ - at));
-                return;
-            } else if (c == '\\') ++i_;
-            ++i_;
+            } else if (c == ')') {
+                ++i_;
+                if (--depth == 0) break;
+            } else if (c == '\\') {
+                i_ = std::min(i_ + 2, end_);
+            } else if (c == '\'') {
+                single_quote(inner);
+            } else if (c == '"') {
+                double_quote(inner);
+            } else if (c == '$' && peek(1) == '\'') {
+                ansi_c_quote(inner);
+            } else if (c == '$' && peek(1) == '"') {
+                ++i_;
+                double_quote(inner);
+            } else if (c == '$') {
+                dollar(inner, false);
+            } else if (c == '`') {
+                backquote(inner);
+            } else {
+                ++i_;
+            }
         }
-        i_ = std::min(i_, end_);
         w.text.append(s_.substr(at, i_ - at));
-        fail(at, "unbalanced parenthesis: '(' is not closed");
+        if (!inner.subs.empty() || inner.expanded) w.expanded = true;
+        for (auto& sub : inner.subs) w.subs.push_back(std::move(sub));
+        if (depth != 0 && !st_.aborting) fail(at, "unbalanced parenthesis: '(' is not closed");
     }
+
+    void extglob(Word& w) { paren_group(w); }
 };
 
 void line_and_column(std::string_view src, std::size_t offset, ParseError& e) {
@@ -1145,6 +1333,27 @@ void line_and_column(std::string_view src, std::size_t offset, ParseError& e) {
     e.column = offset - line_start + 1;
 }
 
+// Offsets in the joined text -> offsets in the source.
+void remap_offsets(Node& n, const Joined& j) {
+    n.offset = j.source_offset(n.offset);
+    auto words = [&](std::vector<Word>& ws) {
+        for (auto& w : ws) {
+            w.offset = j.source_offset(w.offset);
+            w.end = w.end > w.offset ? j.source_offset(w.end - 1) + 1 : j.source_offset(w.end);
+            for (auto& s : w.subs) remap_offsets(s, j);
+        }
+    };
+    words(n.assigns);
+    words(n.words);
+    for (auto& r : n.redirects) {
+        r.target.offset = j.source_offset(r.target.offset);
+        r.target.end = r.target.end > r.target.offset ? j.source_offset(r.target.end - 1) + 1 : j.source_offset(r.target.end);
+        for (auto& s : r.target.subs) remap_offsets(s, j);
+        for (auto& s : r.body_subs) remap_offsets(s, j);
+    }
+    for (auto& c : n.children) remap_offsets(c, j);
+}
+
 }  // namespace
 
 Script parse(std::string_view source, const Limits& limits) {
@@ -1156,15 +1365,26 @@ Script parse(std::string_view source, const Limits& limits) {
                                std::to_string(limits.max_bytes) + "-byte limit";
         return script;
     }
+    Joined joined;
+    std::string_view text = source;
+    if (limits.join_continuations) {
+        joined = join_continuations(source);
+        if (!joined.removed.empty()) text = joined.text;
+    }
     State st;
     st.limits = limits;
-    st.budget = 16 * source.size() + 20000;
-    Parser p(source, 0, source.size(), st);
+    st.budget = 16 * text.size() + 20000;
+    Parser p(text, 0, text.size(), st);
     script.root = p.program();
+    std::size_t error_offset = st.error_offset;
+    if (!joined.removed.empty()) {
+        remap_offsets(script.root, joined);
+        error_offset = joined.source_offset(error_offset);
+    }
     if (st.have_error) {
         script.ok = false;
         script.error.message = st.error_message;
-        line_and_column(source, st.error_offset, script.error);
+        line_and_column(source, error_offset, script.error);
     }
     return script;
 }
@@ -1197,6 +1417,7 @@ const char* to_string(Kind kind) {
         case Kind::function: return "function";
         case Kind::arith: return "arith";
         case Kind::cond: return "cond";
+        case Kind::coproc: return "coproc";
     }
     return "?";
 }

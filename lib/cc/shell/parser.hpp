@@ -26,6 +26,8 @@ namespace cc::shell {
 struct Limits {
     std::size_t max_bytes = 4u << 20;  // longer input is not parsed at all
     int max_depth = 100;               // nesting of commands, substitutions and quotes
+    // Remove backslash-newline pairs first, where bash does (continuations.hpp).
+    bool join_continuations = true;
 };
 
 Script parse(std::string_view source, const Limits& limits = {});
