@@ -15,6 +15,9 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$w"; }
 trap cleanup EXIT
 mkdir -p "$w/work" "$w/rt" "$w/eg" "$w/site"
+# Run by root, cc-wrap starts the sandbox as an unprivileged uid, which must
+# pass through $w (mktemp made it 0700).
+chmod 755 "$w"
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 

@@ -15,7 +15,8 @@ echo "original checkout" > "$d/repos/app/README"
 echo "hello from a local server" > "$d/site/index.html"
 # Run by root, cc-wrap never runs the command as root: it becomes the owner of
 # the working directory (else nobody). The demo gives its tree to nobody.
-[ "$(id -u)" -eq 0 ] && chown -R 65534:65534 "$d/agents" "$d/repos"
+# (mktemp made $d 0700: opened so that uid can pass through it.)
+if [ "$(id -u)" -eq 0 ]; then chown -R 65534:65534 "$d/agents" "$d/repos"; chmod 755 "$d"; fi
 
 # A local web server on 127.0.0.1 (an allowed destination).
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -70,6 +71,6 @@ echo
 echo "\$ cc-wrap --spec spec.json --print -- true | jq -c '.identity, .layers, [.seccomp.rules[].syscall] | unique'"
 cc-wrap --spec "$d/spec.json" --drop-filename-denies --print -- true 2>/dev/null |
   jq -c '{hostUid: .identity.hostUid, switchedFromRoot: .identity.switchedFromRoot}, .layers, ([.seccomp.rules[].syscall] | unique | join(" "))'
-echo "\$ cc-wrap ... -- sh -c 'cat /proc/self/uid_map; unshare -U true; cat core_pattern > core_pattern'   # never host root"
-cc-wrap --spec "$d/spec.json" --drop-filename-denies -- sh -c 'cat /proc/self/uid_map; unshare -U true; v=$(cat /proc/sys/kernel/core_pattern); echo "$v" > /proc/sys/kernel/core_pattern' 2>&1 |
+echo "\$ cc-wrap ... -- sh -c 'id -u; unshare -U true; cat core_pattern > core_pattern'   # never host root"
+cc-wrap --spec "$d/spec.json" --drop-filename-denies -- sh -c 'id -u; unshare -U true; v=$(cat /proc/sys/kernel/core_pattern); echo "$v" > /proc/sys/kernel/core_pattern' 2>&1 |
   grep -v '^cc-wrap: no backend\|^cc-wrap: note'

@@ -300,3 +300,34 @@ TEST_CASE("layers: the session's cc-egress killed mid-run is said and started ag
     ::close(l);
     server.join();
 }
+
+TEST_CASE("layers: run by root, a workspace the sandbox's uid cannot reach is refused, naming the directory",
+          "[launch][layers]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!cc::test::is_root()) CC_SKIP("only root switches the sandbox to another uid");
+    Tree t("private-parent");
+    // Like a workspace under /root (mode 0700): bubblewrap, started as the
+    // sandbox's uid, could not find it.
+    std::string priv = t.root + "/private", ws = priv + "/ws";
+    fs::create_directories(ws);
+    REQUIRE(run({"chown", "65534:65534", ws}).status == 0);
+    REQUIRE(run({"chown", "0:0", priv}).status == 0);
+    ::chmod(priv.c_str(), 0700);
+    auto denied = run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", "ls", ws});
+    REQUIRE(denied.status != 0);  // nobody cannot reach it by path
+    CHECK(denied.err.find("Permission denied") != std::string::npos);
+    json spec = json::parse(slurp(t.spec));
+    spec["bindMounts"] = json::array({{{"hostPath", ws}}});
+    spec["guestWorkdir"] = ws;
+    spit(t.spec, spec.dump());
+    auto r = t.sh("echo made > f");
+    CHECK(r.status == 125);
+    CHECK(r.err.find("cannot pass directory '" + priv + "' (owner 0:0, mode 0700)") != std::string::npos);
+    CHECK_FALSE(fs::exists(ws + "/f"));
+    // Made passable, the same launch works, as the workspace's owner.
+    ::chmod(priv.c_str(), 0711);
+    auto ok = t.sh("echo made > f && cat f && id -u");
+    INFO(ok.err);
+    CHECK(ok.status == 0);
+    CHECK(ok.out == "made\n65534\n");
+}

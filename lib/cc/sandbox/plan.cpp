@@ -703,6 +703,34 @@ struct Builder {
                                      std::to_string(id.uid) + ", which the command runs as (" + id.why + ")");
         }
     }
+    // Run by root, bubblewrap itself runs as the sandbox's uid and finds each
+    // bind source by its path (it resolves even a descriptor's path again):
+    // every directory above a source must let that uid pass. A workspace
+    // under a mode-0700 directory (/root) is refused here, naming it, rather
+    // than by bubblewrap after the sandbox started to be built.
+    Status sources_reachable() const {
+        if (!plan.identity.drop) return ok();
+        const auto& id = plan.identity;
+        for (const auto& m : plan.mounts) {
+            if (m.op != "bind" && m.op != "ro-bind") continue;
+            for (std::string d = parent_of(m.src); !d.empty(); d = parent_of(d)) {
+                auto o = host.owner(d);
+                if (o) {
+                    unsigned bit = o->uid == id.uid ? 0100 : o->gid == id.gid ? 0010 : 0001;
+                    if (!(o->mode & bit))
+                        return unavailable_error(
+                            "bind source '" + m.src + "'",
+                            "run by root, the sandbox runs as uid " + std::to_string(id.uid) + " (" + id.why +
+                                "), which cannot pass directory '" + d + "' (owner " + std::to_string(o->uid) + ":" +
+                                std::to_string(o->gid) + ", mode " + octal(o->mode) +
+                                "): make it passable (chmod o+x), move the workspace, or --run-as a uid that can");
+                }
+                if (d == "/") break;
+            }
+        }
+        return ok();
+    }
+
     static std::string octal(unsigned m) {
         char b[8];
         std::snprintf(b, sizeof b, "%04o", m & 07777);
@@ -791,6 +819,7 @@ struct Builder {
             std::stable_sort(plan.mounts.begin(), plan.mounts.end(), by_depth);
         }
         add("remount-ro", "", "/", "the empty root itself is read-only: writes outside the binds fail");
+        if (auto st = sources_reachable(); !st) return st.error();
         bwrap_argv();
         return plan;
     }
