@@ -331,3 +331,28 @@ TEST_CASE("layers: run by root, a workspace the sandbox's uid cannot reach is re
     CHECK(ok.status == 0);
     CHECK(ok.out == "made\n65534\n");
 }
+
+TEST_CASE("layers: the stale runtime-directory sweep never follows a link planted in it", "[launch][layers]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    Tree t("sweep");
+    std::string base = t.root + "/rt-base", stale = base + "/cc-wrap.abcdef", target = t.root + "/target";
+    fs::create_directories(stale);
+    fs::create_directories(target);
+    spit(target + "/keep", "x");
+    spit(stale + "/lock", "");
+    fs::create_directory_symlink(target, stale + "/mask-dir");
+    ::chmod(target.c_str(), 0500);
+    RunOptions o;
+    o.env["TMPDIR"] = base;
+    o.unset_env = {"XDG_RUNTIME_DIR"};
+    auto r = t.sh("true", {}, o);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.err.find("removed 1 runtime directory") != std::string::npos);
+    CHECK_FALSE(fs::exists(stale));
+    struct stat st {};
+    REQUIRE(::stat(target.c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0500);  // not opened up through the link
+    CHECK(slurp(target + "/keep") == "x");
+    ::chmod(target.c_str(), 0700);
+}

@@ -2,73 +2,33 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/file.h>
-#include <poll.h>
-#include <pty.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <linux/magic.h>
-#include <sys/wait.h>
 #include <unistd.h>
-#include <linux/close_range.h>
-#include <sys/ioctl.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
 
-// Boost.Process compiles its vfork(2) path only for pre-2008 POSIX feature
-// levels; glibc has vfork at every level, so it is asked for here.
-#ifndef BOOST_POSIX_HAS_VFORK
-#define BOOST_POSIX_HAS_VFORK 1
-#endif
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/process.hpp>
-#include <boost/process/extend.hpp>
-#include <boost/process/posix.hpp>
-
-#include <array>
-#include <chrono>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <functional>
-#include <sstream>
-#include <iostream>
-#include <memory>
-#include <utility>
+#include <string>
 
-#include "cc/core/io.hpp"
-#include "cc/core/json_reader.hpp"
-#include "cc/core/tool.hpp"
-#include "cc/probe/probe.hpp"
-#include "cc/sandbox/events.hpp"
-#include "cc/sandbox/handover.hpp"
-#include "cc/sandbox/plan.hpp"
 #include "cc/sandbox/launch_parts.hpp"
-#include "cc/sandbox/seatbelt.hpp"
-#include "cc/sandbox/seccomp.hpp"
-#include "cc/fs/unique_fd.hpp"
-#include "cc/sandbox/violation.hpp"
-
 
 namespace cc::sandbox::detail {
 
-namespace bp = boost::process;
-namespace asio = boost::asio;
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 // Removed on every exit path; the mask directory is mode 0 and is opened up
 // first so remove_all can walk it as an unprivileged user. While cc-wrap runs
 // it holds an flock on <dir>/lock; a cc-wrap killed outright (SIGKILL) cannot
 // clean up, so every start sweeps the directories whose lock nobody holds.
 void remove_runtime_dir(const std::string& path) {
-    ::chmod((path + "/mask-dir").c_str(), 0700);
+    // Opened up only if it is our mode-0 directory, never through a link.
+    struct stat st {};
+    std::string mask = path + "/mask-dir";
+    if (::lstat(mask.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) ::chmod(mask.c_str(), 0700);
     std::error_code ec;
     fs::remove_all(path, ec);
 }
