@@ -356,3 +356,28 @@ TEST_CASE("layers: the stale runtime-directory sweep never follows a link plante
     CHECK(slurp(target + "/keep") == "x");
     ::chmod(target.c_str(), 0700);
 }
+
+TEST_CASE("layers: run by root from a build tree the sandbox's uid cannot reach, the init step still runs",
+          "[launch][layers]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!cc::test::is_root()) CC_SKIP("only root switches the sandbox to another uid");
+    Tree t("private-tools");
+    // cc-wrap and cc-wrap-init installed under a mode-0700 directory (a
+    // checkout under /root): the init step is bound from a copy.
+    std::string priv = t.root + "/private-bin";
+    fs::create_directories(priv);
+    std::string dir = fs::path(bin("cc-wrap")).parent_path().string();
+    fs::copy_file(bin("cc-wrap"), priv + "/cc-wrap");
+    fs::copy_file(dir + "/cc-wrap-init", priv + "/cc-wrap-init");
+    REQUIRE(run({"chown", "-R", "0:0", priv}).status == 0);
+    ::chmod(priv.c_str(), 0700);
+    // A command the plan cannot vouch for, so the init step runs either way.
+    RunOptions o;
+    o.env["HOME"] = t.home;
+    auto r = run({priv + "/cc-wrap", "--spec", t.spec, "--egress", t.ready, "--drop-filename-denies", "--", "sh", "-c",
+                  "id -u; exit 3"},
+                 o);
+    INFO(r.err);
+    CHECK(r.status == 3);
+    CHECK(r.out == "65534\n");
+}

@@ -62,6 +62,22 @@ namespace cc::sandbox {
 using namespace detail;
 using nlohmann::json;
 
+namespace {
+namespace fs = std::filesystem;
+
+// Can `id` pass every directory above `path` (the x bit that applies to it)?
+bool passable(const std::string& path, const Identity& id) {
+    for (std::string d = parent_of(path); !d.empty(); d = parent_of(d)) {
+        struct stat st {};
+        if (::stat(d.c_str(), &st) != 0) return false;
+        unsigned bit = st.st_uid == id.uid ? S_IXUSR : st.st_gid == id.gid ? S_IXGRP : S_IXOTH;
+        if (!(st.st_mode & bit)) return false;
+        if (d == "/") break;
+    }
+    return true;
+}
+}  // namespace
+
 int wrap(const WrapRequest& rq) {
     // 1. Input: spec, switch, backend flag, profile. Bad input: exit 2.
     auto spec = spec::load_sandbox_spec(rq.specPath);
@@ -141,6 +157,17 @@ int wrap(const WrapRequest& rq) {
         // here: it may pass through, not list (every file in it is mode 0 or
         // 0600, the egress directory 0700).
         if (in.identity.drop && ::chmod(rt.path.c_str(), 0711) != 0) return fail(io_error(rt.path, "cannot open up for the sandbox's uid"));
+        // The init step is bound from where cc-wrap-init is installed; when
+        // the sandbox's uid cannot pass to it (a build tree under /root), a
+        // copy in the runtime directory is bound instead.
+        if (in.identity.drop && !passable(in.initExe, in.identity)) {
+            std::string copy = rt.path + "/init";
+            std::error_code ec;
+            fs::copy_file(in.initExe, copy, ec);
+            if (ec || ::chmod(copy.c_str(), 0755) != 0)
+                return fail(io_error(copy, "cannot copy the init step where the sandbox's uid can reach it"));
+            in.initExe = copy;
+        }
     }
     if (wants_egress) {
         if (rq.egressReady) {
