@@ -50,6 +50,19 @@ inline int landlock_abi() {
     return abi;
 }
 
+// A refusal by the sandbox, not a launch that never happened: the command
+// ran (not cc-wrap's 125, not 126/127) and failed with the kernel's own
+// refusal (read-only file system, permission denied, busy mount point, a
+// path or peer that does not exist inside).
+inline bool refused(const cc::test::RunResult& r) {
+    if (r.status == 0 || r.status == 125 || r.status == 126 || r.status == 127) return false;
+    for (const char* why : {"Read-only file system", "Permission denied", "Operation not permitted",
+                            "Device or resource busy", "No such file or directory", "Connection refused",
+                            "Network is unreachable", "could not lock config file"})
+        if (r.err.find(why) != std::string::npos) return true;
+    return false;
+}
+
 inline bool bwrap_works() {
     static int ok = -1;
     if (ok < 0) ok = run({"bwrap", "--ro-bind", "/", "/", "--unshare-all", "true"}).status == 0;

@@ -35,25 +35,25 @@ TEST_CASE("launch: the escape battery is refused", "[launch][escape]") {
     SECTION("a host Unix socket that was not bound") {
         int l = unix_listener(t.outside + "/daemon.sock", true);
         auto r = t.sh("socat -u OPEN:/dev/null UNIX-CONNECT:" + t.outside + "/daemon.sock");
-        CHECK(r.status != 0);
+        CHECK(refused(r));
         CHECK(nobody_connected(l));
         ::close(l);
     }
     SECTION("writes outside the binds") {
-        CHECK(t.sh("touch " + t.outside + "/x").status != 0);
+        CHECK(refused(t.sh("touch " + t.outside + "/x")));
         CHECK_FALSE(fs::exists(t.outside + "/x"));
-        CHECK(t.sh("touch /usr/x").status != 0);
-        CHECK(t.sh("touch /x").status != 0);
-        CHECK(t.sh("echo x >> /etc/passwd").status != 0);
+        CHECK(refused(t.sh("touch /usr/x")));
+        CHECK(refused(t.sh("touch /x")));
+        CHECK(refused(t.sh("echo x >> /etc/passwd")));
     }
     SECTION("a protected checkout: directly, through a symlink, by renaming its parent") {
-        CHECK(t.sh("echo evil > " + t.orig + "/f").status != 0);
-        CHECK(t.sh("echo evil > link/f").status != 0);
-        CHECK(t.sh("rm -rf " + t.orig).status != 0);
-        CHECK(t.sh("mv " + t.orig + " " + t.repos + "/moved").status != 0);
+        CHECK(refused(t.sh("echo evil > " + t.orig + "/f")));
+        CHECK(refused(t.sh("echo evil > link/f")));
+        CHECK(refused(t.sh("rm -rf " + t.orig)));
+        CHECK(refused(t.sh("mv " + t.orig + " " + t.repos + "/moved")));
         auto r = t.sh("mv " + t.repos + "/group " + t.repos + "/g2 && mkdir -p " + t.group_orig + " && echo evil > " +
                       t.group_orig + "/f");
-        CHECK(r.status != 0);
+        CHECK(refused(r));
         CHECK(slurp(t.orig + "/f") == "original\n");
         CHECK(slurp(t.group_orig + "/f") == "original\n");
         CHECK_FALSE(fs::exists(t.repos + "/g2"));
@@ -62,9 +62,9 @@ TEST_CASE("launch: the escape battery is refused", "[launch][escape]") {
     SECTION("a planted ~/.ssh/id_rsa") {
         t.write_spec("chat", true);
         auto r = t.sh("cat $HOME/.ssh/id_rsa");
-        CHECK(r.status != 0);
+        CHECK(refused(r));
         CHECK(r.out.find("PRIVATE") == std::string::npos);
-        CHECK(t.sh("ls $HOME/.ssh").status != 0);
+        CHECK(refused(t.sh("ls $HOME/.ssh")));
         // the terminal profile: $HOME writable, secrets still unreadable
         t.write_spec("chat", false);
         auto term = t.sh("cat $HOME/.ssh/id_rsa; echo mine > $HOME/notes.txt", {"--profile", "terminal"});
@@ -72,33 +72,33 @@ TEST_CASE("launch: the escape battery is refused", "[launch][escape]") {
         CHECK(slurp(t.home + "/notes.txt") == "mine\n");
     }
     SECTION(".git/hooks in a writable repo") {
-        CHECK(t.sh("echo '#!/bin/sh' > .git/hooks/pre-commit").status != 0);
-        CHECK(t.sh("mv .git/hooks .git/h2").status != 0);
-        CHECK(t.sh("git config core.hooksPath /tmp/h").status != 0);
+        CHECK(refused(t.sh("echo '#!/bin/sh' > .git/hooks/pre-commit")));
+        CHECK(refused(t.sh("mv .git/hooks .git/h2")));
+        CHECK(refused(t.sh("git config core.hooksPath /tmp/h")));
         CHECK_FALSE(fs::exists(t.work + "/.git/hooks/pre-commit"));
         CHECK(slurp(t.work + "/.git/config").find("hooksPath") == std::string::npos);
     }
     SECTION("the repository's own agent settings") {
         fs::create_directories(t.work + "/.claude");
         spit(t.work + "/.claude/settings.json", "{}\n");
-        CHECK(t.sh("echo '{\"hooks\":{}}' > .claude/settings.json").status != 0);
-        CHECK(t.sh("echo x > .claude/settings.local.json").status != 0);
-        CHECK(t.sh("mv .claude .claude-old").status != 0);
+        CHECK(refused(t.sh("echo '{\"hooks\":{}}' > .claude/settings.json")));
+        CHECK(refused(t.sh("echo x > .claude/settings.local.json")));
+        CHECK(refused(t.sh("mv .claude .claude-old")));
         CHECK(slurp(t.work + "/.claude/settings.json") == "{}\n");
         CHECK_FALSE(fs::exists(t.work + "/.claude/settings.local.json"));
         CHECK(t.sh("echo notes > notes.md").status == 0);  // the rest of the checkout stays writable
     }
     SECTION("writing in plan mode; runner state stays writable") {
         t.write_spec("plan", false);
-        CHECK(t.sh("touch " + t.work + "/x").status != 0);
-        CHECK(t.sh("touch " + t.repos + "/x").status != 0);
+        CHECK(refused(t.sh("touch " + t.work + "/x")));
+        CHECK(refused(t.sh("touch " + t.repos + "/x")));
         CHECK_FALSE(fs::exists(t.work + "/x"));
         CHECK(t.sh("echo s > " + t.state + "/log").status == 0);
         CHECK(slurp(t.state + "/log") == "s\n");
     }
     SECTION("a sibling agent's directory") {
         auto r = t.sh("ls " + t.sibling + "; cat " + t.sibling + "/secret.txt");
-        CHECK(r.status != 0);
+        CHECK(refused(r));
         CHECK(r.out.find("sibling") == std::string::npos);
     }
     SECTION("LD_PRELOAD and friends do not reach the child") {
@@ -113,7 +113,7 @@ TEST_CASE("launch: the escape battery is refused", "[launch][escape]") {
         int port = 0;
         int l = tcp_listener(port);
         auto r = t.sh("socat -u OPEN:/dev/null TCP:127.0.0.1:" + std::to_string(port) + ",connect-timeout=2");
-        CHECK(r.status != 0);
+        CHECK(refused(r));
         CHECK(nobody_connected(l));
         ::close(l);
     }
