@@ -125,7 +125,12 @@ Result<RuleSet> build_rules(const RuleOptions& o) {
             return s.error();
     for (const auto& f : o.allow_files) {
         auto lines = read_list_file(f);
-        if (!lines) return lines.error();
+        if (!lines) {
+            // A list the operator named that cannot be read is bad input (exit 2).
+            Error e = lines.error();
+            e.code = Errc::input;
+            return e;
+        }
         for (auto& [entry, source] : *lines)
             if (auto s = add_allow(r, entry, source); !s) return s.error();
     }
