@@ -1,4 +1,4 @@
-// cc-classify: judge a shell command line before it runs (F27-F32).
+// cc-classify: judge a shell command line before it runs.
 //   cc-classify [--mode M] [--policy FILE] [--approver CMD] [--] LINE...
 //   cc-classify --jsonl < lines.jsonl
 //   cc-classify --hook claude < pretooluse.json

@@ -10,7 +10,7 @@
 
 int main(int argc, char** argv) {
     return cc::tool::run("cc-probe", [&] {
-        CLI::App app{"Report which sandbox backend this host offers (F1-F5).", "cc-probe"};
+        CLI::App app{"Report which sandbox backend this host offers.", "cc-probe"};
         cc::probe::CommandOptions o;
         app.add_flag("--json", o.json, "print one JSON object instead of the start-up line");
         app.add_option("--sandbox", o.sandbox, "on (default) or off; beats CC_SERVER_SANDBOX");

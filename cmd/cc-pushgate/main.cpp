@@ -1,4 +1,4 @@
-// cc-pushgate: the loopback push gateway (F22-F26). Options -> configure() ->
+// cc-pushgate: the loopback push gateway. Options -> configure() ->
 // serve(), JSON Lines on stdout. See cc-pushgate(1).
 #include <CLI/CLI.hpp>
 

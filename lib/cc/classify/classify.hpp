@@ -1,4 +1,4 @@
-// Shell command line -> action classes -> one decision per mode (F27-F31).
+// Shell command line -> action classes -> one decision per mode.
 //
 //   auto r = cc::classify::classify("git push origin main", Mode::chat, cc::policy::default_policy());
 //   r.decision == Decision::ask;  r.classes == {"push"};

@@ -53,7 +53,7 @@ Result<Plan> make_plan(const EgressOptions& o) {
         if (!p) return p.error();
         pol = *p;
     }
-    // F21: the network rule is read once, here. deny -> off; allow and ask -> on
+    // The network rule is read once, here. deny -> off; allow and ask -> on
     // (an ask is not put to an approver per connection; the allowlist is the control).
     policy::Verdict v = policy::decide(pol, {"network_access", mode, std::nullopt});
     plan.network_rule = {{"decision", policy::to_string(v.decision)}, {"source", v.source}, {"reason", v.reason},

@@ -58,7 +58,7 @@ struct Plan {
 };
 
 // Reads the spec and policy, asks decide({"network_access", mode}) once
-// (F21: deny -> off; allow and ask -> on), builds the rule set.
+// (deny -> off; allow and ask -> on), builds the rule set.
 Result<Plan> make_plan(const EgressOptions& o);
 
 // `cc-egress learn`: from a session's connection lines (JSON Lines, as

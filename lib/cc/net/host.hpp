@@ -1,5 +1,5 @@
 // Host names, IP literals and allowlist patterns, in the one canonical form
-// every egress decision is made on (F18-F21, protocols.md B3).
+// every egress decision is made on.
 //
 //   auto t = cc::net::canonical_target("METADATA.Google.Internal.");  // name "metadata.google.internal"
 //   auto t = cc::net::canonical_target("0x7f.1");                     // address 127.0.0.1

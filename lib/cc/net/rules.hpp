@@ -1,5 +1,5 @@
-// The egress rule set of one session, and the decision for one target
-// (F18-F21). A library user (cc-wrap printing its plan, cc-egress --check)
+// The egress rule set of one session, and the decision for one target.
+// A library user (cc-wrap printing its plan, cc-egress --check)
 // builds it exactly as the proxy does:
 //
 //   cc::net::RuleOptions o;  o.spec_allow = spec.egressAllowlist;  o.allow = {"*.example.com"};

@@ -1,4 +1,4 @@
-// Fail-closed resolution of `ask` (F31): a question nobody can answer is never
+// Fail-closed resolution of `ask`: a question nobody can answer is never
 // a yes. With no approver configured, ask -> deny. With one, the approver is an
 // external program: it reads the question as one JSON object on stdin and
 // answers `allow` or `deny` (the first word of stdout, or {"decision": ...}).

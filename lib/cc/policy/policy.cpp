@@ -48,7 +48,7 @@ const std::vector<ActionClass>& action_classes() {
     using D = Decision;
     // Chat: changes to remote state are asked, the hard-deny families are
     // denied, local work runs. Read-only modes: anything that is not known to
-    // only read is denied outright, never asked (F29, F30).
+    // only read is denied outright, never asked.
     static const std::vector<ActionClass> classes = {
         {"create_commit", "git commit, merge, rebase, cherry-pick, revert, am", D::allow, D::deny},
         {"push", "git push", D::ask, D::deny},

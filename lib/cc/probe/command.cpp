@@ -16,7 +16,7 @@ int run_command(const CommandOptions& opts, const HostFacts& host, std::ostream&
     nlohmann::json doc = to_json(p);
     int status = 0;
 
-    // --backend: how a stored name parses (F3) and what this host gives for it (F4).
+    // --backend: how a stored name parses and what this host gives for it.
     std::optional<spec::Backend> requested;
     std::string choice_line;
     if (opts.backend) {

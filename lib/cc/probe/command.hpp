@@ -15,7 +15,7 @@ struct CommandOptions {
     bool diagnose = false;
     std::optional<std::string> sandbox;       // --sandbox
     std::optional<std::string> sandbox_env;   // CC_SERVER_SANDBOX
-    std::optional<std::string> backend;       // --backend: a stored name to parse (F3)
+    std::optional<std::string> backend;       // --backend: a stored name to parse
     std::optional<std::string> data_dir;      // --data-dir for the reflink check
 };
 

@@ -1,4 +1,4 @@
-// F5: diagnostics that exercise each mechanism for real instead of only
+// Diagnostics that exercise each mechanism for real instead of only
 // looking for binaries: make a user namespace as the calling user, start bwrap
 // in the namespaces cc-wrap uses, bridge through socat to a Unix socket, read
 // the Landlock ABI, ask for seccomp user notification, reflink a file in the

@@ -214,7 +214,7 @@ ProbeResult probe(const HostFacts& host, const SandboxSwitch& sw, bool microvm) 
         p.note = "native sandbox is not offered on this platform";
     }
 
-    // microvm: the only backend with a kernel boundary (F4).
+    // microvm: the only backend with a kernel boundary.
     if (microvm) probe_microvm(host, kernel, p.microvm);
     else p.microvm.reason = "not probed (microvm was not asked for)";
 

@@ -1,12 +1,12 @@
-// Which sandbox backend does this host offer (F1-F4)? The probe is a pure
+// Which sandbox backend does this host offer? The probe is a pure
 // function of HostFacts, so every row of the probe table (macOS, Linux with or
 // without bwrap/socat, WSL2, other systems) is unit-tested without that host.
 //
 //   auto facts = cc::probe::real_host();                       // or a fake in tests
 //   auto sw = cc::probe::resolve_switch(flag, getenv("CC_SERVER_SANDBOX"));
 //   cc::probe::ProbeResult p = cc::probe::probe(*facts, *sw);
-//   std::cout << p.line << '\n';                                // F2 start-up line
-//   auto choice = cc::probe::choose_backend(p, requested);      // F4, never silent
+//   std::cout << p.line << '\n';                                // the start-up line
+//   auto choice = cc::probe::choose_backend(p, requested);      // never silent
 //
 // Looking things up here never starts a process: PATH lookups, /proc reads and
 // one ioctl on /dev/kvm. Real exercising of the mechanisms is diagnose.hpp.
@@ -42,7 +42,7 @@ public:
 
 std::unique_ptr<HostFacts> real_host();
 
-// F2: --sandbox / CC_SERVER_SANDBOX. An opt-out, never a demand.
+// --sandbox / CC_SERVER_SANDBOX. An opt-out, never a demand.
 struct SandboxSwitch {
     bool on = true;
     std::string source = "default";  // "flag", "env" or "default"
@@ -84,12 +84,12 @@ struct ProbeResult {
     std::optional<std::string> bwrap, socat, sandboxExec;  // paths found
     Microvm microvm;
     KernelLayers layers;
-    std::string line;            // the F2 start-up line
+    std::string line;            // the start-up line
 };
 
 // `microvm` false skips the microvm part (KVM and a PATH search for five VM
 // runtimes): cc-wrap asks for it only when microvm was requested, since an
-// unrequested backend never falls to microvm (F4). The result then says
+// unrequested backend never falls to microvm. The result then says
 // microvm was not probed.
 ProbeResult probe(const HostFacts& host, const SandboxSwitch& sw, bool microvm = true);
 
@@ -98,7 +98,7 @@ nlohmann::json to_json(const ProbeResult& p);
 Result<ProbeResult> from_json(const nlohmann::json& j);
 Result<ProbeResult> load(const std::string& path);
 
-// F3/F4: which backend a launch really gets.
+// Which backend a launch really gets.
 struct BackendChoice {
     spec::Backend backend = spec::Backend::none;
     bool requested = false;  // was a backend asked for explicitly

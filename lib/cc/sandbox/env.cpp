@@ -36,7 +36,7 @@ constexpr std::array<std::string_view, 40> stripped_names = {
     "GLIBC_TUNABLES",
 };
 
-// Set by the sandbox itself (F14); a host value must never leak in, and
+// Set by the sandbox itself; a host value must never leak in, and
 // NO_PROXY would let a client bypass the proxy.
 constexpr std::array<std::string_view, 10> proxy_names = {
     "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "FTP_PROXY",

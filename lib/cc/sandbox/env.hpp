@@ -1,4 +1,4 @@
-// F13: the environment a sandboxed child starts from. Injection vectors of the
+// The environment a sandboxed child starts from. Injection vectors of the
 // dynamic linker and of interpreters are stripped before the proxy variables
 // are added, so nothing the host had set can run code inside the sandbox
 // before the command itself does.

@@ -1,4 +1,4 @@
-// F6: the run's event stream, JSON Lines on stdout. Every line carries the
+// The run's event stream, JSON Lines on stdout. Every line carries the
 // sessionId and a sequence number, so a reader can spot a gap. Output chunks
 // are text when valid UTF-8, else base64 "bytes" (as ripgrep's JSON printer).
 //

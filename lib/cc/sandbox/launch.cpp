@@ -101,7 +101,7 @@ int wrap(const WrapRequest& rq) {
                                     *real_paths());
     if (!identity) return fail(identity.error());
 
-    // 2. Probe (or read it once from cc-probe --json) and choose (F4).
+    // 2. Probe (or read it once from cc-probe --json) and choose.
     probe::ProbeResult pr;
     if (rq.probePath) {
         auto loaded = probe::load(*rq.probePath);

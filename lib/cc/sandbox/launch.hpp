@@ -1,6 +1,6 @@
 // cc-wrap's whole job as one library call: load the spec and the probe,
-// choose the backend (F4), start the session's cc-egress when the plan needs
-// one, build the plan, then print it or run it and report (F6, F15).
+// choose the backend, start the session's cc-egress when the plan needs
+// one, build the plan, then print it or run it and report.
 //
 //   cc::sandbox::WrapRequest rq;  rq.specPath = "spec.json";  rq.command = {"make", "test"};
 //   int status = cc::sandbox::wrap(rq);   // the child's status, 125/126/127, or 2 for bad input

@@ -1,4 +1,4 @@
-// F9: deny rules in both spellings. The kernel matches the resolved path, the
+// Deny rules in both spellings. The kernel matches the resolved path, the
 // operator writes the literal one; a rule is enforced on each. Plans ask the
 // host filesystem only through HostPaths, so tests hand in a fake tree.
 //

@@ -225,7 +225,7 @@ struct Builder {
         }
         if (!home_bound && !in.home.empty() && in.home != "/")
             add("tmpfs", "", in.home, "empty private $HOME (host home not bound)");
-        // F8: runner state stays writable in every mode.
+        // Runner state stays writable in every mode.
         for (const auto& r : in.spec.runnerStateDirs) {
             std::string h = normalise(r, in.home);
             auto seen = sightings(h);
@@ -401,7 +401,7 @@ struct Builder {
         return false;
     }
 
-    // F11: bubblewrap can cover existing paths, not names created later.
+    // Bubblewrap can cover existing paths, not names created later.
     Status filename_rules() {
         std::vector<std::pair<std::string, std::string>> rules;
         if (in.profile == Profile::dispatch && in.backend == Backend::native) {
@@ -446,7 +446,7 @@ struct Builder {
         }
         if (in.profile == Profile::terminal) {
             p.transport = "host";
-            p.why = "terminal profile: network open without proxies (F16)";
+            p.why = "terminal profile: network open without proxies";
             return;
         }
         p.egress = in.egress.source == EgressWiring::Source::handed ? "handed" : "own";
@@ -652,13 +652,13 @@ struct Builder {
     }
 
     // macOS: the child shares the host's loopback and talks to cc-egress's
-    // own ports; the profile limits it to those (F12). Unverified on hardware.
+    // own ports; the profile limits it to those. Unverified on hardware.
     Result<Plan> seatbelt_plan() {
         if (auto st = seatbelt_check(in); !st) return st.error();
         auto& p = plan.proxy;
         if (in.profile == Profile::terminal) {
             p.transport = "host";
-            p.why = "terminal profile: network open without proxies (F16)";
+            p.why = "terminal profile: network open without proxies";
         } else {
             p.transport = "loopback";
             p.egress = in.egress.source == EgressWiring::Source::handed ? "handed" : "own";

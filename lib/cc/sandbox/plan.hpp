@@ -28,7 +28,7 @@
 
 namespace cc::sandbox {
 
-// dispatch: an agent run (F7-F11, F14). terminal: a human's shell (F16).
+// dispatch: an agent run. terminal: a human's shell.
 enum class Profile { dispatch, terminal };
 std::string_view to_string(Profile p);
 
@@ -95,7 +95,7 @@ struct DenyRule {
     std::string rule;                    // as written ("~/.ssh", ".env", a protected path)
     std::string source;                  // "secrets", "mandatory", "protectedPaths", "--deny-write", "standard dispatch policy"
     bool glob = false;
-    std::vector<std::string> spellings;  // literal, then symlink-resolved (F9)
+    std::vector<std::string> spellings;  // literal, then symlink-resolved
     std::vector<std::string> enforcement;  // one line per spelling/visibility, e.g. "/w/.ssh: masked (empty mode-000 dir)"
 };
 
@@ -160,7 +160,7 @@ nlohmann::json to_json(const Plan& p);
 // The short form for the `starting` event.
 nlohmann::json summary(const Plan& p);
 
-// The deny sets (F10), relative to $HOME ("~/..."), exposed for tests and docs.
+// The deny sets, relative to $HOME ("~/..."), exposed for tests and docs.
 const std::vector<std::string>& secret_read_denies();
 const std::vector<std::string>& home_write_denies();
 const std::vector<std::string>& standard_filename_denies();

@@ -1,4 +1,4 @@
-// F15 on Linux: a refused syscall shows up in the child's stderr as EPERM,
+// On Linux, a refused syscall shows up in the child's stderr as EPERM,
 // EACCES or EROFS text. parse_violation() reads one stderr line and returns
 // the violation it reports, with the path when one can be read off the line.
 // The launcher calls it only while the native backend really wraps the child.

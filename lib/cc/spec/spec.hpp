@@ -1,4 +1,4 @@
-// The JSON model of F6: what a launch is asked for (SandboxSpec) and what it
+// The JSON model of a launch: what a launch is asked for (SandboxSpec) and what it
 // reports back (Handle, Event, Violation). Field names are the wire contract
 // (camelCase, share/cc/schema/*.schema.json, cc-json(5)).
 //
@@ -51,7 +51,7 @@ Result<SandboxSpec> sandbox_spec_from_json(const nlohmann::json& j);
 Result<SandboxSpec> load_sandbox_spec(const std::string& path);  // "-" is stdin
 nlohmann::json to_json(const SandboxSpec& s);
 
-// F3: backend names. Parsing a stored name: null or unknown -> none; the legacy
+// Backend names. Parsing a stored name: null or unknown -> none; the legacy
 // value "docker" -> native.
 enum class Backend { native, none, microvm };
 std::string_view to_string(Backend b);
@@ -78,7 +78,7 @@ struct Violation {
 };
 nlohmann::json to_json(const Violation& v);
 
-// Event kinds of a run's stream (F6).
+// Event kinds of a run's stream.
 inline constexpr const char* event_kinds[] = {"starting", "ready", "stdout", "stderr",
                                              "exit", "killed", "violation"};
 
