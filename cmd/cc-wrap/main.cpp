@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
         app.add_option("--egress", rq.egressReady, "use a running cc-egress: its ready line, saved as a file");
         app.add_option("--run-as", rq.runAs, "run by root: the command's host UID[:GID] (default: the working directory's owner, else 65534)");
         app.add_option("--deny-write", rq.denyWrite, "extra write-deny: a path, or a file name pattern (fails closed on Linux)");
+        app.add_flag("--no-write-supervisor", rq.noWriteSupervisor,
+                     "Run without the write supervisor (write-denies become read-only binds over what exists at "
+                     "launch, as on kernels without it; said in the plan's notes)");
         app.add_flag("--drop-filename-denies", rq.dropFilenameDenies,
                      "run without the standard .env/*.key/*.pem write-denies bubblewrap cannot enforce");
         app.add_flag("--inherit-env", rq.inheritEnv, "pass the host environment unchanged (backend none only)");

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -157,10 +158,16 @@ KernelLayers kernel_layers(const HostFacts& host) {
         }
     }
     k.landlockAbi = host.landlock_abi();
+    {
+        int major = 0, minor = 0;
+        std::sscanf(host.kernel_release().c_str(), "%d.%d", &major, &minor);
+        k.writeSupervisor = k.seccompUserNotif && (major > 5 || (major == 5 && minor >= 19));
+    }
     if (k.userNamespaces) k.native = {"user-ns", "mount-ns", "pid-ns", "ipc-ns", "uts-ns", "net-ns"};
     else k.missing.push_back("user-ns");
     if (k.seccomp) k.native.push_back("seccomp");
     else k.missing.push_back("seccomp");
+    if (k.writeSupervisor) k.native.push_back("write-supervisor");
     return k;
 }
 
@@ -257,6 +264,7 @@ nlohmann::json to_json(const ProbeResult& p) {
           {"userNamespaces", p.layers.userNamespaces},
           {"seccomp", p.layers.seccomp},
           {"seccompUserNotif", p.layers.seccompUserNotif},
+          {"writeSupervisor", p.layers.writeSupervisor},
           {"landlockAbi", p.layers.landlockAbi},
           {"native", p.layers.native},
           {"missing", p.layers.missing}}},
@@ -308,6 +316,7 @@ Result<ProbeResult> from_json(const nlohmann::json& j) {
         rs.optional("userNamespaces", p.layers.userNamespaces);
         rs.optional("seccomp", p.layers.seccomp);
         rs.optional("seccompUserNotif", p.layers.seccompUserNotif);
+        rs.optional("writeSupervisor", p.layers.writeSupervisor);
         rs.optional("landlockAbi", p.layers.landlockAbi);
         rs.optional("native", p.layers.native);
         rs.optional("missing", p.layers.missing);

@@ -64,7 +64,10 @@ struct KernelLayers {
     bool probed = false;
     bool userNamespaces = false;     // user.max_user_namespaces > 0
     bool seccomp = false;            // seccomp filters that return an errno
-    bool seccompUserNotif = false;   // SECCOMP_RET_USER_NOTIF (a write supervisor could use it)
+    bool seccompUserNotif = false;   // SECCOMP_RET_USER_NOTIF
+    // User notification with descriptor injection sent atomically (Linux
+    // 5.14) and killable-only waits (5.19): what cc-wrap's write supervisor needs.
+    bool writeSupervisor = false;
     int landlockAbi = 0;             // 0: none
     std::vector<std::string> native;  // the layers a native launch has in force here
     std::vector<std::string> missing; // layers cc-wrap needs that the kernel lacks (launches fail, 125)

@@ -140,6 +140,8 @@ int wrap(const WrapRequest& rq) {
     if (pr.socat) in.socat = *pr.socat;
     in.pty = rq.pty;
     in.landlockAbi = pr.layers.landlockAbi;
+    in.writeSupervisor = pr.layers.writeSupervisor && !rq.noWriteSupervisor;
+    if (pr.layers.writeSupervisor && rq.noWriteSupervisor) in.writeSupervisorRefused = true;
     in.identity = *identity;
 
     // 3. Runtime dir and the proxies, when the plan needs them.

@@ -25,6 +25,7 @@ struct WrapRequest {
     std::optional<std::string> runAs;           // --run-as UID[:GID] (root only)
     std::vector<std::string> denyWrite;         // --deny-write
     bool dropFilenameDenies = false;
+    bool noWriteSupervisor = false;  // --no-write-supervisor
     bool inheritEnv = false;
     bool print = false;                         // --print: the plan, nothing launched
     bool printSeatbelt = false;                 // --print-seatbelt

@@ -194,6 +194,8 @@ struct ChildSetup {
     const sigset_t* restore;
     const Identity* identity = nullptr;
     int seccomp_fd = -1;  // moved to bwrap_seccomp_fd
+    int write_filter_src = -1;  // moved to write_filter_fd (the write supervisor's BPF)
+    int write_sock_src = -1;    // moved to write_sock_fd
     template <class Exec>
     void operator()(Exec&) const {
         if (new_session) {
@@ -217,6 +219,9 @@ struct ChildSetup {
             if (::dup2(seccomp_fd, bwrap_seccomp_fd) < 0)
                 die("cc-wrap: cannot hand the seccomp filter to bubblewrap; nothing was started\n");
         }
+        if (write_filter_src >= 0 &&
+            (::dup2(write_filter_src, write_filter_fd) < 0 || ::dup2(write_sock_src, write_sock_fd) < 0))
+            die("cc-wrap: cannot hand the write supervisor's filter to the sandbox; nothing was started\n");
         ::syscall(SYS_close_range, keep_from, ~0U, CLOSE_RANGE_CLOEXEC);
         child_signals_default(*restore);
     }

@@ -160,6 +160,7 @@ struct Builder {
     // protect; a missing start file or hooks dir inside a writable bind could
     // be created, and covering it would need a mount point on the host.
     std::vector<std::string> missing_targets_;
+    WriteRules rules_;  // for the write supervisor, when the kernel offers it
     Status write_deny(const std::string& rule, const std::string& source, bool missing_ok) {
         DenyRule d{"write", rule, source, false, spellings(rule, in.home, host), {}};
         auto st = each_sighting(d, [&](const std::string& sp, Kind k, const Sighting& s) -> Status {
@@ -168,7 +169,12 @@ struct Builder {
                 d.enforcement.push_back(s.guest + ": read-only bind");
                 return ok();
             }
+            if (in.writeSupervisor) rules_.paths.push_back({s.guest, rule, source});
             if (k == Kind::missing) {
+                if (in.writeSupervisor) {
+                    d.enforcement.push_back(s.guest + ": absent on the host; the write supervisor refuses creating it");
+                    return ok();
+                }
                 if (missing_ok) {
                     d.enforcement.push_back(s.guest + ": absent on the host");
                     return ok();
@@ -180,7 +186,8 @@ struct Builder {
             }
             pin_ancestors(s);
             add("ro-bind", s.host, s.guest, "write-deny " + rule);
-            d.enforcement.push_back(s.guest + ": read-only bind over the writable bind, parents pinned");
+            d.enforcement.push_back(s.guest + ": read-only bind over the writable bind, parents pinned" +
+                                    std::string(in.writeSupervisor ? "; the write supervisor refuses replacing it" : ""));
             return ok();
         });
         if (!st) return st;
@@ -424,6 +431,10 @@ struct Builder {
             DenyRule d{"write", rule, source, true, {rule}, {}};
             if (in.backend == Backend::none) {
                 d.enforcement.push_back("not enforced: backend none has no sandbox");
+            } else if (in.writeSupervisor && in.mechanism != "seatbelt") {
+                rules_.names.push_back({rule, source});
+                d.enforcement.push_back("the write supervisor refuses creating, writing, renaming or removing a file of "
+                                        "that name" + (writable.empty() ? std::string() : " (writable bind '" + writable + "')"));
             } else if (!writable.empty()) {
                 return unavailable_error("filename write-deny '" + rule + "' (" + source + ")",
                                          "bubblewrap cannot refuse files created later under that name in writable "
@@ -557,6 +568,10 @@ struct Builder {
             plan.initWhy = "--pty: the terminal becomes the session's controlling one inside";
             return;
         }
+        if (plan.writeRules) {
+            plan.initWhy = "the write supervisor's filter is installed inside, by the init step, after bubblewrap's mounts";
+            return;
+        }
         if (plan.landlockAbi > 0) {
             plan.initWhy = "Landlock is applied inside, by the init step, once bubblewrap's mounts are made";
             return;
@@ -601,6 +616,9 @@ struct Builder {
             a.insert(a.end(), {"--landlock-abi", std::to_string(plan.landlockAbi)});
             for (const auto& w : plan.landlockWritable) a.insert(a.end(), {"--landlock-write", w});
         }
+        if (plan.writeRules)
+            a.insert(a.end(), {"--write-filter-fd", std::to_string(write_filter_fd), "--write-sock-fd",
+                               std::to_string(write_sock_fd)});
         if (plan.proxy.transport == "socat-bridge") {
             a.insert(a.end(), {"--http-port", std::to_string(plan.proxy.httpPort), "--socks-port",
                                std::to_string(plan.proxy.socksPort), "--egress-dir", guest_egress_dir});
@@ -812,6 +830,19 @@ struct Builder {
         } else {
             plan.notes.push_back("Landlock: this kernel has none; the mounts and seccomp layers stand without it");
         }
+        // The write supervisor, when a rule reaches into something writable.
+        bool host_writable = std::any_of(plan.mounts.begin(), plan.mounts.end(), [](const Mount& m) { return m.op == "bind"; });
+        if (in.writeSupervisor && (!rules_.paths.empty() || !rules_.names.empty())) {
+            rules_.writable = plan.landlockWritable;
+            plan.writeRules = rules_;
+            plan.layers.push_back("write-supervisor");
+        } else if (!in.writeSupervisor && host_writable) {
+            plan.notes.push_back(in.writeSupervisorRefused
+                                     ? "write supervisor: off (--no-write-supervisor); write-denies are read-only binds "
+                                       "over paths that exist at launch"
+                                     : "write supervisor: this kernel lacks seccomp user notification with descriptor "
+                                       "injection; write-denies are read-only binds over paths that exist at launch");
+        }
         writable_by_identity();
         decide_init_step();
         if (plan.initStep) {
@@ -834,7 +865,7 @@ const std::vector<std::string>& home_write_denies() { return k_home_write; }
 const std::vector<std::string>& standard_filename_denies() { return k_filename; }
 
 Result<Plan> build_plan(const PlanInput& in, const HostPaths& host) {
-    Builder b{in, host, {}, {}, {}, {}, {}};
+    Builder b{in, host, {}, {}, {}, {}, {}, {}};
     return b.build();
 }
 
@@ -883,6 +914,7 @@ nlohmann::json to_json(const Plan& p) {
     };
     if (p.seccomp) j["seccomp"] = to_json(*p.seccomp);
     if (p.landlockAbi > 0) j["landlock"] = {{"abi", p.landlockAbi}, {"writable", p.landlockWritable}};
+    if (p.writeRules) j["writeSupervisor"] = to_json(*p.writeRules);
     if (!p.proxy.inbox.empty()) j["proxy"]["inbox"] = p.proxy.inbox;
     return j;
 }

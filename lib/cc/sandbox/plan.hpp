@@ -24,6 +24,7 @@
 #include "cc/sandbox/env.hpp"
 #include "cc/sandbox/paths.hpp"
 #include "cc/sandbox/seccomp.hpp"
+#include "cc/sandbox/write_rules.hpp"
 #include "cc/spec/spec.hpp"
 
 namespace cc::sandbox {
@@ -81,6 +82,8 @@ struct PlanInput {
     EgressWiring egress;
     Identity identity;
     int landlockAbi = 0;                  // the kernel's (cc-probe); 0: no Landlock layer
+    bool writeSupervisor = false;         // the kernel has seccomp user notification with ADDFD (cc-probe)
+    bool writeSupervisorRefused = false;  // it has, but --no-write-supervisor
 };
 
 struct Mount {
@@ -145,11 +148,19 @@ struct Plan {
     // Landlock, applied by the init step inside: writes only beneath these.
     int landlockAbi = 0;
     std::vector<std::string> landlockWritable;
+    // The write supervisor (supervisor.hpp): the rules it judges creating
+    // and writing calls by. Set when the kernel offers it and some rule
+    // applies inside a writable bind.
+    std::optional<WriteRules> writeRules;
 };
 
 // Descriptor numbers bubblewrap is started with: 3 its JSON status, 4 the
 // block fd (fd handover), 5 the seccomp program.
 inline constexpr int bwrap_seccomp_fd = 5;
+// With the write supervisor: 6 its BPF program, 7 the socket the init step
+// sends the listener over (both passed through bubblewrap to the init step).
+inline constexpr int write_filter_fd = 6;
+inline constexpr int write_sock_fd = 7;
 
 // Paths used inside the sandbox.
 inline constexpr const char* guest_init = "/run/cc/init";

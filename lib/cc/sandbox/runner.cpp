@@ -54,6 +54,7 @@
 #include "cc/sandbox/seatbelt_tap.hpp"
 #include "cc/sandbox/seatbelt.hpp"
 #include "cc/sandbox/seccomp.hpp"
+#include "cc/sandbox/supervisor.hpp"
 #include "cc/fs/unique_fd.hpp"
 #include "cc/sandbox/violation.hpp"
 
@@ -108,6 +109,22 @@ public:
         }
         int blk[2] = {-1, -1};
         if (handover && ::pipe2(blk, O_CLOEXEC) != 0) return fail(io_error("pipe", "cannot create"));
+        // The write supervisor: its filter (BPF in a sealed memfd) and the
+        // socket the init step sends the listener back over.
+        cc::fs::UniqueFd wfilter, wsock_child, wsock;
+        if (status_fd && plan_.writeRules) {
+            auto f = compile_write_filter();
+            if (!f) return fail(f.error());
+            wfilter = cc::fs::UniqueFd{::fcntl(*f, F_DUPFD_CLOEXEC, 10)};
+            ::close(*f);
+            int sp[2];
+            if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0)
+                return fail(io_error("write supervisor", "cannot create its socket"));
+            wsock_child = cc::fs::UniqueFd{::fcntl(sp[1], F_DUPFD_CLOEXEC, 10)};
+            ::close(sp[1]);
+            wsock = cc::fs::UniqueFd{sp[0]};
+            if (!wfilter || !wsock_child) return fail(io_error("write supervisor", "cannot move its descriptors"));
+        }
 
         // Handlers first: a child that exits at once must still be reaped.
         sigs_.add(SIGCHLD);
@@ -122,8 +139,9 @@ public:
         std::string cwd = plan_.backend == spec::Backend::none && !plan_.chdir.empty() ? plan_.chdir : fs::current_path().string();
         try {
             SpawnMask mask;
-            ChildSetup setup{filter ? bwrap_seccomp_fd + 1 : handover ? 5 : status_fd ? 4 : 3, rq_.pty, &mask.old,
-                             &plan_.identity, filter ? filter.get() : -1};
+            ChildSetup setup{wfilter ? write_sock_fd + 1 : filter ? bwrap_seccomp_fd + 1 : handover ? 5 : status_fd ? 4 : 3,
+                             rq_.pty, &mask.old, &plan_.identity, filter ? filter.get() : -1,
+                             wfilter ? wfilter.get() : -1, wsock_child ? wsock_child.get() : -1};
             // fd 4 is bubblewrap's --block-fd with the handover; else a second copy of fd 3.
             int block = handover ? blk[0] : status_fd ? st[1] : 2;
             int o = rq_.pty ? pty_slave : out[1], e = rq_.pty ? pty_slave : err[1], i = rq_.pty ? pty_slave : 0;
@@ -141,6 +159,9 @@ public:
             return fail(unavailable_error(plan_.argv[0], std::string("cannot start: ") + ex.what()));
         }
         for (int fd : {out[1], err[1], st[1], pty_slave, blk[0]}) if (fd >= 0) ::close(fd);
+        wfilter = {};
+        wsock_child = {};
+        if (wsock) start_supervisor(wsock.release());
         if (handover) {
             // Synchronous and bounded: bubblewrap holds the command until fd 4
             // is written or closed. Until the listeners are made and in
@@ -194,6 +215,12 @@ public:
             });
         }
         io_.run();
+        if (supervisor_) {
+            // Its last refusals were posted to the loop: reported before `exit`.
+            supervisor_->stop();
+            io_.restart();
+            io_.poll();
+        }
         int code = status_;
         if (eg_ && eg_->pid > 0 && egress_sd_ && egress_sd_->is_open()) {
             // Our own cc-egress: stopped now rather than after the exit event,
@@ -216,11 +243,38 @@ public:
             exit_ev["violationLog"] = {{"emitted", st.emitted}, {"duplicates", st.duplicates},
                                        {"rateLimited", st.rate_limited}, {"logDropped", st.log_dropped}};
         }
+        if (supervisor_) {
+            auto s = supervisor_->stats();
+            exit_ev["writeSupervisor"] = {{"served", s.served}, {"refused", s.refused}, {"failed", s.failed}};
+        }
         if (rq_.events) emit(ev_.line("exit", exit_ev));
         return code;
     }
 
 private:
+    // The write supervisor serves from a thread of its own; a refusal comes
+    // back to this loop as a violation event (or a line on stderr).
+    void start_supervisor(int sock) {
+        WriteSupervisor::Options o;
+        o.drop = plan_.identity.drop;
+        o.uid = plan_.identity.uid;
+        o.gid = plan_.identity.gid;
+        supervisor_ = std::make_unique<WriteSupervisor>(*plan_.writeRules, o, [this](json v) {
+            asio::post(io_, [this, v = std::move(v)] {
+                if (rq_.events) {
+                    json j = v;
+                    j["action"] = "write";
+                    j["target"] = v.value("path", "");
+                    emit(ev_.line("violation", j));
+                } else {
+                    log("refused " + v.value("syscall", std::string()) + " of " + v.value("path", std::string()) +
+                        " (write-deny " + v.value("rule", std::string()) + ", " + v.value("source", std::string()) + ")");
+                }
+            });
+        });
+        supervisor_->start(sock);
+    }
+
     // The fd-handover, before bubblewrap lets the command run: bubblewrap's
     // first status line names the sandbox's PID 1 and its network namespace;
     // the listeners are made there (handover.cpp), our own cc-egress must be
@@ -720,6 +774,7 @@ private:
     Egress* eg_;
     SeatbeltTap* tap_;
     std::optional<SeatbeltLogReader> reader_;
+    std::unique_ptr<WriteSupervisor> supervisor_;
     LineSplitter tap_lines_{65536};
     EventWriter ev_;
     asio::io_context io_;

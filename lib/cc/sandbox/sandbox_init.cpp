@@ -79,6 +79,7 @@ int sandbox_init_main(const std::vector<std::string>& args) {
     bool pty = false;
     int landlock_abi = 0;
     std::vector<std::string> landlock_write;
+    int write_filter_fd = -1, write_sock_fd = -1;
     std::size_t i = 0;
     for (; i < args.size(); ++i) {
         const auto& a = args[i];
@@ -93,6 +94,8 @@ int sandbox_init_main(const std::vector<std::string>& args) {
         else if (a == "--pty") pty = v == "1";
         else if (a == "--landlock-abi") landlock_abi = std::atoi(v.c_str());
         else if (a == "--landlock-write") landlock_write.push_back(v);
+        else if (a == "--write-filter-fd") write_filter_fd = std::atoi(v.c_str());
+        else if (a == "--write-sock-fd") write_sock_fd = std::atoi(v.c_str());
         else return fail("unknown option '" + a + "'");
     }
     if (i >= args.size()) return fail("no command");
@@ -115,6 +118,15 @@ int sandbox_init_main(const std::vector<std::string>& args) {
     if (landlock_abi > 0) {
         std::string err;
         if (!apply_landlock(landlock_abi, landlock_write, err)) return fail("Landlock: " + err);
+    }
+    // The write supervisor's filter last: from here every creating or
+    // writing call waits for cc-wrap's answer (this step makes none).
+    if (write_filter_fd >= 0 || write_sock_fd >= 0) {
+        std::string err;
+        if (write_filter_fd < 0 || write_sock_fd < 0 || !install_write_filter(write_filter_fd, write_sock_fd, err))
+            return fail("write supervisor: " + (err.empty() ? std::string("needs both --write-filter-fd and --write-sock-fd") : err));
+        ::close(write_filter_fd);
+        ::close(write_sock_fd);
     }
     // The command gets stdin, stdout and stderr and nothing else (bwrap's
     // status pipe to cc-wrap stays outside).

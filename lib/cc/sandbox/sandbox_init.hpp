@@ -22,4 +22,10 @@ namespace cc::sandbox {
 // starts in about a millisecond.
 int sandbox_init_main(const std::vector<std::string>& args);
 
+// The write supervisor's half in here (supervisor.hpp): loads the BPF
+// program in `filter_fd` with SECCOMP_FILTER_FLAG_NEW_LISTENER (and
+// WAIT_KILLABLE_RECV) and sends the listener over `sock_fd` (SCM_RIGHTS) to
+// cc-wrap. False with `err` on failure.
+bool install_write_filter(int filter_fd, int sock_fd, std::string& err);
+
 }  // namespace cc::sandbox

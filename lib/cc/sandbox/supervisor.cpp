@@ -1,0 +1,78 @@
+// The write supervisor's filter (supervisor.hpp). Its init-step half is in
+// supervisor_install.cpp, the serving thread in supervisor_serve.cpp.
+
+#include "cc/sandbox/supervisor.hpp"
+
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <seccomp.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace cc::sandbox {
+
+namespace {
+
+// Opens with any of these flags are sent to the supervisor. O_TMPFILE needs
+// O_WRONLY or O_RDWR, so it is among them.
+constexpr std::uint64_t k_write_flags[] = {O_WRONLY, O_RDWR, O_CREAT, O_TRUNC};
+
+struct Ctx {
+    scmp_filter_ctx c;
+    ~Ctx() {
+        if (c) seccomp_release(c);
+    }
+};
+
+}  // namespace
+
+Result<int> compile_write_filter() {
+    const std::string what = "write supervisor filter";
+    Ctx ctx{seccomp_init(SCMP_ACT_ALLOW)};
+    if (!ctx.c) return unavailable_error(what, "libseccomp could not start a filter");
+#if defined(__x86_64__)
+    for (auto arch : {SCMP_ARCH_X86, SCMP_ARCH_X32})
+        if (int rc = seccomp_arch_add(ctx.c, arch); rc != 0 && rc != -EEXIST)
+            return unavailable_error(what, std::string("cannot add a 32-bit ABI: ") + std::strerror(-rc));
+#endif
+    for (const auto& c : notified_calls()) {
+        int nr = seccomp_syscall_resolve_name(c.name);
+        if (nr == __NR_SCMP_ERROR) continue;  // not on any of these ABIs
+        int rc = 0;
+        if (c.flagsArg < 0) {
+            rc = seccomp_rule_add(ctx.c, SCMP_ACT_NOTIFY, nr, 0);
+        } else {
+            for (auto f : k_write_flags) {
+                scmp_arg_cmp cmp{static_cast<unsigned>(c.flagsArg), SCMP_CMP_MASKED_EQ, f, f};
+                if ((rc = seccomp_rule_add_array(ctx.c, SCMP_ACT_NOTIFY, nr, 1, &cmp)) != 0) break;
+            }
+        }
+        if (rc != 0) return unavailable_error(what, std::string("rule for '") + c.name + "': " + std::strerror(-rc));
+    }
+#if defined(__x86_64__)
+    // fchmodat2 (Linux 6.6) is newer than this libseccomp's tables: refused
+    // by number on the native ABI, so it is no way around chmod's check.
+    if (int rc = seccomp_rule_add(ctx.c, SCMP_ACT_ERRNO(ENOSYS), 452, 0); rc != 0)
+        return unavailable_error(what, std::string("rule for 'fchmodat2': ") + std::strerror(-rc));
+#endif
+    int fd = ::memfd_create("cc-write-filter", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return unavailable_error(what, std::string("memfd_create: ") + std::strerror(errno));
+    if (int rc = seccomp_export_bpf(ctx.c, fd); rc != 0) {
+        ::close(fd);
+        return unavailable_error(what, std::string("export: ") + std::strerror(-rc));
+    }
+    ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+    ::lseek(fd, 0, SEEK_SET);
+    return fd;
+}
+
+}  // namespace cc::sandbox

@@ -1,0 +1,78 @@
+#include "cc/sandbox/write_rules.hpp"
+
+#include <fnmatch.h>
+
+#include <string>
+
+namespace cc::sandbox {
+
+namespace {
+
+// Is `p` equal to `dir` or beneath it?
+bool within(std::string_view p, std::string_view dir) {
+    if (dir == "/") return true;
+    return p.size() >= dir.size() && p.compare(0, dir.size(), dir) == 0 && (p.size() == dir.size() || p[dir.size()] == '/');
+}
+
+// The operations that take a name away or put something else in its place:
+// applied to an ancestor of a rule's path, they would move the protected
+// tree away (and let a fresh one be made where it was).
+bool displaces(WriteOp op) { return op == WriteOp::remove || op == WriteOp::rename_from || op == WriteOp::rename_to; }
+
+}  // namespace
+
+std::string_view to_string(WriteOp op) {
+    switch (op) {
+        case WriteOp::write: return "write";
+        case WriteOp::create: return "create";
+        case WriteOp::remove: return "remove";
+        case WriteOp::rename_from: return "rename-from";
+        case WriteOp::rename_to: return "rename-to";
+        case WriteOp::link_from: return "link-from";
+    }
+    return "write";
+}
+
+WriteVerdict judge(const WriteRules& rules, std::string_view path, WriteOp op) {
+    if (path.empty() || path.front() != '/') return {};
+    for (const auto& r : rules.paths) {
+        if (within(path, r.path)) return {false, r.rule, r.source};
+        if (displaces(op) && within(r.path, path)) return {false, r.rule, r.source + " (an ancestor of " + r.path + ")"};
+    }
+    auto slash = path.rfind('/');
+    std::string name(path.substr(slash + 1));
+    if (!name.empty())
+        for (const auto& n : rules.names)
+            if (::fnmatch(n.glob.c_str(), name.c_str(), 0) == 0) return {false, n.glob, n.source};
+    if (!rules.writable.empty()) {
+        bool inside = false;
+        for (const auto& w : rules.writable)
+            if (within(path, w)) { inside = true; break; }
+        if (!inside) return {false, "writable binds only", "landlock"};
+    }
+    return {};
+}
+
+const std::vector<NotifiedCall>& notified_calls() {
+    static const std::vector<NotifiedCall> calls = {
+        {"open", 1},      {"openat", 2},    {"openat2", -1},  {"creat", -1},    {"mkdir", -1},     {"mkdirat", -1},
+        {"mknod", -1},    {"mknodat", -1},  {"rename", -1},   {"renameat", -1}, {"renameat2", -1}, {"link", -1},
+        {"linkat", -1},   {"symlink", -1},  {"symlinkat", -1}, {"unlink", -1},  {"unlinkat", -1},  {"rmdir", -1},
+        {"truncate", -1}, {"chmod", -1},    {"fchmodat", -1},
+    };
+    return calls;
+}
+
+nlohmann::json to_json(const WriteRules& r) {
+    nlohmann::json paths = nlohmann::json::array(), names = nlohmann::json::array();
+    for (const auto& p : r.paths) paths.push_back({{"path", p.path}, {"rule", p.rule}, {"source", p.source}});
+    for (const auto& n : r.names) names.push_back({{"glob", n.glob}, {"source", n.source}});
+    nlohmann::json calls = nlohmann::json::array();
+    for (const auto& n : notified_calls())
+        calls.push_back(n.flagsArg < 0 ? std::string(n.name)
+                                       : std::string(n.name) + " (with O_WRONLY, O_RDWR, O_CREAT or O_TRUNC)");
+    calls.push_back("fchmodat2 (ENOSYS: libc falls back to fchmodat)");
+    return {{"paths", paths}, {"names", names}, {"writable", r.writable}, {"calls", calls}};
+}
+
+}  // namespace cc::sandbox
