@@ -50,6 +50,18 @@ inline int landlock_abi() {
     return abi;
 }
 
+// Does cc-probe report the write supervisor (seccomp user notification with
+// descriptor injection)?
+inline bool write_supervisor() {
+    static int on = -1;
+    if (on < 0) {
+        auto r = run({bin("cc-probe"), "--json"});
+        auto j = nlohmann::json::parse(r.out, nullptr, false);
+        on = j.is_object() && j.contains("layers") && j["layers"].value("writeSupervisor", false) ? 1 : 0;
+    }
+    return on == 1;
+}
+
 // A refusal by the sandbox, not a launch that never happened: the command
 // ran (not cc-wrap's 125, not 126/127) and failed with the kernel's own
 // refusal (read-only file system, permission denied, busy mount point, a

@@ -19,8 +19,12 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <linux/openat2.h>
+
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <thread>
 #include <cstring>
 #include <string>
 
@@ -65,6 +69,14 @@ long call(const std::string& op, const char* arg) {
         if (lseek(fd, 0, SEEK_SET) < 0) return -1;
         return write(fd, buf, static_cast<std::size_t>(n)) < 0 ? -1 : 0;
     }
+    if (op == "openat2_create") {  // ARG: a path, created through openat2 (flags BPF cannot see)
+        open_how how{};
+        how.flags = O_WRONLY | O_CREAT | O_CLOEXEC;
+        how.mode = 0644;
+        long fd = syscall(SYS_openat2, AT_FDCWD, arg, &how, sizeof how);
+        if (fd >= 0) close(static_cast<int>(fd));
+        return fd;
+    }
     errno = EINVAL;
     std::fprintf(stderr, "cc-test-syscall: unknown op '%s'\n", op.c_str());
     _exit(2);
@@ -72,11 +84,49 @@ long call(const std::string& op, const char* arg) {
 
 }  // namespace
 
+// race GOOD BAD N: while one thread rewrites a path buffer between GOOD and
+// BAD (same length) as fast as it can, the main thread opens that buffer
+// with O_CREAT N times. Prints "race good=G bad=B": how many opens created
+// or opened each (judged by which file the descriptor is).
+int race(const char* good, const char* bad, int n) {
+    std::size_t len = std::strlen(good);
+    if (std::strlen(bad) != len) return 2;
+    static char buf[4096];
+    std::memcpy(buf, good, len + 1);
+    std::atomic<bool> stop{false};
+    std::thread flipper([&] {
+        volatile char* b = buf;
+        while (!stop.load(std::memory_order_relaxed)) {
+            for (std::size_t i = 0; i < len; ++i) b[i] = bad[i];
+            for (std::size_t i = 0; i < len; ++i) b[i] = good[i];
+        }
+    });
+    int g = 0, x = 0;
+    for (int i = 0; i < n; ++i) {
+        int fd = open(buf, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) continue;
+        char link[64], path[4096];
+        std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t m = readlink(link, path, sizeof path - 1);
+        close(fd);
+        if (m <= 0) continue;
+        path[m] = 0;
+        std::string p(path);
+        if (p == bad) ++x;
+        else ++g;
+    }
+    stop = true;
+    flipper.join();
+    std::printf("race good=%d bad=%d\n", g, x);
+    return 0;
+}
+
 int main(int argc, char** argv) {
+    if (argc == 5 && std::string(argv[1]) == "race") return race(argv[2], argv[3], std::atoi(argv[4]));
     for (int i = 1; i < argc; ++i) {
         std::string op = argv[i];
         const char* arg = nullptr;
-        if (op == "write" && i + 1 < argc) arg = argv[++i];
+        if ((op == "write" || op == "openat2_create") && i + 1 < argc) arg = argv[++i];
         errno = 0;
         long r = call(op, arg);
         if (r < 0) std::printf("%s errno=%s\n", op.c_str(), strerrorname_np(errno));

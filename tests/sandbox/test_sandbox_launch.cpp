@@ -467,7 +467,9 @@ TEST_CASE("launch: bubblewrap execs a command the plan sees; the init step keeps
     auto plan = json::parse(wrap({"sh", "-c", script}, {"--print"}).out);
     CHECK(plan["proxy"]["transport"] == "fd-handover");
     CHECK(plan["initStep"]["used"] == !direct);
-    if (!direct) CHECK(plan["initStep"]["why"].get<std::string>().find("Landlock") != std::string::npos);
+    if (!direct)
+        CHECK(plan["initStep"]["why"].get<std::string>().find(
+                  plan["layers"].back() == "write-supervisor" ? "write supervisor" : "Landlock") != std::string::npos);
     auto r = wrap({"sh", "-c", script});
     INFO(r.err);
     CHECK(r.status == 7);
@@ -538,11 +540,15 @@ TEST_CASE("cli: bad input exits 2, unavailable backends 125, backend none says s
     auto vm = wrap({"--spec", t.spec, "--backend", "microvm", "--", "true"});
     CHECK(vm.status == 125);
     CHECK(vm.err.find("microvm") != std::string::npos);
-    // Dispatch with a writable bind and the standard filename rules: refused.
-    auto f11 = wrap({"--spec", t.spec, "--backend", "native", "--egress", t.ready, "--", "true"});
+    // Dispatch with a writable bind and the standard filename rules: the
+    // write supervisor enforces them; without it (--no-write-supervisor, or a
+    // kernel without user notification) bubblewrap cannot, and it is refused.
     if (bwrap_works()) {
+        auto f11 = wrap({"--spec", t.spec, "--backend", "native", "--egress", t.ready, "--no-write-supervisor", "--", "true"});
         CHECK(f11.status == 125);
         CHECK(f11.err.find("'.env'") != std::string::npos);
+        auto sup = wrap({"--spec", t.spec, "--backend", "native", "--egress", t.ready, "--", "true"});
+        CHECK(sup.status == (write_supervisor() ? 0 : 125));
     }
     // --sandbox off: backend none, said on stderr; the environment is still sanitised
     // unless --inherit-env.

@@ -94,6 +94,7 @@ TEST_CASE("layers: --run-as and the identity in --print and the starting event",
     CHECK(plan["identity"]["switchedFromRoot"] == cc::test::is_root());
     json layers = {"user-ns", "mount-ns", "pid-ns", "ipc-ns", "uts-ns", "net-ns", "seccomp"};
     if (landlock_abi() > 0) layers.push_back("landlock:v" + std::to_string(landlock_abi()));
+    if (write_supervisor()) layers.push_back("write-supervisor");
     CHECK(plan["layers"] == layers);
     auto argv = plan["argv"].get<std::vector<std::string>>();
     CHECK(std::find(argv.begin(), argv.end(), "--unshare-user") != argv.end());

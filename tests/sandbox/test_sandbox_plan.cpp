@@ -687,7 +687,33 @@ TEST_CASE("plan: system and other users' secrets are masked wherever a bind show
     REQUIRE_FALSE(refused);
     CHECK(refused.error().one_line().find("/home/bob/.bashrc") != std::string::npos);
     CHECK(refused.error().one_line().find("/home/bob/.zshrc") != std::string::npos);
-    CHECK(refused.error().subject == "13 mandatory write-deny targets");  // ~/.codex exists
+    CHECK(refused.error().subject == "26 mandatory write-deny targets");  // ~/.codex exists
+    // With the write supervisor, a target that does not exist is refused
+    // when something tries to create it: the plan is made, nothing is asked
+    // of the host, and the rules name bob's start files in the guest's terms.
+    in.writeSupervisor = true;
+    auto sup = build_plan(in, h);
+    REQUIRE(sup);
+    REQUIRE(sup->writeRules);
+    auto has_rule = [&](const std::string& guest) {
+        for (const auto& r : sup->writeRules->paths)
+            if (r.path == guest) return true;
+        return false;
+    };
+    CHECK(has_rule("/bob/.bashrc"));
+    CHECK(has_rule("/bob/.gitconfig"));
+    CHECK(has_rule("/bob/.config/git"));
+    CHECK(std::find(sup->layers.begin(), sup->layers.end(), "write-supervisor") != sup->layers.end());
+    CHECK(judge(*sup->writeRules, "/bob/.bashrc", cc::sandbox::WriteOp::create).source.find("mandatory") == 0);
+    CHECK(judge(*sup->writeRules, "/bob/notes.txt", cc::sandbox::WriteOp::create).allowed);
+    bool said = false;
+    for (const auto& d : sup->denies)
+        for (const auto& e : d.enforcement)
+            if (e == "/bob/.bashrc: absent on the host; the write supervisor refuses creating it") said = true;
+    CHECK(said);
+    // The standard filename rules run on Linux now: judged by name.
+    CHECK(judge(*sup->writeRules, "/bob/src/.env", cc::sandbox::WriteOp::create).rule == ".env");
+    CHECK(judge(*sup->writeRules, "/bob/src/site.pem", cc::sandbox::WriteOp::write).rule == "*.pem");
 }
 
 TEST_CASE("plan: a bind through a symlink planted in a writable bind, or over the runtime dir, is refused", "[plan]") {

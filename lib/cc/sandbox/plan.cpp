@@ -31,6 +31,12 @@ const std::vector<std::string> k_home_write = {
     "~/.bashrc", "~/.bash_profile", "~/.bash_login", "~/.bash_logout", "~/.profile",
     "~/.zshrc", "~/.zshenv", "~/.zprofile", "~/.zlogin", "~/.zlogout",
     "~/.claude", "~/.claude.json", "~/.codex", "~/.gemini",
+    // git's own configuration (hooks paths, fsmonitor and pager programs),
+    // files the start files commonly source, and the other places a login
+    // or an editor, terminal multiplexer or desktop session runs code from.
+    "~/.gitconfig", "~/.config/git", "~/.bash_aliases", "~/.config/fish", "~/.tmux.conf", "~/.vimrc",
+    "~/.config/nvim", "~/.config/systemd", "~/.config/autostart", "~/.xprofile", "~/.xsessionrc",
+    "~/.pam_environment", "~/.config/environment.d",
 };
 
 // The same agent CLIs read per-repository settings from the checkout (hooks
@@ -834,6 +840,9 @@ struct Builder {
         bool host_writable = std::any_of(plan.mounts.begin(), plan.mounts.end(), [](const Mount& m) { return m.op == "bind"; });
         if (in.writeSupervisor && (!rules_.paths.empty() || !rules_.names.empty())) {
             rules_.writable = plan.landlockWritable;
+            if (in.profile == Profile::dispatch)
+                for (const auto& m : plan.mounts)
+                    if (m.op == "bind") rules_.gitScope.push_back(m.dest);
             plan.writeRules = rules_;
             plan.layers.push_back("write-supervisor");
         } else if (!in.writeSupervisor && host_writable) {

@@ -544,6 +544,10 @@ private:
 
     void on_line(const std::string& line) {
         if (auto v = parse_violation(line)) {
+            // With the write supervisor, its refusals (EACCES) are reported
+            // by it, with the call, path and rule; the message a program
+            // prints about them is not a second violation.
+            if (supervisor_ && v->raw && v->raw->find("Permission denied") != std::string::npos) return;
             json j = {{"action", v->action}, {"target", v->target}};
             if (v->raw) j["raw"] = *v->raw;
             emit(ev_.line("violation", j));

@@ -444,7 +444,7 @@ struct Job {
         auto r = resolve(dirfd, path, false);
         if (auto* e = std::get_if<int>(&r)) return {*e};
         Split& s = std::get<Split>(r);
-        if (!allowed(join(s), WriteOp::create)) return {EACCES};
+        if (!allowed(join(s), dir ? WriteOp::create_dir : WriteOp::create)) return {EACCES};
         if (!take_umask()) return {ESRCH};
         return result(dir ? ::mkdirat(s.dir.fd, s.name.c_str(), mode) : ::mknodat(s.dir.fd, s.name.c_str(), mode, dev));
     }

@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <string>
+#include <vector>
 
 namespace cc::sandbox {
 
@@ -19,12 +20,43 @@ bool within(std::string_view p, std::string_view dir) {
 // tree away (and let a fresh one be made where it was).
 bool displaces(WriteOp op) { return op == WriteOp::remove || op == WriteOp::rename_from || op == WriteOp::rename_to; }
 
+// The names inside a git directory that decide what git runs or where its
+// configuration comes from.
+bool git_control_name(std::string_view n) {
+    for (std::string_view c : {"config", "config.worktree", "commondir", "gitdir", "hooks", "modules", "worktrees"})
+        if (n == c) return true;
+    return false;
+}
+
+// Does `path` (inside `scope`) touch a git control file? Returns what for.
+const char* git_control(std::string_view path, std::string_view scope, WriteOp op) {
+    std::string_view rest = path.substr(scope == "/" ? 0 : scope.size());
+    std::vector<std::string_view> parts;
+    while (!rest.empty()) {
+        if (rest.front() == '/') { rest.remove_prefix(1); continue; }
+        auto e = rest.find('/');
+        parts.push_back(rest.substr(0, e));
+        rest = e == std::string_view::npos ? std::string_view() : rest.substr(e);
+    }
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        if (parts[i] != ".git") continue;
+        if (i + 1 == parts.size()) {
+            // A .git that is a file or a link points git elsewhere.
+            if (op == WriteOp::create || op == WriteOp::rename_to) return ".git (a gitdir pointer file or link)";
+            continue;
+        }
+        if (git_control_name(parts[i + 1])) return ".git/{config,hooks,...} of any repository";
+    }
+    return nullptr;
+}
+
 }  // namespace
 
 std::string_view to_string(WriteOp op) {
     switch (op) {
         case WriteOp::write: return "write";
         case WriteOp::create: return "create";
+        case WriteOp::create_dir: return "create-dir";
         case WriteOp::remove: return "remove";
         case WriteOp::rename_from: return "rename-from";
         case WriteOp::rename_to: return "rename-to";
@@ -39,6 +71,9 @@ WriteVerdict judge(const WriteRules& rules, std::string_view path, WriteOp op) {
         if (within(path, r.path)) return {false, r.rule, r.source};
         if (displaces(op) && within(r.path, path)) return {false, r.rule, r.source + " (an ancestor of " + r.path + ")"};
     }
+    for (const auto& scope : rules.gitScope)
+        if (within(path, scope))
+            if (const char* what = git_control(path, scope, op)) return {false, what, "git control files"};
     auto slash = path.rfind('/');
     std::string name(path.substr(slash + 1));
     if (!name.empty())
@@ -72,7 +107,7 @@ nlohmann::json to_json(const WriteRules& r) {
         calls.push_back(n.flagsArg < 0 ? std::string(n.name)
                                        : std::string(n.name) + " (with O_WRONLY, O_RDWR, O_CREAT or O_TRUNC)");
     calls.push_back("fchmodat2 (ENOSYS: libc falls back to fchmodat)");
-    return {{"paths", paths}, {"names", names}, {"writable", r.writable}, {"calls", calls}};
+    return {{"paths", paths}, {"names", names}, {"gitControl", r.gitScope}, {"writable", r.writable}, {"calls", calls}};
 }
 
 }  // namespace cc::sandbox

@@ -35,6 +35,13 @@ struct WriteRules {
     };
     std::vector<PathRule> paths;
     std::vector<NameRule> names;
+    // Host-backed writable trees where git's control files are kept out of
+    // reach for every repository, not only the ones that exist at launch: a
+    // `.git` file or link (a gitdir pointer) is not created, and nothing is
+    // written under .git/{config,config.worktree,commondir,gitdir,hooks,
+    // modules,worktrees} of any repository there (a new repository's
+    // config could name a program the host's next `git status` runs).
+    std::vector<std::string> gitScope;
     // Where writes may land at all (the Landlock list: writable binds, the
     // private tmpfs mounts, /dev, /proc); empty: anywhere the mounts allow.
     std::vector<std::string> writable;
@@ -43,7 +50,8 @@ struct WriteRules {
 // What the call does to the path it names.
 enum class WriteOp {
     write,       // open for writing, truncate, chmod, chown: the object itself
-    create,      // open with O_CREAT, mkdir, mknod, symlink, the new name of a link
+    create,      // open with O_CREAT, mknod, symlink, the new name of a link
+    create_dir,  // mkdir
     remove,      // unlink, rmdir: the name goes away
     rename_from,  // the old name of a rename
     rename_to,   // the new name of a rename (it may replace what is there)

@@ -1,0 +1,264 @@
+// The write supervisor: write rules judged when a file is created or opened
+// for writing (write_rules.hpp), the notify filter failing closed, and real
+// launches under bubblewrap where each refusal is first shown to be an
+// operation that works without cc-wrap. Run as root and as an unprivileged
+// user (sandbox-supervisor-as-user).
+#include "harness.hpp"
+#include "launch_fixture.hpp"
+
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "cc/sandbox/sandbox_init.hpp"
+#include "cc/sandbox/supervisor.hpp"
+#include "cc/sandbox/write_rules.hpp"
+
+using cc::sandbox::judge;
+using cc::sandbox::WriteOp;
+using cc::sandbox::WriteRules;
+
+namespace {
+
+WriteRules sample_rules() {
+    WriteRules r;
+    r.paths.push_back({"/work/.git/hooks", "/h/work/.git/hooks", "mandatory"});
+    r.paths.push_back({"/work/.git/config", "/h/work/.git/config", "mandatory"});
+    r.paths.push_back({"/home/u/.bashrc", "~/.bashrc", "mandatory"});
+    r.names.push_back({".env", "standard dispatch policy"});
+    r.names.push_back({".env.*", "standard dispatch policy"});
+    r.names.push_back({"*.pem", "standard dispatch policy"});
+    r.gitScope = {"/work"};
+    r.writable = {"/work", "/tmp", "/home/u", "/dev", "/proc"};
+    return r;
+}
+
+// cc-wrap for the tree's spec, with the standard policy (no
+// --drop-filename-denies) and events.
+cc::test::RunResult wrap_std(Tree& t, const std::string& script, std::vector<std::string> flags = {}) {
+    std::vector<std::string> argv = {bin("cc-wrap"), "--spec", t.spec, "--egress", t.ready};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"--", "sh", "-c", script});
+    RunOptions o;
+    o.env["HOME"] = t.home;
+    o.timeout_ms = 60000;
+    return run(argv, o);
+}
+
+std::vector<json> violations(const std::string& out) {
+    std::vector<json> v;
+    std::istringstream in(out);
+    std::string line;
+    while (std::getline(in, line)) {
+        auto j = json::parse(line, nullptr, false);
+        if (j.is_object() && j.value("event", "") == "violation") v.push_back(j);
+    }
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("write rules: names, paths and their ancestors, git control files", "[supervisor][unit]") {
+    auto r = sample_rules();
+    CHECK(judge(r, "/work/src/main.c", WriteOp::create).allowed);
+    auto env = judge(r, "/work/app/.env", WriteOp::create);
+    CHECK_FALSE(env.allowed);
+    CHECK(env.rule == ".env");
+    CHECK(env.source == "standard dispatch policy");
+    CHECK(judge(r, "/work/.env.local", WriteOp::write).rule == ".env.*");
+    CHECK(judge(r, "/work/tls/site.pem", WriteOp::rename_to).rule == "*.pem");
+    CHECK(judge(r, "/work/.envrc", WriteOp::create).allowed);  // not ".env", not ".env.*"
+    // A rule's path and everything beneath it, existing or not.
+    CHECK(judge(r, "/work/.git/hooks", WriteOp::create_dir).rule == "/h/work/.git/hooks");
+    CHECK(judge(r, "/work/.git/hooks/pre-commit", WriteOp::create).source == "mandatory");
+    CHECK(judge(r, "/work/.git/config", WriteOp::remove).source == "mandatory");
+    CHECK_FALSE(judge(r, "/home/u/.bashrc", WriteOp::write).allowed);
+    // Its ancestors cannot be moved or removed (a fresh tree in their place),
+    // but may be written into elsewhere.
+    auto anc = judge(r, "/work/.git", WriteOp::rename_from);
+    CHECK_FALSE(anc.allowed);
+    CHECK(anc.source == "mandatory (an ancestor of /work/.git/hooks)");
+    CHECK_FALSE(judge(r, "/work", WriteOp::remove).allowed);
+    CHECK(judge(r, "/work/.git/index", WriteOp::write).allowed);
+    CHECK(judge(r, "/work/.git/objects/ab", WriteOp::create_dir).allowed);
+    CHECK(judge(r, "/work/.git", WriteOp::create_dir).allowed);
+    // Any repository in the writable tree: its control files, and .git files.
+    CHECK(judge(r, "/work/sub/.git/config", WriteOp::create).rule == ".git/{config,hooks,...} of any repository");
+    CHECK_FALSE(judge(r, "/work/sub/.git/hooks/post-checkout", WriteOp::create).allowed);
+    CHECK_FALSE(judge(r, "/work/a/.git/modules/x/config", WriteOp::write).allowed);
+    CHECK_FALSE(judge(r, "/work/a/.git/worktrees/w/gitdir", WriteOp::create).allowed);
+    CHECK(judge(r, "/work/sub/.git", WriteOp::create).rule == ".git (a gitdir pointer file or link)");
+    CHECK(judge(r, "/work/sub/.git", WriteOp::create_dir).allowed);
+    CHECK(judge(r, "/work/sub/.git/objects/pack/x.pack", WriteOp::create).allowed);
+    CHECK(judge(r, "/tmp/repo/.git/config", WriteOp::create).allowed);  // not host-backed
+    // Outside the writable places: refused as Landlock would.
+    CHECK(judge(r, "/usr/bin/x", WriteOp::create).source == "landlock");
+    // Objects without a path (a pipe reopened through /proc) are not judged.
+    CHECK(judge(r, "pipe:[1234]", WriteOp::write).allowed);
+}
+
+TEST_CASE("write supervisor: with the listener gone, every notified call fails (ENOSYS), reads still work", "[supervisor]") {
+    auto filter = cc::sandbox::compile_write_filter();
+    REQUIRE(filter);
+    std::string dir = cc::test::scratch_dir() + "/failclosed";
+    fs::create_directories(dir);
+    int sp[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == 0);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        ::close(sp[0]);
+        std::string err;
+        if (!cc::sandbox::install_write_filter(*filter, sp[1], err)) _exit(90);
+        // Wait until the parent has taken the listener and closed it.
+        char c;
+        if (::read(sp[1], &c, 1) != 0) _exit(91);
+        int fd = ::open((dir + "/new").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd >= 0 || errno != ENOSYS) _exit(92);
+        if (::mkdir((dir + "/d").c_str(), 0755) == 0 || errno != ENOSYS) _exit(93);
+        int rd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);  // read-only: never notified
+        if (rd < 0) _exit(94);
+        _exit(0);
+    }
+    ::close(sp[1]);
+    // Without the filter the same calls succeed (so ENOSYS is the filter's).
+    int fd = ::open((dir + "/control").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    CHECK(fd >= 0);
+    if (fd >= 0) ::close(fd);
+    char byte;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl;
+    msg.msg_controllen = sizeof ctl;
+    REQUIRE(::recvmsg(sp[0], &msg, MSG_CMSG_CLOEXEC) == 1);
+    int listener = -1;
+    std::memcpy(&listener, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof listener);
+    CHECK(listener >= 0);
+    ::close(listener);  // the supervisor "dies"
+    ::close(sp[0]);     // lets the child go on
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 0);
+    CHECK_FALSE(fs::exists(dir + "/new"));
+    CHECK_FALSE(fs::exists(dir + "/d"));
+    ::close(*filter);
+}
+
+TEST_CASE("write supervisor: the standard policy runs on Linux; filename rules refused at creation", "[supervisor][launch]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!write_supervisor()) CC_SKIP("this kernel has no seccomp user notification with descriptor injection");
+    Tree t("sup-names");
+    // Without cc-wrap the same writes succeed.
+    REQUIRE(run({"sh", "-c", "cd '" + t.outside + "' && echo x > .env && ln -s .env.local l && echo y > l && echo k > a.pem"})
+                .status == 0);
+    CHECK(fs::exists(t.outside + "/.env.local"));
+    auto r = wrap_std(t, "cd '" + t.work + "'; echo x > .env; echo rc=$?; ln -s .env.local l; echo y > l; echo rc=$?;"
+                         " cp /etc/hostname a.pem; echo rc=$?; echo ok > fine.txt; echo rc=$?",
+                      {"--events"});
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("rc=2") != std::string::npos);  // sh: cannot create .env: Permission denied
+    CHECK(r.out.find("Permission denied") != std::string::npos);
+    CHECK_FALSE(fs::exists(t.work + "/.env"));
+    CHECK_FALSE(fs::exists(t.work + "/.env.local"));
+    CHECK_FALSE(fs::exists(t.work + "/a.pem"));
+    CHECK(slurp(t.work + "/fine.txt") == "ok\n");
+    auto v = violations(r.out);
+    REQUIRE(v.size() == 3);
+    CHECK(v[0]["syscall"] == "openat");
+    CHECK(v[0]["path"] == t.work + "/.env");
+    CHECK(v[0]["rule"] == ".env");
+    CHECK(v[0]["source"] == "standard dispatch policy");
+    CHECK(v[0]["errno"] == "EACCES");
+    CHECK(v[1]["path"] == t.work + "/.env.local");  // the symlink followed as the kernel would
+    CHECK(v[1]["rule"] == ".env.*");
+    CHECK(v[2]["rule"] == "*.pem");
+    // Counted in the exit event.
+    CHECK(r.out.find("\"refused\":3") != std::string::npos);
+}
+
+TEST_CASE("write supervisor: mandatory targets that do not exist are refused when created, not at launch", "[supervisor][launch]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!write_supervisor()) CC_SKIP("this kernel has no seccomp user notification with descriptor injection");
+    Tree t("sup-missing");
+    fs::remove_all(t.work + "/.git/hooks");
+    // Without the supervisor this launch is refused, every missing target named.
+    auto old = wrap_std(t, "true", {"--no-write-supervisor", "--drop-filename-denies"});
+    CHECK(old.status == 125);
+    CHECK(old.err.find(".git/hooks") != std::string::npos);
+    auto r = wrap_std(t, "cd '" + t.work + "'; mkdir .git/hooks; echo rc=$?; mkdir -p .git/hooks/x; echo rc=$?;"
+                         " mv .git g; echo rc=$?; rm -f .git/config; echo rc=$?; git init -q sub; echo rc=$?;"
+                         " echo 'gitdir: /tmp' > sub2.git; mv sub2.git .git2; mkdir d; mv .git2 d/.git; echo rc=$?;"
+                         " git status --short >/dev/null; echo git=$?");
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out == "rc=1\nrc=1\nrc=1\nrc=1\nrc=1\nrc=1\ngit=0\n");
+    CHECK(r.err.find("mkdir: cannot create directory") != std::string::npos);
+    CHECK(r.err.find(".git/hooks") != std::string::npos);
+    CHECK(r.err.find("Permission denied") != std::string::npos);
+    CHECK_FALSE(fs::exists(t.work + "/.git/hooks"));
+    CHECK(fs::exists(t.work + "/.git/config"));
+    CHECK_FALSE(fs::exists(t.work + "/sub/.git/config"));
+    CHECK_FALSE(fs::exists(t.work + "/d/.git"));
+}
+
+TEST_CASE("write supervisor: a thread rewriting the path after the check gains nothing", "[supervisor][launch]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!write_supervisor()) CC_SKIP("this kernel has no seccomp user notification with descriptor injection");
+    Tree t("sup-race");
+    // Without cc-wrap the flipping really lands on the other name.
+    std::string probe = t.tools + "/cc-test-syscall";
+    auto free_run = run({probe, "race", t.outside + "/good.txt", t.outside + "/.env.xyz", "30000"});
+    REQUIRE(free_run.status == 0);
+    CHECK(free_run.out.find("bad=0") == std::string::npos);
+    CHECK(fs::exists(t.outside + "/.env.xyz"));
+    auto r = wrap_std(t, "'" + probe + "' race '" + t.work + "/good.txt' '" + t.work + "/.env.xyz' 3000");
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("race good=") == 0);
+    CHECK(r.out.find(" bad=0\n") != std::string::npos);
+    CHECK(r.out.find("good=0 ") == std::string::npos);
+    CHECK_FALSE(fs::exists(t.work + "/.env.xyz"));
+}
+
+TEST_CASE("write supervisor: other ways to the same file", "[supervisor][launch]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!write_supervisor()) CC_SKIP("this kernel has no seccomp user notification with descriptor injection");
+    Tree t("sup-ways");
+    spit(t.work + "/.env", "SECRET=1\n");
+    if (cc::test::is_root()) Tree::give_to_nobody(t.work);
+    std::string probe = t.tools + "/cc-test-syscall";
+    // Without cc-wrap each of these changes .env (or makes a new one).
+    auto free_run = run({"sh", "-c", "cd '" + t.outside + "' && echo S > .env && ln .env h && echo a >> h && exec 3<.env &&"
+                                     " echo b >> /proc/self/fd/3 && '" + probe + "' openat2_create .env.o && mv h .env.p"});
+    REQUIRE(free_run.status == 0);
+    CHECK(slurp(t.outside + "/.env") == "S\na\nb\n");
+    auto r = wrap_std(t, "cd '" + t.work + "'; ln .env h; echo rc=$?; exec 3<.env; echo b >> /proc/self/fd/3; echo rc=$?;"
+                         " '" + probe + "' openat2_create .env.o; truncate -s 0 .env; echo rc=$?; rm .env; echo rc=$?;"
+                         " mv .env x; echo rc=$?; chmod 777 .env; echo rc=$?; echo fine > /dev/null; echo rc=$?");
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out == "rc=1\nrc=2\nopenat2_create errno=EACCES\nrc=1\nrc=1\nrc=1\nrc=1\nrc=0\n");
+    CHECK(slurp(t.work + "/.env") == "SECRET=1\n");
+    CHECK_FALSE(fs::exists(t.work + "/h"));
+    CHECK_FALSE(fs::exists(t.work + "/.env.o"));
+}
+
+TEST_CASE("write supervisor: ordinary work is unaffected", "[supervisor][launch]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!write_supervisor()) CC_SKIP("this kernel has no seccomp user notification with descriptor injection");
+    Tree t("sup-work");
+    auto r = wrap_std(t, "set -e; cd '" + t.work + "'; umask 027; printf 'x\\n' > f.txt; sed -i s/x/y/ f.txt; cat f.txt;"
+                         " mkdir -p a/b/c; touch a/b/c/d; cp -r a e; mv e g; rm -rf a; ls; stat -c %a f.txt;"
+                         " mkfifo /tmp/p; (cat /tmp/p &); echo via-fifo > /tmp/p; sleep 0.1;"
+                         " cat <<EOF\nheredoc\nEOF\n"
+                         " ln -s f.txt l; echo z >> l; cat f.txt; echo q > /dev/null; git add f.txt;"
+                         " git -c user.email=a@b -c user.name=n commit -qm one; git log --oneline | wc -l;"
+                         " for p in /proc/[0-9]*; do cat $p/comm; done | grep -c cc-wrap || true");
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out == "y\nf.txt\ng\nlink\n640\nvia-fifo\nheredoc\ny\nz\n1\n0\n");
+}
