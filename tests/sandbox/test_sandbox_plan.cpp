@@ -692,6 +692,7 @@ TEST_CASE("plan: system and other users' secrets are masked wherever a bind show
     // when something tries to create it: the plan is made, nothing is asked
     // of the host, and the rules name bob's start files in the guest's terms.
     in.writeSupervisor = true;
+    in.dropFilenameDenies = false;
     auto sup = build_plan(in, h);
     REQUIRE(sup);
     REQUIRE(sup->writeRules);
