@@ -66,7 +66,8 @@ bare=$(jq -r --arg rt "$w/rt" '.argv | .[: index("--")] | map(gsub("/tmp/cc-wrap
 here=$(cd "$(dirname "$0")" && pwd)
 wrapbin=$(command -v cc-wrap)
 cmds=("bare=$bare -- /bin/true"
-      "handed=$wrapbin --spec $w/spec.json --egress $w/ready.json --drop-filename-denies -- /bin/true")
+      "handed=$wrapbin --spec $w/spec.json --egress $w/ready.json --drop-filename-denies -- /bin/true"
+      "std=$wrapbin --spec $w/spec.json --egress $w/ready.json -- /bin/true")
 [ "$have_egress" = 1 ] && cmds+=("own=$wrapbin --spec $w/spec.json --drop-filename-denies -- /bin/true")
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 "$here/interleave.py" "$RUNS" "${cmds[@]}" > "$w/t1.json"
@@ -74,6 +75,9 @@ ms() { jq -r --arg n "$2" '.[$n].median_ms' "$1"; }
 b=$(ms "$w/t1.json" bare); h=$(ms "$w/t1.json" handed)
 printf 'startup (median of %d, interleaved): bare bwrap %.1f ms; cc-wrap -- true (proxies handed in, %s) %.1f ms: overhead %.1f ms\n' \
   "$RUNS" "$b" "$transport" "$h" "$(echo "$h - $b" | bc -l)"
+sd=$(ms "$w/t1.json" std)
+printf 'startup with the standard policy (the write supervisor'"'"'s filter, socket and thread included): %.1f ms: overhead %.1f ms over bare bwrap\n' \
+  "$sd" "$(echo "$sd - $b" | bc -l)"
 if [ "$have_egress" = 1 ]; then
   o=$(ms "$w/t1.json" own)
   printf 'startup with its own cc-egress (network on): %.1f ms: overhead %.1f ms over bare bwrap\n' "$o" "$(echo "$o - $b" | bc -l)"
@@ -126,3 +130,34 @@ done > "$w/ev"
 secs=$(awk '{print $1}' "$w/ev" | median); rss=$(awk '{print $2}' "$w/ev" | median)
 printf -- '--events 100 MB (median of 5): %.2f s = %.0f MB/s; cc-wrap peak RSS %.1f MiB\n' \
   "$secs" "$(echo "100/$secs" | bc -l)" "$(echo "$rss/1024" | bc -l)"
+
+# 4. The write supervisor on and off: extracting a 20,000-file archive (every
+# file a notified open), and a read-heavy walk of a source tree (read-only
+# opens never leave the kernel). Interleaved, median of 5.
+python3 - "$w/gen" <<'PY'
+import os, sys
+root = sys.argv[1]
+for d in range(200):
+    os.makedirs(f"{root}/d{d}", exist_ok=True)
+    for f in range(100):
+        with open(f"{root}/d{d}/f{f}.c", "w") as fh:
+            fh.write("int f%d(void) { return %d; }\n" % (f, d) * 20)
+PY
+tar -C "$w" -cf "$w/work/t20k.tar" gen
+cp -r "$w/gen" "$w/work/src"
+extract='rm -rf x; mkdir x; tar -C x -xf t20k.tar'
+search='grep -rc return src'
+command -v rg >/dev/null && search='rg -c return src'
+printf '%s\n' "cd $w/work && $extract" > "$w/work/extract.sh"
+printf '%s\n' "cd $w/work && $search >/dev/null" > "$w/work/search.sh"
+chmod -R a+rwX "$w/work"
+if [ "$(id -u)" = 0 ]; then chown -R 65534:65534 "$w/work"; fi
+python3 "$here/interleave.py" 5 \
+  "x_on=$wrapbin --spec $w/spec.json --egress $w/ready.json -- sh $w/work/extract.sh" \
+  "x_off=$wrapbin --spec $w/spec.json --egress $w/ready.json --no-write-supervisor --drop-filename-denies -- sh $w/work/extract.sh" \
+  "r_on=$wrapbin --spec $w/spec.json --egress $w/ready.json -- sh $w/work/search.sh" \
+  "r_off=$wrapbin --spec $w/spec.json --egress $w/ready.json --no-write-supervisor --drop-filename-denies -- sh $w/work/search.sh" \
+  > "$w/t4.json"
+xon=$(ms "$w/t4.json" x_on); xoff=$(ms "$w/t4.json" x_off); ron=$(ms "$w/t4.json" r_on); roff=$(ms "$w/t4.json" r_off)
+printf 'write supervisor, extract 20,000 files (median of 5): on %.0f ms, off %.0f ms: ratio %.2f\n' "$xon" "$xoff" "$(echo "$xon/$xoff" | bc -l)"
+printf 'write supervisor, %s over 20,000 files (median of 5): on %.0f ms, off %.0f ms: ratio %.2f\n' "${search%% *}" "$ron" "$roff" "$(echo "$ron/$roff" | bc -l)"
