@@ -470,6 +470,7 @@ void remap_offsets(Node& n, const Joined& j) {
     for (auto& r : n.redirects) {
         r.target.offset = j.source_offset(r.target.offset);
         r.target.end = r.target.end > r.target.offset ? j.source_offset(r.target.end - 1) + 1 : j.source_offset(r.target.end);
+        r.body_offset = j.source_offset(r.body_offset);
         for (auto& s : r.target.subs) remap_offsets(s, j);
         for (auto& s : r.body_subs) remap_offsets(s, j);
     }

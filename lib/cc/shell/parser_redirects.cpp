@@ -57,6 +57,7 @@ void Parser::read_heredoc(Pending& p) {
     }
     // A body cut off by the end of input is what bash runs too (it warns).
     r.body.assign(s_.substr(body_start, body_end - body_start));
+    r.body_offset = off(body_start);
     if (!r.body_quoted) {
         Parser sub(s_, body_start, body_end, st_, base_, remap_);
         Word w = sub.expansions_only();
