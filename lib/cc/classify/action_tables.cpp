@@ -33,7 +33,7 @@ const Analyzer::Handler* Analyzer::handler(sv name) {
         set({"rm", "unlink"}, &Analyzer::f_rm);
         set({"cp", "mv", "ln", "install", "truncate", "touch", "mkdir", "rmdir", "chown", "chgrp", "shred",
              "mkfifo", "mknod", "patch", "split", "csplit", "zip", "rename", "dos2unix", "unix2dos", "sponge",
-             "ar", "cpio", "7z", "7za", "rar", "unrar", "setfacl", "chattr", "touch", "link", "fallocate",
+             "ar", "cpio", "7z", "7za", "rar", "unrar", "setfacl", "chattr", "link", "fallocate",
              "git-lfs", "javac", "gcc", "g++", "cc", "c++", "clang", "clang++", "rustc", "tsc", "ld", "as",
              "prettier", "black", "gofmt", "rustfmt", "clang-format", "isort",
              "autopep8", "yapf", "shfmt", },
@@ -137,7 +137,7 @@ const Analyzer::Handler* Analyzer::handler(sv name) {
              "visudo", "chsh", "chfn", "vipw", "vigr", "newuidmap", "newgidmap"},
             &Analyzer::privilege);
     });
-    static_assert(consistent(table));
+    static_assert(no_duplicates(table));
     return lookup(table, name);
 }
 
@@ -158,19 +158,19 @@ bool Analyzer::readonly_command(sv name) {
         "join", "rev", "shuf", "look", "iconv", "yes", "nproc", "arch", "lscpu", "lsmod", "lspci", "lsusb",
         "dmesg", "journalctl", "getent", "locale", "tput", "stty", "clear", "reset", "wait", "jobs", "fg", "bg",
         "disown", "times", "caller", "compgen", "complete", "let", "ldd", "nm", "objdump", "readelf", "size",
-        "tokei", "cloc", "scc", "tty", "logname", "users", "hostid", "uptime", "vmstat", "iostat",
-        "mpstat", "sar", "pstree", "getconf", "ulimit", "cal", "ncal", "bat", "batcat", "exa", "eza", "lsd",
+        "tokei", "cloc", "scc", "tty", "logname", "users", "hostid", "vmstat", "iostat",
+        "mpstat", "sar", "pstree", "getconf", "cal", "ncal", "bat", "batcat", "exa", "eza", "lsd",
         "delta", "difft", "colordiff", "icdiff", "diffstat", "wdiff", "tldr", "cheat", "highlight", "pygmentize",
         "xmllint", "csvlook", "csvstat", "mlr", "xsv", "qsv", "exiftool", "identify",
         "ffprobe", "mediainfo", "pdfinfo", "pdftotext", "glow", "mdcat", "fzf", "sk",
         "zgrep", "zless", "zmore", "bzgrep", "xzgrep", "zdiff", "lsattr", "getfacl", "namei", "lslocks",
-        "lsns", "lsipc", "ipcs", "free", "systemd-detect-virt", 
-        "printf", "shasum", "type", "true", "nvidia-smi",
-        "sensors", "dmidecode", "lshw", "inxi", "neofetch", "fastfetch", "screenfetch", "wc", "tail", "apt-cache", "dpkg-query", "rpm", "apt-file", "pydoc", "pydoc3", "perldoc",
-        "ri", "javap", "otool", "sw_vers", "system_profiler", "mdfind", "mdls", "pbpaste", "say", "ag", "ack-grep", "comm", "tsort", "ptx", "seq",
-        "uuidgen", "od", "mimetype", "xdg-mime", "ncdu", "dust", "duf", "procs",
+        "lsns", "lsipc", "ipcs", "systemd-detect-virt", "shasum", "nvidia-smi",
+        "sensors", "dmidecode", "lshw", "inxi", "neofetch", "fastfetch", "screenfetch", "apt-cache", "dpkg-query", "rpm", "apt-file", "pydoc", "pydoc3", "perldoc",
+        "ri", "javap", "otool", "sw_vers", "system_profiler", "mdfind", "mdls", "pbpaste", "say", "ack-grep", "tsort", "ptx",
+        "uuidgen", "mimetype", "xdg-mime", "ncdu", "dust", "duf", "procs",
         "bottom", "glances", "nload", "iftop", "nethogs", "iotop", "powertop", "pv", "envsubst", "gettext",
-        "ngettext", "cut", "head", "sha256", "md5", "rgrep"});
+        "ngettext", "sha256", "md5", "rgrep"});
+    static_assert(no_duplicates(table));
     return contains(table, name);
 }
 
@@ -183,7 +183,7 @@ const Analyzer::Classes* Analyzer::plain_classes(sv name) {
         set({"swapoff", "debugfs", "update-grub", "grub-install", "efibootmgr"}, Classes{kDestroy, {}});
         set({"losetup"}, Classes{kEscape, {}});
     });
-    static_assert(consistent(table));
+    static_assert(no_duplicates(table));
     return lookup(table, name);
 }
 

@@ -75,11 +75,18 @@ constexpr auto make_table(Fill fill) {
     return t;
 }
 
-// A name listed twice must mean the same thing.
+// A name is listed once: a second entry is either dead or a contradiction.
 template <typename V, std::size_t N>
-constexpr bool consistent(const std::array<Named<V>, N>& t) {
+constexpr bool no_duplicates(const std::array<Named<V>, N>& t) {
     for (std::size_t i = 1; i < N; ++i)
-        if (t[i].name == t[i - 1].name && !(t[i].value == t[i - 1].value)) return false;
+        if (t[i].name == t[i - 1].name) return false;
+    return true;
+}
+
+template <std::size_t N>
+constexpr bool no_duplicates(const std::array<sv, N>& t) {
+    for (std::size_t i = 1; i < N; ++i)
+        if (t[i] == t[i - 1]) return false;
     return true;
 }
 
