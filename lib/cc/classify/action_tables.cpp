@@ -84,6 +84,7 @@ const Analyzer::Handler* Analyzer::handler(sv name) {
         set({"conda", "mamba", "micromamba"}, &Analyzer::p_conda);
         set({"apt", "apt-get", "aptitude", "nala"}, &Analyzer::p_apt);
         set({"dpkg"}, &Analyzer::p_dpkg);
+        set({"rpm"}, &Analyzer::p_rpm);
         set({"dnf", "yum", "microdnf", "zypper", "tdnf", "rpm-ostree"}, &Analyzer::p_dnf);
         set({"apk"}, &Analyzer::p_apk);
         set({"pacman", "yay", "paru"}, &Analyzer::p_pacman);
@@ -165,7 +166,7 @@ bool Analyzer::readonly_command(sv name) {
         "ffprobe", "mediainfo", "pdfinfo", "pdftotext", "glow", "mdcat", "fzf", "sk",
         "zgrep", "zless", "zmore", "bzgrep", "xzgrep", "zdiff", "lsattr", "getfacl", "namei", "lslocks",
         "lsns", "lsipc", "ipcs", "systemd-detect-virt", "shasum", "nvidia-smi",
-        "sensors", "dmidecode", "lshw", "inxi", "neofetch", "fastfetch", "screenfetch", "apt-cache", "dpkg-query", "rpm", "apt-file", "pydoc", "pydoc3", "perldoc",
+        "sensors", "dmidecode", "lshw", "inxi", "neofetch", "fastfetch", "screenfetch", "apt-cache", "dpkg-query", "apt-file", "pydoc", "pydoc3", "perldoc",
         "ri", "javap", "otool", "sw_vers", "system_profiler", "mdfind", "mdls", "pbpaste", "say", "ack-grep", "tsort", "ptx",
         "uuidgen", "mimetype", "xdg-mime", "ncdu", "dust", "duf", "procs",
         "bottom", "glances", "nload", "iftop", "nethogs", "iotop", "powertop", "pv", "envsubst", "gettext",

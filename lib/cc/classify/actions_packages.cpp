@@ -209,6 +209,24 @@ void Analyzer::p_dpkg(Call& c) {
     }
 }
 
+// rpm: queries (-q, -V, -K and their long forms) only read, and in them -i
+// means --info; every mode that changes the package database installs or
+// removes.
+void Analyzer::p_rpm(Call& c) {
+    for (std::size_t k = c.args_from(); k < c.a.size(); ++k) {
+        sv t = c.a[k].text;
+        if (t == "--query" || t == "--verify" || t == "--checksig" ||
+            (t.size() > 1 && t[0] == '-' && t[1] != '-' && t.find_first_of("qVK") != sv::npos))
+            return;
+        if (t == "--install" || t == "--upgrade" || t == "--freshen" || t == "--erase" || t == "--reinstall" ||
+            t == "--import" || t == "--initdb" || t == "--rebuilddb" || t == "--setperms" || t == "--setugids" ||
+            t == "--restore")
+            return add(c.f, kInstall, "rpm " + std::string(t));
+        if (t.size() > 1 && t[0] == '-' && t[1] != '-' && t.find_first_of("iUFe") != sv::npos)
+            return add(c.f, kInstall, "rpm " + std::string(t));
+    }
+}
+
 void Analyzer::p_dnf(Call& c) {
     simple_pm(c, {"install", "in", "reinstall", "update", "upgrade", "up", "groupinstall", "localinstall",
                   "downgrade", "distro-sync", "swap", "remove", "erase", "rm", "autoremove", "dup", "patch",

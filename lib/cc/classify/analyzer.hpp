@@ -270,6 +270,7 @@ private:
     void p_conda(Call& c);
     void p_apt(Call& c);
     void p_dpkg(Call& c);
+    void p_rpm(Call& c);
     void p_dnf(Call& c);
     void p_apk(Call& c);
     void p_pacman(Call& c);
