@@ -28,6 +28,7 @@ void Analyzer::f_rm(Call& c) {
         if (recursive && is_precious(t->text))
             return add(c.f, kDestroy, "rm -r of '" + t->text + "'");
         if (is_block_device(t->text)) return add(c.f, kDestroy, "rm of the device '" + t->text + "'");
+        if (recursive && is_worktree(t->text)) add(c.f, kDestroyWork, "rm -r of '" + t->text + "' deletes the worktree");
     }
 }
 

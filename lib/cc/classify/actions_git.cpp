@@ -49,9 +49,59 @@ void Analyzer::git(Call& c) {
     git_sub(c, k, sub);
 }
 
+// Git commands that lose work no undo brings back: uncommitted changes
+// (reset --hard, checkout or restore of paths, switch --discard-changes,
+// clean -f), stashes (drop, clear), unmerged branches (branch -D) and the
+// remote's commits (push --force, a +refspec). They still write files too.
+void Analyzer::git_destroys_work(Call& c, std::size_t from, const std::string& sub) {
+    const Args& a = c.a;
+    auto lose = [&](const std::string& what) { add(c.f, kDestroyWork, "git " + sub + " " + what); };
+    auto flag = [&](char s, std::initializer_list<sv> l) { return has_flag(a, from, a.size(), s, l); };
+    auto dashdash_paths = [&] {
+        for (std::size_t j = from; j + 1 < a.size(); ++j)
+            if (a[j].text == "--") return true;
+        return false;
+    };
+    if (sub == "reset" && flag(0, {"--hard"})) return lose("--hard discards uncommitted changes");
+    if (sub == "checkout") {
+        if (flag('f', {"--force"})) return lose("--force discards uncommitted changes");
+        auto p = positionals(a, from, "bBU", {"--orphan", "--conflict", "--pathspec-from-file"});
+        bool path_like = p.size() == 1 && (a[p[0]].text == "." || starts_with(a[p[0]].text, "./") ||
+                                           starts_with(a[p[0]].text, ":/"));
+        if (dashdash_paths() || p.size() >= 2 || path_like || flag(0, {"--pathspec-from-file"}))
+            return lose("of paths overwrites their uncommitted changes");
+        return;
+    }
+    if (sub == "restore") {
+        bool staged_only = flag('S', {"--staged"}) && !flag('W', {"--worktree"});
+        if (!staged_only) return lose("overwrites uncommitted changes in the worktree");
+        return;
+    }
+    if (sub == "switch" && (flag('f', {"--force", "--discard-changes"})))
+        return lose("--discard-changes discards uncommitted changes");
+    if (sub == "clean" && (flag('f', {"--force"})) && !flag('n', {"--dry-run"}))
+        return lose("-f deletes untracked files");
+    if (sub == "stash") {
+        auto p = positionals(a, from, "", {});
+        if (!p.empty() && (a[p[0]].text == "drop" || a[p[0]].text == "clear"))
+            return lose(a[p[0]].text + " deletes stashed changes");
+        return;
+    }
+    if (sub == "branch" &&
+        (flag('D', {}) || ((flag('d', {"--delete"})) && flag('f', {"--force"}))))
+        return lose("-D deletes a branch whether or not it was merged");
+    if (sub == "push") {
+        if (flag('f', {"--force", "--force-with-lease", "--mirror"}))
+            return lose("--force overwrites the remote's commits");
+        for (std::size_t p : positionals(a, from, "o", {"--repo", "--push-option", "--receive-pack", "--exec"}))
+            if (!a[p].text.empty() && a[p].text[0] == '+') return lose("of '" + a[p].text + "' forces the update");
+    }
+}
+
 void Analyzer::git_sub(Call& c, std::size_t k, const std::string& sub) {
     const Args& a = c.a;
     std::size_t from = k + 1;
+    git_destroys_work(c, from, sub);
     auto note = [&](sv cls) { add(c.f, cls, "git " + sub); };
     auto pos = [&](sv sopts = "", std::initializer_list<sv> lopts = {}) { return positionals(a, from, sopts, lopts); };
     static constexpr auto commit = sorted_names({"commit", "merge", "rebase", "cherry-pick", "revert", "am",

@@ -27,6 +27,7 @@ constexpr sv kCommit = "create_commit", kPush = "push", kOpenPr = "open_pull_req
              kReview = "publish_review_or_merge", kTracker = "write_external_tracker", kInstall = "install_package",
              kPublish = "publish_package", kNet = "network_access", kNetWrite = "network_write",
              kWrite = "write_files", kRun = "run_code", kPriv = "privilege_escalation", kDestroy = "destroy_system",
+             kDestroyWork = "destroy_work",
              kEscape = "namespace_escape", kUnparsable = "unparsable";
 
 struct Arg {
@@ -109,6 +110,7 @@ std::vector<std::size_t> positionals(const Args& a, std::size_t from, sv sv_opts
 
 std::string normalize_path(std::string p);
 bool is_precious(const std::string& raw);
+bool is_worktree(const std::string& raw);
 bool runs_code_variable(sv assignment);
 bool setuid_mode(const std::string& m);
 bool is_block_device(sv p);
@@ -241,6 +243,7 @@ private:
 
     void git(Call& c);
     void git_sub(Call& c, std::size_t k, const std::string& sub);
+    void git_destroys_work(Call& c, std::size_t from, const std::string& sub);
     void commit_files(Call& c, std::size_t from);
     void git_push(Call& c, std::size_t from);
 

@@ -135,6 +135,17 @@ bool is_precious(const std::string& raw) {
     return contains(top, p);
 }
 
+// rm -r of these deletes the working directory's whole contents (or its
+// repository): ".", "..", "*", "./*", ".git", "$PWD".
+bool is_worktree(const std::string& raw) {
+    std::string p = normalize_path(raw);
+    if (starts_with(p, "./") && p.size() > 2) p.erase(0, 2);
+    if (p.size() > 2 && p.compare(p.size() - 2, 2, "/*") == 0) p.resize(p.size() - 2);
+    static constexpr auto names = sorted_names({".", "..", "*", ".*", ".git", "$PWD", "${PWD}", "$(pwd)", "`pwd`"});
+    static_assert(no_duplicates(names));
+    return contains(names, p);
+}
+
 // Environment variables that make an ordinary command load or run other code
 // (a loader, a shell's start-up file, a pager, a diff or ssh program, the
 // search path): set on any command, or exported, it is run_code.

@@ -63,6 +63,9 @@ const std::vector<ActionClass>& action_classes() {
         // cc-egress reads too) still keeps them from posting or uploading.
         {"network_write", "requests that send data or change remote state (POST, uploads, nc)", D::allow, D::deny},
         {"write_files", "writes, moves or deletes local files", D::allow, D::deny},
+        // Local work that no undo brings back (uncommitted changes, stashes,
+        // unmerged branches, the remote's commits under a forced push).
+        {"destroy_work", "git reset --hard, checkout/restore of paths, clean -f, stash drop/clear, branch -D, push --force, rm -r of the worktree", D::ask, D::deny},
         {"run_code", "runs code whose effect cannot be seen (scripts, make, interpreters)", D::allow, D::deny},
         {"privilege_escalation", "sudo, su, doas, pkexec, setuid chmod", D::deny, D::deny},
         {"destroy_system", "rm -rf /, mkfs, dd to devices, fork bombs, shutdown", D::deny, D::deny},
