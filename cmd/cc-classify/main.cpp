@@ -40,6 +40,10 @@ int main(int argc, char** argv) {
         if (!policy_path.empty()) {
             auto p = cc::policy::load(policy_path);
             if (!p) return cc::tool::report("cc-classify", p.error(), cc::tool::exit_usage);
+            if (auto e = cc::classify::check_command_rules(*p)) {
+                e->subject = "'" + policy_path + "': " + e->subject;
+                return cc::tool::report("cc-classify", *e, cc::tool::exit_usage);
+            }
             opts.policy = std::move(*p);
         }
         if (!hook.empty() && hook != "claude") return usage("--hook: unknown protocol '" + hook + "' (claude)");

@@ -288,3 +288,29 @@ TEST_CASE("issue 14: the command-line form and --jsonl agree on the whole case t
     CHECK(valued["commands"][0]["argv"] == json::array({"[x]"}));
     CHECK(valued["mode"] == "review");
 }
+
+TEST_CASE("issue 14: --policy with a command rule whose example disagrees is exit 2, naming the example") {
+    std::string dir = cc::test::scratch_dir();
+    std::ofstream(dir + "/rules.json")
+        << R"({"rules":[{"action":"command","match":["git","push",["--force","-f"]],"decision":"deny",)"
+           R"("examples":{"match":["git push --force"],"notMatch":["git push -f origin main"]}}]})";
+    auto bad = run({bin("cc-classify"), "--policy", dir + "/rules.json", "ls"});
+    CHECK(bad.status == 2);
+    CHECK(bad.out.empty());
+    CHECK(bad.err == "cc-classify: '" + dir + "/rules.json': rules[0].examples.notMatch[0]: 'git push -f origin main' matches the rule\n");
+    std::ofstream(dir + "/good.json")
+        << R"({"rules":[{"action":"command","match":["git","push",["--force","-f"]],"decision":"deny","reason":"no force",)"
+           R"("examples":{"match":["git push --force"],"notMatch":["git push origin main"]}}]})";
+    auto force = run({bin("cc-classify"), "--policy", dir + "/good.json", "--", "sudo -u me git push -f"});
+    CHECK(force.status == 11);
+    auto ok = run({bin("cc-classify"), "--policy", dir + "/good.json", "git push origin main"});
+    CHECK(ok.status == 10);
+    std::ofstream(dir + "/shape.json") << R"({"rules":[{"action":"command","match":[["git"]],"decision":"deny"}]})";
+    auto shape = run({bin("cc-classify"), "--policy", dir + "/shape.json", "ls"});
+    CHECK(shape.status == 2);
+    CHECK_THAT(shape.err, Catch::Contains("rules[0].match[0]: the command name must be a string"));
+    std::ofstream(dir + "/stray.json") << R"({"rules":[{"action":"push","match":["git"],"decision":"deny"}]})";
+    auto stray = run({bin("cc-classify"), "--policy", dir + "/stray.json", "ls"});
+    CHECK(stray.status == 2);
+    CHECK_THAT(stray.err, Catch::Contains("match"));
+}

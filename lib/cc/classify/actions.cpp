@@ -146,10 +146,12 @@ void Analyzer::simple(const Node& n, int depth) {
     ctx.stdin_script = std::move(piped_script_);
     piped_script_.reset();
     for (const auto& w : n.assigns)
-        if (runs_code_variable(w.text))
+        if (runs_code_variable(w.text) && (f.context_classes = true))
             add(f, kRun, "'" + w.text.substr(0, w.text.find('=')) + "' set here makes commands run other code");
     for (const auto& r : n.redirects) {
+        std::size_t before = f.classes.size();
         redirect(r, f);
+        if (f.classes.size() != before) f.context_classes = true;
         if ((r.op == "<<" || r.op == "<<-")) ctx.stdin_script = r.body;
         else if (r.op == "<<<" && !r.target.expanded) ctx.stdin_script = r.target.text;
     }
@@ -228,7 +230,7 @@ void Analyzer::command(const Args& a, std::size_t k, Finding& f, const Ctx& ctx,
     if (wrappers_ > max_wrappers)
         return add(f, kUnparsable, "wrappers nested deeper than " + std::to_string(max_wrappers) + " levels");
     for (; k < a.size() && is_assignment_text(a[k].text); ++k)  // env-style NAME=v
-        if (runs_code_variable(a[k].text))
+        if (runs_code_variable(a[k].text) && (f.context_classes = true))
             add(f, kRun, "'" + a[k].text.substr(0, a[k].text.find('=')) + "' in the environment makes the command run other code");
     if (k >= a.size()) return;
     if (a[k].dynamic) {
@@ -242,9 +244,15 @@ void Analyzer::command(const Args& a, std::size_t k, Finding& f, const Ctx& ctx,
     bool function = functions && functions->count(a[k].text);
     Call c{a, k, f, ctx, depth};
     sv name = c.name();
+    f.resolved.assign(1, std::string(name));
+    for (std::size_t j = k + 1; j < a.size(); ++j) f.resolved.push_back(a[j].text);
     fetch_and_run(c);
     // git-push, git-send-email, ... run by name or by path are git push, ...
-    if (starts_with(name, "git-") && name.size() > 4) return git_sub(c, k, std::string(name.substr(4)));
+    if (starts_with(name, "git-") && name.size() > 4) {
+        f.resolved[0] = std::string(name.substr(4));
+        f.resolved.insert(f.resolved.begin(), "git");
+        return git_sub(c, k, std::string(name.substr(4)));
+    }
     if (const Handler* h = handler(name)) {
         (this->*(*h))(c);
         return;
