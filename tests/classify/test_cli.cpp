@@ -238,7 +238,7 @@ TEST_CASE("--hook claude: PreToolUse in, hookSpecificOutput out, byte for byte")
 TEST_CASE("--help names every option; --version") {
     auto h = run({bin("cc-classify"), "--help"});
     CHECK(h.status == 0);
-    for (const char* o : {"--mode", "--policy", "--jsonl", "--hook", "--approver", "--approver-timeout", "--version"})
+    for (const char* o : {"--mode", "--policy", "--jsonl", "--explain", "--hook", "--approver", "--approver-timeout", "--version"})
         CHECK_THAT(h.out, Catch::Contains(o));
     auto v = run({bin("cc-classify"), "--version"});
     CHECK(v.status == 0);
@@ -313,4 +313,29 @@ TEST_CASE("issue 14: --policy with a command rule whose example disagrees is exi
     auto stray = run({bin("cc-classify"), "--policy", dir + "/stray.json", "ls"});
     CHECK(stray.status == 2);
     CHECK_THAT(stray.err, Catch::Contains("match"));
+}
+
+TEST_CASE("issue 14: --explain names the rule or default that decided each sub-command") {
+    std::string dir = cc::test::scratch_dir();
+    std::ofstream(dir + "/force.json")
+        << R"({"rules":[{"action":"command","match":["git","push",["--force","-f"]],"decision":"deny","reason":"no force pushes"}]})";
+    auto e = run({bin("cc-classify"), "--explain", "--policy", dir + "/force.json", "--", "ls && sudo git -C r push -f"});
+    CHECK(e.status == 11);
+    CHECK(e.out ==
+          "allow  ls\n"
+          "       classes none; known to only read\n"
+          "deny   sudo git -C r push -f\n"
+          "       classes destroy_work, privilege_escalation, push; decided by rules[0]: no force pushes\n"
+          "       resolved to git push -f\n"
+          "       sudo runs a command as another user\n"
+          "       git push --force overwrites the remote's commits\n"
+          "       git push\n"
+          "line: deny in chat mode (rules[0]): no force pushes\n");
+    auto plain = run({bin("cc-classify"), "--explain", "--mode", "plan", "git status"});
+    CHECK(plain.status == 0);
+    CHECK(plain.out == "allow  git status\n       classes none; known to only read\n"
+                       "line: allow in plan mode: every command is known to only read\n");
+    auto bad = run({bin("cc-classify"), "--explain", "--jsonl"});
+    CHECK(bad.status == 2);
+    CHECK(bad.err == "cc-classify: --explain: only with a command line\n");
 }
