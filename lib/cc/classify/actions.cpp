@@ -212,6 +212,7 @@ void Analyzer::reparse(const std::string& text, Finding& f, sv via, int depth) {
     shell::Script s = shell::parse(text);
     if (!s.ok) add(f, kUnparsable, std::string(via) + " string does not parse: " + s.error.message);
     Analyzer inner;
+    inner.resolve = resolve;
     std::unordered_set<std::string> names = function_names(s.root);
     if (functions) names.insert(functions->begin(), functions->end());
     inner.functions = &names;
@@ -244,13 +245,17 @@ void Analyzer::command(const Args& a, std::size_t k, Finding& f, const Ctx& ctx,
     bool function = functions && functions->count(a[k].text);
     Call c{a, k, f, ctx, depth};
     sv name = c.name();
-    f.resolved.assign(1, std::string(name));
-    for (std::size_t j = k + 1; j < a.size(); ++j) f.resolved.push_back(a[j].text);
+    if (resolve) {
+        f.resolved.assign(1, std::string(name));
+        for (std::size_t j = k + 1; j < a.size(); ++j) f.resolved.push_back(a[j].text);
+    }
     fetch_and_run(c);
     // git-push, git-send-email, ... run by name or by path are git push, ...
     if (starts_with(name, "git-") && name.size() > 4) {
-        f.resolved[0] = std::string(name.substr(4));
-        f.resolved.insert(f.resolved.begin(), "git");
+        if (resolve) {
+            f.resolved[0] = std::string(name.substr(4));
+            f.resolved.insert(f.resolved.begin(), "git");
+        }
         return git_sub(c, k, std::string(name.substr(4)));
     }
     if (const Handler* h = handler(name)) {
@@ -364,8 +369,9 @@ std::vector<Finding> find_actions_lexically(std::string_view line) {
     return std::move(a.out);
 }
 
-std::vector<Finding> find_actions(const shell::Script& script) {
+std::vector<Finding> find_actions(const shell::Script& script, bool resolve) {
     Analyzer a;
+    a.resolve = resolve;
     std::unordered_set<std::string> names = function_names(script.root);
     a.functions = &names;
     a.node(script.root, 0);

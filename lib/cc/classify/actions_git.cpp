@@ -35,8 +35,10 @@ void Analyzer::git(Call& c) {
     }
     if (k >= a.size()) return;  // git --version, git --help
     std::string sub = a[k].text;
-    c.f.resolved.assign(1, "git");  // without its global options, for command rules
-    for (std::size_t j = k; j < a.size(); ++j) c.f.resolved.push_back(a[j].text);
+    if (resolve) {  // without its global options, for command rules
+        c.f.resolved.assign(1, "git");
+        for (std::size_t j = k; j < a.size(); ++j) c.f.resolved.push_back(a[j].text);
+    }
     for (const auto& [name, value] : aliases) {
         if (name != sub) continue;
         if (!value.empty() && value[0] == '!') {

@@ -131,6 +131,9 @@ public:
     // Names of functions defined anywhere in the line: calling one runs its
     // body, which is judged where it is defined.
     const std::unordered_set<std::string>* functions = nullptr;
+    // Fill Finding::resolved (for command rules): it copies every command's
+    // words, so only when the policy has command rules.
+    bool resolve = false;
 
     void node(const Node& n, int depth);
 

@@ -58,7 +58,7 @@ SubCommand judge(Finding f, policy::Mode mode, const policy::Policy& pol) {
 
 std::optional<Error> check_command_rules(const policy::Policy& pol) {
     auto matches = [](const policy::Rule& rule, const std::string& line) {
-        for (const auto& f : find_actions(shell::parse(line)))
+        for (const auto& f : find_actions(shell::parse(line), true))
             if (policy::command_matches(rule.match, f.resolved)) return true;
         return false;
     };
@@ -83,7 +83,9 @@ Result classify(std::string_view line, policy::Mode mode, const policy::Policy& 
     r.mode = mode;
     std::vector<Finding> findings;
     shell::Script script = shell::parse(line);
-    findings = find_actions(script);
+    bool resolve = std::any_of(pol.rules.begin(), pol.rules.end(),
+                               [](const policy::Rule& rule) { return rule.action == "command"; });
+    findings = find_actions(script, resolve);
     script.root = {};  // the tree is done with (a 1 MiB line makes ~28 MB of it)
     if (!script.ok) {
         // Judged on what could be read, and never better than the unparsable class.
@@ -135,7 +137,7 @@ Result classify(std::string_view line, policy::Mode mode, const policy::Policy& 
         // without joining is judged too, in case that guess was wrong.
         shell::Limits raw;
         raw.join_continuations = false;
-        stricter(find_actions(shell::parse(line, raw)), " (read without joining continuations)");
+        stricter(find_actions(shell::parse(line, raw), resolve), " (read without joining continuations)");
     }
     // The parser could not decide: never weaker than any command of the
     // line cut at every operator (a misread that hides a later sudo stays a deny).

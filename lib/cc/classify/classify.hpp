@@ -45,8 +45,9 @@ struct Finding {
     std::size_t offset = 0;            // byte offset of the command in the line
 };
 
-// Step 1. Does not look at the mode or the policy.
-std::vector<Finding> find_actions(const shell::Script& script);
+// Step 1. Does not look at the mode or the policy. `resolve` fills
+// Finding::resolved, which command rules need (it copies every command's words).
+std::vector<Finding> find_actions(const shell::Script& script, bool resolve = false);
 
 // The reading of last resort, for a line the parser rejected: the line cut at
 // every byte that could end a command (; & | newline parentheses braces
