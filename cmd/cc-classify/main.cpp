@@ -18,11 +18,12 @@ int main(int argc, char** argv) {
         CLI::App app{"Classify a shell command line into action classes and decide allow, ask or deny."};
         std::string mode_name = "chat", policy_path, hook, approver_cmd;
         int approver_timeout_ms = 30000;
-        bool jsonl = false;
+        bool jsonl = false, explain = false;
         std::vector<std::string> words;
         app.add_option("--mode", mode_name, "chat, plan, review or orchestrate (default chat)");
         app.add_option("--policy", policy_path, "policy file (JSON, version 1); '-' is stdin");
         app.add_flag("--jsonl", jsonl, "read {\"cmd\",\"mode\"} lines on stdin, write one result line each");
+        app.add_flag("--explain", explain, "print which rule or default decided each sub-command, and why, as text");
         app.add_option("--hook", hook, "speak an agent CLI's pre-execution hook protocol on stdin/stdout (claude)");
         app.add_option("--approver", approver_cmd, "program that answers allow or deny to an ask (argv split on blanks)");
         app.add_option("--approver-timeout", approver_timeout_ms, "milliseconds to wait for the approver (default 30000)");
@@ -40,12 +41,17 @@ int main(int argc, char** argv) {
         if (!policy_path.empty()) {
             auto p = cc::policy::load(policy_path);
             if (!p) return cc::tool::report("cc-classify", p.error(), cc::tool::exit_usage);
+            if (auto e = cc::classify::check_command_rules(*p)) {
+                e->subject = "'" + policy_path + "': " + e->subject;
+                return cc::tool::report("cc-classify", *e, cc::tool::exit_usage);
+            }
             opts.policy = std::move(*p);
         }
         if (!hook.empty() && hook != "claude") return usage("--hook: unknown protocol '" + hook + "' (claude)");
         if (approver_timeout_ms <= 0) return usage("--approver-timeout: must be a positive number of milliseconds");
         int forms = (jsonl ? 1 : 0) + (!hook.empty() ? 1 : 0) + (!words.empty() ? 1 : 0);
         if (forms != 1) return usage("give exactly one of a command line, '--jsonl' or '--hook claude'");
+        if (explain && words.empty()) return usage("--explain: only with a command line");
         if (!approver_cmd.empty() || !hook.empty()) {
             auto approver = cc::policy::approver_from_command(approver_cmd, std::chrono::milliseconds(approver_timeout_ms));
             if (!approver_cmd.empty() && approver.argv.empty()) return usage("--approver: empty command");
@@ -66,7 +72,8 @@ int main(int argc, char** argv) {
         std::string line;
         for (const auto& w : words) line += (line.empty() ? "" : " ") + w;
         std::string json;
-        int status = cc::classify::run_line(line, opts, json);
+        int status = explain ? cc::classify::run_explain(line, opts, json) : cc::classify::run_line(line, opts, json);
+        if (explain && !json.empty()) json.pop_back();  // emit_line adds the last newline
         // A reader that stopped reading is not an error (as in cc::tool::run).
         return cc::tool::emit_line(json) ? status : cc::tool::exit_ok;
     });

@@ -268,3 +268,71 @@ TEST_CASE("issue 14: brace expansion and IFS splitting (expansions.hpp)") {
     CHECK(ifs("a${IFS:0:1}b") == V{"a", "b"});
     CHECK(ifs("$IFSX") == V{"(none)"});
 }
+
+// Issue 14: command rules in the policy file, applied to the command as its
+// tool sees it (after wrappers and global options), with examples checked.
+TEST_CASE("issue 14: command rules decide the resolved command, in every mode") {
+    auto p = cc::policy::parse(R"({"version":1,"rules":[
+        {"action":"command","match":["git","push",["--force","-f"]],"decision":"deny","reason":"no force pushes",
+         "examples":{"match":["git -C repo push -f origin main"],"notMatch":["git push origin main"]}},
+        {"action":"command","match":["mytool","status"],"decision":"allow"},
+        {"action":"command","match":["make"],"modes":["chat"],"decision":"ask"}]})", "test");
+    REQUIRE(p);
+    REQUIRE_FALSE(cc::classify::check_command_rules(*p));
+    for (Mode m : {Mode::chat, Mode::plan, Mode::review, Mode::orchestrate}) {
+        INFO(cc::policy::to_string(m));
+        // Through global options and a wrapper: the rule still sees "git push -f".
+        auto force = cc::classify::classify("timeout 60 git -C repo -c x=y push -f origin main", m, *p);
+        CHECK(force.decision == Decision::deny);
+        CHECK(force.reason == "no force pushes");
+        CHECK(force.source == "rules[0]");
+        CHECK(force.commands.at(0).finding.resolved ==
+              std::vector<std::string>{"git", "push", "-f", "origin", "main"});
+        // An operator's tool, allowed without a rebuild; its other subcommands are not.
+        auto status = cc::classify::classify("/opt/bin/mytool status --all", m, *p);
+        CHECK(status.decision == Decision::allow);
+        CHECK(status.source == "rules[1]");
+        CHECK(cc::classify::classify("mytool deploy", m, *p).decision ==
+              (m == Mode::chat ? Decision::allow : Decision::deny));
+        // An allow rule never lifts a hard deny, a redirection or a loader variable.
+        CHECK(cc::classify::classify("sudo mytool status", m, *p).decision == Decision::deny);
+        CHECK(cc::classify::classify("LD_PRELOAD=/x.so mytool status", m, *p).decision ==
+              (m == Mode::chat ? Decision::allow : Decision::deny));
+        CHECK(cc::classify::classify("mytool status > out.txt", m, *p).decision ==
+              (m == Mode::chat ? Decision::allow : Decision::deny));
+        // A rule for one mode: chat asks for make, the read-only modes deny it as before.
+        CHECK(cc::classify::classify("make test", m, *p).decision == (m == Mode::chat ? Decision::ask : Decision::deny));
+    }
+    // A push in a read-only mode stays denied whatever a command rule says.
+    auto lift = cc::policy::parse(R"({"rules":[{"action":"command","match":["git","push"],"decision":"allow"}]})", "t");
+    REQUIRE(lift);
+    CHECK(cc::classify::classify("git push", Mode::plan, *lift).decision == Decision::deny);
+    CHECK(cc::classify::classify("git push", Mode::chat, *lift).decision == Decision::allow);
+}
+
+TEST_CASE("issue 14: a command rule whose example disagrees fails, naming the example") {
+    auto wrong = cc::policy::parse(R"({"rules":[
+        {"action":"command","match":["git","reset","--hard"],"decision":"ask",
+         "examples":{"match":["git reset --hard","sudo git -C x reset --hard HEAD"],"notMatch":["git reset --soft","git reset HEAD --hard"]}}]})", "t");
+    REQUIRE(wrong);
+    auto e = cc::classify::check_command_rules(*wrong);
+    REQUIRE(e);
+    CHECK(e->one_line() == "rules[0].examples.notMatch[1]: 'git reset HEAD --hard' matches the rule");
+    auto miss = cc::policy::parse(R"({"rules":[
+        {"action":"command","match":["npm","publish"],"decision":"deny","examples":{"match":["npm run publish-docs"]}}]})", "t");
+    REQUIRE(miss);
+    auto m = cc::classify::check_command_rules(*miss);
+    REQUIRE(m);
+    CHECK(m->one_line() == "rules[0].examples.match[0]: 'npm run publish-docs' does not match the rule");
+}
+
+TEST_CASE("issue 14: command rule patterns: name, then later words in order") {
+    using cc::policy::command_matches;
+    std::vector<std::vector<std::string>> force = {{"git"}, {"push"}, {"--force", "-f"}};
+    CHECK(command_matches(force, {"git", "push", "origin", "main", "--force"}));
+    CHECK(command_matches(force, {"git", "push", "-f"}));
+    CHECK_FALSE(command_matches(force, {"git", "push", "origin"}));
+    CHECK_FALSE(command_matches(force, {"git", "-f", "push"}));
+    CHECK_FALSE(command_matches(force, {"hub", "push", "-f"}));
+    CHECK_FALSE(command_matches(force, {}));
+}

@@ -238,7 +238,7 @@ TEST_CASE("--hook claude: PreToolUse in, hookSpecificOutput out, byte for byte")
 TEST_CASE("--help names every option; --version") {
     auto h = run({bin("cc-classify"), "--help"});
     CHECK(h.status == 0);
-    for (const char* o : {"--mode", "--policy", "--jsonl", "--hook", "--approver", "--approver-timeout", "--version"})
+    for (const char* o : {"--mode", "--policy", "--jsonl", "--explain", "--hook", "--approver", "--approver-timeout", "--version"})
         CHECK_THAT(h.out, Catch::Contains(o));
     auto v = run({bin("cc-classify"), "--version"});
     CHECK(v.status == 0);
@@ -287,4 +287,55 @@ TEST_CASE("issue 14: the command-line form and --jsonl agree on the whole case t
     auto valued = json::parse(run({bin("cc-classify"), "--mode", "review", "[x]"}).out);
     CHECK(valued["commands"][0]["argv"] == json::array({"[x]"}));
     CHECK(valued["mode"] == "review");
+}
+
+TEST_CASE("issue 14: --policy with a command rule whose example disagrees is exit 2, naming the example") {
+    std::string dir = cc::test::scratch_dir();
+    std::ofstream(dir + "/rules.json")
+        << R"({"rules":[{"action":"command","match":["git","push",["--force","-f"]],"decision":"deny",)"
+           R"("examples":{"match":["git push --force"],"notMatch":["git push -f origin main"]}}]})";
+    auto bad = run({bin("cc-classify"), "--policy", dir + "/rules.json", "ls"});
+    CHECK(bad.status == 2);
+    CHECK(bad.out.empty());
+    CHECK(bad.err == "cc-classify: '" + dir + "/rules.json': rules[0].examples.notMatch[0]: 'git push -f origin main' matches the rule\n");
+    std::ofstream(dir + "/good.json")
+        << R"({"rules":[{"action":"command","match":["git","push",["--force","-f"]],"decision":"deny","reason":"no force",)"
+           R"("examples":{"match":["git push --force"],"notMatch":["git push origin main"]}}]})";
+    auto force = run({bin("cc-classify"), "--policy", dir + "/good.json", "--", "sudo -u me git push -f"});
+    CHECK(force.status == 11);
+    auto ok = run({bin("cc-classify"), "--policy", dir + "/good.json", "git push origin main"});
+    CHECK(ok.status == 10);
+    std::ofstream(dir + "/shape.json") << R"({"rules":[{"action":"command","match":[["git"]],"decision":"deny"}]})";
+    auto shape = run({bin("cc-classify"), "--policy", dir + "/shape.json", "ls"});
+    CHECK(shape.status == 2);
+    CHECK_THAT(shape.err, Catch::Contains("rules[0].match[0]: the command name must be a string"));
+    std::ofstream(dir + "/stray.json") << R"({"rules":[{"action":"push","match":["git"],"decision":"deny"}]})";
+    auto stray = run({bin("cc-classify"), "--policy", dir + "/stray.json", "ls"});
+    CHECK(stray.status == 2);
+    CHECK_THAT(stray.err, Catch::Contains("match"));
+}
+
+TEST_CASE("issue 14: --explain names the rule or default that decided each sub-command") {
+    std::string dir = cc::test::scratch_dir();
+    std::ofstream(dir + "/force.json")
+        << R"({"rules":[{"action":"command","match":["git","push",["--force","-f"]],"decision":"deny","reason":"no force pushes"}]})";
+    auto e = run({bin("cc-classify"), "--explain", "--policy", dir + "/force.json", "--", "ls && sudo git -C r push -f"});
+    CHECK(e.status == 11);
+    CHECK(e.out ==
+          "allow  ls\n"
+          "       classes none; known to only read\n"
+          "deny   sudo git -C r push -f\n"
+          "       classes destroy_work, privilege_escalation, push; decided by rules[0]: no force pushes\n"
+          "       resolved to git push -f\n"
+          "       sudo runs a command as another user\n"
+          "       git push --force overwrites the remote's commits\n"
+          "       git push\n"
+          "line: deny in chat mode (rules[0]): no force pushes\n");
+    auto plain = run({bin("cc-classify"), "--explain", "--mode", "plan", "git status"});
+    CHECK(plain.status == 0);
+    CHECK(plain.out == "allow  git status\n       classes none; known to only read\n"
+                       "line: allow in plan mode: every command is known to only read\n");
+    auto bad = run({bin("cc-classify"), "--explain", "--jsonl"});
+    CHECK(bad.status == 2);
+    CHECK(bad.err == "cc-classify: --explain: only with a command line\n");
 }

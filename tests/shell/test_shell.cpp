@@ -384,3 +384,53 @@ TEST_CASE("issue 14: a here-document inside backquotes ends with them (found by 
     // In $( ) the body is read after the line, as bash 5.2 does.
     CHECK(commands(parse("echo $(cat <<EOF)\nsudo id\nEOF\n")) == V{"echo|$(cat <<EOF)", "cat"});
 }
+
+namespace {
+
+// The body of the first here-document anywhere in the tree.
+std::string first_heredoc_body(const Script& s) {
+    std::string body;
+    bool found = false;
+    walk(s.root, [&](const Node& n) {
+        for (const auto& r : n.redirects)
+            if (!found && (r.op == "<<" || r.op == "<<-")) {
+                body = r.body;
+                found = true;
+            }
+    });
+    return found ? body : "<none>";
+}
+
+}  // namespace
+
+// Issue 14: bash 5.2 reads the body of a here-document opened inside $( ) from
+// the lines after the one that closed the substitution (`echo "[$(cat <<EOF)]"`
+// then `hello`, `EOF` prints "[hello]"). The printer printed the word as
+// written and dropped that body, which lies outside the word.
+TEST_CASE("issue 14: a here-document opened in $( ) keeps its body through print") {
+    for (std::string line : {std::string("echo \"[$(cat <<EOF)]\"\nhello\nEOF\necho after\n"),
+                             std::string("x=$(bash <<A) y\nsudo id\nA\n"),
+                             std::string("cat <<A $(cat <<B)\none\nA\ntwo\nB\n"),
+                             std::string("echo $(echo $(cat <<EOF))\ndeep\nEOF\n"),
+                             std::string("echo $(cat <<EOF)\ncut off")}) {
+        Script s = parse(line);
+        INFO("line: " << line);
+        REQUIRE(s.ok);
+        std::string printed = print(s.root, line);
+        INFO("printed: " << printed);
+        Script back = parse(printed);
+        REQUIRE(back.ok);
+        std::string why;
+        CHECK(same_tree(s.root, back.root, &why));
+        CHECK(why == "");
+        CHECK(first_heredoc_body(back) == first_heredoc_body(s));
+    }
+    CHECK(first_heredoc_body(parse("echo \"[$(cat <<EOF)]\"\nhello\nEOF\n")) == "hello\n");
+    // A body written inside the substitution stays there, printed once.
+    std::string inside = "echo $(cat <<EOF\nin\nEOF\n)\necho next\n";
+    Script s = parse(inside);
+    REQUIRE(s.ok);
+    std::string printed = print(s.root, inside);
+    CHECK(printed.find("in\nEOF\n)") != std::string::npos);
+    CHECK(printed.find("in\nEOF") == printed.rfind("in\nEOF"));
+}

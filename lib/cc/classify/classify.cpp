@@ -35,17 +35,57 @@ SubCommand judge(Finding f, policy::Mode mode, const policy::Policy& pol) {
         }
     }
     if (first) s.reason = "known to only read";
+    // A command rule decides the sub-command, except that it never lifts a
+    // hard deny (privilege escalation, system destruction, namespace escape,
+    // a push in a read-only mode) nor what came from around the command (a
+    // redirection, LD_PRELOAD): those are not the command's to grant.
+    if (!s.finding.resolved.empty())
+        if (auto v = policy::decide_command(pol, s.finding.resolved, mode)) {
+            bool hard = s.source.rfind("mode:", 0) == 0 || s.finding.context_classes;
+            for (const auto& cls : s.finding.classes)
+                if (const auto* c = policy::find_class(cls); c && c->chat == Decision::deny) hard = true;
+            if (v->decision >= s.decision || !hard) {
+                s.decision = v->decision;
+                s.reason = std::move(v->reason);
+                s.source = std::move(v->source);
+                s.action = "command";
+            }
+        }
     return s;
 }
 
 }  // namespace
+
+std::optional<Error> check_command_rules(const policy::Policy& pol) {
+    auto matches = [](const policy::Rule& rule, const std::string& line) {
+        for (const auto& f : find_actions(shell::parse(line), true))
+            if (policy::command_matches(rule.match, f.resolved)) return true;
+        return false;
+    };
+    for (std::size_t i = 0; i < pol.rules.size(); ++i) {
+        const policy::Rule& rule = pol.rules[i];
+        if (rule.action != "command") continue;
+        std::string at = "rules[" + std::to_string(i) + "].examples.";
+        for (std::size_t j = 0; j < rule.examples_match.size(); ++j)
+            if (!matches(rule, rule.examples_match[j]))
+                return input_error(at + "match[" + std::to_string(j) + "]",
+                                   "'" + rule.examples_match[j] + "' does not match the rule");
+        for (std::size_t j = 0; j < rule.examples_not_match.size(); ++j)
+            if (matches(rule, rule.examples_not_match[j]))
+                return input_error(at + "notMatch[" + std::to_string(j) + "]",
+                                   "'" + rule.examples_not_match[j] + "' matches the rule");
+    }
+    return std::nullopt;
+}
 
 Result classify(std::string_view line, policy::Mode mode, const policy::Policy& pol) {
     Result r;
     r.mode = mode;
     std::vector<Finding> findings;
     shell::Script script = shell::parse(line);
-    findings = find_actions(script);
+    bool resolve = std::any_of(pol.rules.begin(), pol.rules.end(),
+                               [](const policy::Rule& rule) { return rule.action == "command"; });
+    findings = find_actions(script, resolve);
     script.root = {};  // the tree is done with (a 1 MiB line makes ~28 MB of it)
     if (!script.ok) {
         // Judged on what could be read, and never better than the unparsable class.
@@ -97,7 +137,7 @@ Result classify(std::string_view line, policy::Mode mode, const policy::Policy& 
         // without joining is judged too, in case that guess was wrong.
         shell::Limits raw;
         raw.join_continuations = false;
-        stricter(find_actions(shell::parse(line, raw)), " (read without joining continuations)");
+        stricter(find_actions(shell::parse(line, raw), resolve), " (read without joining continuations)");
     }
     // The parser could not decide: never weaker than any command of the
     // line cut at every operator (a misread that hides a later sudo stays a deny).

@@ -35,11 +35,19 @@ struct Finding {
     std::vector<std::string> classes;  // sorted, unique; empty = known to only read
     std::vector<std::string> notes;    // why each class was given
     std::vector<std::string> refs;     // push: destination refs the line names
+    // The command as its tool sees it, for command rules: after wrappers (sudo,
+    // env, timeout, ...) and the tool's global options (git -C dir), the
+    // name without its directory. Empty when no command was resolved.
+    std::vector<std::string> resolved;
+    // Classes came from around the command (a redirection, a variable that
+    // makes it run other code): a command rule may add to them, never lift them.
+    bool context_classes = false;
     std::size_t offset = 0;            // byte offset of the command in the line
 };
 
-// Step 1. Does not look at the mode or the policy.
-std::vector<Finding> find_actions(const shell::Script& script);
+// Step 1. Does not look at the mode or the policy. `resolve` fills
+// Finding::resolved, which command rules need (it copies every command's words).
+std::vector<Finding> find_actions(const shell::Script& script, bool resolve = false);
 
 // The reading of last resort, for a line the parser rejected: the line cut at
 // every byte that could end a command (; & | newline parentheses braces
@@ -68,6 +76,11 @@ struct Result {
     std::vector<SubCommand> commands;
     std::optional<shell::ParseError> parse_error;
 };
+
+// A policy's command rules checked against their own examples: each "match"
+// line must have a sub-command the rule matches, no "notMatch" line may. The
+// error names the example ("rules[2].examples.notMatch[0]").
+std::optional<Error> check_command_rules(const policy::Policy& policy);
 
 // Step 2. A line that does not parse (or is too long, or nested too deep) is
 // judged on what could be read, plus the `unparsable` class.

@@ -76,6 +76,35 @@ int run_line(const std::string& line, const Options& opts, std::string& json) {
     return status;
 }
 
+std::string explain(const Result& r) {
+    auto joined = [](const std::vector<std::string>& v, const char* sep) {
+        std::string s;
+        for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+        return s;
+    };
+    auto pad = [](std::string_view d) { return std::string(d) + std::string(7 - d.size(), ' '); };
+    std::string out;
+    for (const auto& s : r.commands) {
+        out += pad(policy::to_string(s.decision)) + (s.finding.argv.empty() ? "(the line)" : joined(s.finding.argv, " ")) + '\n';
+        out += "       classes " + (s.finding.classes.empty() ? std::string("none") : joined(s.finding.classes, ", "));
+        out += s.source.empty() ? "; " + s.reason : "; decided by " + s.source + ": " + s.reason;
+        out += '\n';
+        if (!s.finding.resolved.empty() && s.finding.resolved != s.finding.argv)
+            out += "       resolved to " + joined(s.finding.resolved, " ") + '\n';
+        for (const auto& n : s.finding.notes) out += "       " + n + '\n';
+    }
+    out += "line: " + std::string(policy::to_string(r.decision)) + " in " + std::string(policy::to_string(r.mode)) +
+           " mode" + (r.source.empty() ? "" : " (" + r.source + ")") + ": " + r.reason + '\n';
+    return out;
+}
+
+int run_explain(const std::string& line, const Options& opts, std::string& text) {
+    Result r = classify(line, opts.mode, opts.policy);
+    resolve(r, line, opts.resolver);
+    text = explain(r);
+    return exit_status(r.decision);
+}
+
 int run_line(const std::string& line, const Options& opts, std::ostream& out) {
     std::string json;
     int status = run_line(line, opts, json);

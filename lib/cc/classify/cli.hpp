@@ -53,6 +53,15 @@ int run_line(const std::string& line, const Options& opts, std::ostream& out);
 // that writes it itself (cc-classify: one write(2), no stdio buffer).
 int run_line(const std::string& line, const Options& opts, std::string& json);
 
+// --explain: the same judgement as text, one block per sub-command (its
+// decision, argv, classes, the rule or default that decided and why, the
+// notes of what gave each class), then the line's decision.
+//   deny   git push -f
+//          classes destroy_work, push; decided by rules[0]: no force pushes
+//          git push --force overwrites the remote's commits
+std::string explain(const Result& r);
+int run_explain(const std::string& line, const Options& opts, std::string& text);
+
 // {"cmd": "...", "mode": "...", "id": any} per input line -> one result line
 // each, in order. A malformed line is answered with {"error":..., "decision":
 // "deny"} and the run ends with status 2 (named on `err`); otherwise 0.

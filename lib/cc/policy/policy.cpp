@@ -63,6 +63,9 @@ const std::vector<ActionClass>& action_classes() {
         // cc-egress reads too) still keeps them from posting or uploading.
         {"network_write", "requests that send data or change remote state (POST, uploads, nc)", D::allow, D::deny},
         {"write_files", "writes, moves or deletes local files", D::allow, D::deny},
+        // Local work that no undo brings back (uncommitted changes, stashes,
+        // unmerged branches, the remote's commits under a forced push).
+        {"destroy_work", "git reset --hard, checkout/restore of paths, clean -f, stash drop/clear, branch -D, push --force, rm -r of the worktree", D::ask, D::deny},
         {"run_code", "runs code whose effect cannot be seen (scripts, make, interpreters)", D::allow, D::deny},
         {"privilege_escalation", "sudo, su, doas, pkexec, setuid chmod", D::deny, D::deny},
         {"destroy_system", "rm -rf /, mkfs, dd to devices, fork bombs, shutdown", D::deny, D::deny},
@@ -91,6 +94,41 @@ std::vector<std::string> placeholders(const std::string& pattern) {
     return out;
 }
 
+// "match": ["git", "push", ["--force", "-f"]]: words or non-empty lists of
+// alternatives; "examples": {"match": [...], "notMatch": [...]}.
+Status parse_command_rule(json::ObjectReader& r, const std::string& path, Rule& rule) {
+    r.optional_value("match", [&](const json::json& m, const std::string& at) -> Status {
+        if (!m.is_array() || m.empty()) return input_error(at, "must be a non-empty array");
+        for (std::size_t i = 0; i < m.size(); ++i) {
+            std::vector<std::string> alts;
+            if (m[i].is_string()) {
+                alts.push_back(m[i].get<std::string>());
+            } else if (m[i].is_array() && !m[i].empty() && i > 0) {
+                for (const auto& a : m[i]) {
+                    if (!a.is_string()) return input_error(json::join(at, i), "alternatives must be strings");
+                    alts.push_back(a.get<std::string>());
+                }
+            } else {
+                return input_error(json::join(at, i), i == 0 ? "the command name must be a string"
+                                                             : "must be a string or a non-empty array of strings");
+            }
+            for (const auto& a : alts)
+                if (a.empty()) return input_error(json::join(at, i), "must not be empty");
+            rule.match.push_back(std::move(alts));
+        }
+        return ok();
+    });
+    r.optional_value("examples", [&](const json::json& e, const std::string& at) -> Status {
+        json::ObjectReader er(e, at);
+        er.optional("match", rule.examples_match);
+        er.optional("notMatch", rule.examples_not_match);
+        if (auto err = er.finish()) return *err;
+        return ok();
+    });
+    (void)path;
+    return ok();
+}
+
 Status parse_rule(const json::json& j, const std::string& path, Rule& rule) {
     json::ObjectReader r(j, path);
     std::string decision;
@@ -101,8 +139,13 @@ Status parse_rule(const json::json& j, const std::string& path, Rule& rule) {
     r.optional("kinds", rule.kinds);
     r.optional("modes", modes);
     r.optional("reason", rule.reason);
+    if (rule.action == "command") {
+        if (auto s = parse_command_rule(r, path, rule); !s) return s;
+    }
     if (auto e = r.finish()) return *e;
-    if (!find_class(rule.action))
+    if (rule.action == "command" && rule.match.empty())
+        return input_error(json::join(path, "match"), "a command rule needs a match");
+    if (rule.action != "command" && !find_class(rule.action))
         return input_error(json::join(path, "action"), "unknown action '" + rule.action + "'");
     auto d = parse_decision(decision);
     if (!d) return input_error(json::join(path, "decision"),
@@ -227,6 +270,42 @@ bool ref_matches(const std::string& pattern, const std::string& ref, const std::
     }
     std::string full = filled.rfind("refs/", 0) == 0 ? filled : "refs/heads/" + filled;
     return ::fnmatch(full.c_str(), ref.c_str(), 0) == 0;
+}
+
+bool command_matches(const std::vector<std::vector<std::string>>& pattern, const std::vector<std::string>& argv) {
+    if (pattern.empty() || argv.empty()) return false;
+    auto is = [](const std::vector<std::string>& alts, const std::string& w) {
+        return std::find(alts.begin(), alts.end(), w) != alts.end();
+    };
+    if (!is(pattern[0], argv[0])) return false;
+    std::size_t k = 1;
+    for (std::size_t i = 1; i < pattern.size(); ++i) {
+        while (k < argv.size() && !is(pattern[i], argv[k])) ++k;
+        if (k == argv.size()) return false;
+        ++k;
+    }
+    return true;
+}
+
+std::optional<Verdict> decide_command(const Policy& policy, const std::vector<std::string>& argv, Mode mode) {
+    for (std::size_t i = 0; i < policy.rules.size(); ++i) {
+        const Rule& rule = policy.rules[i];
+        if (rule.action != "command") continue;
+        if (!rule.modes.empty() && std::find(rule.modes.begin(), rule.modes.end(), mode) == rule.modes.end())
+            continue;
+        if (!command_matches(rule.match, argv)) continue;
+        Verdict v;
+        v.decision = rule.decision;
+        v.source = "rules[" + std::to_string(i) + "]";
+        v.reason = !rule.reason.empty() ? rule.reason
+                                        : "'" + argv[0] + "' is " +
+                                              (rule.decision == Decision::allow ? "allowed"
+                                               : rule.decision == Decision::ask ? "asked"
+                                                                                : "denied") +
+                                              " by " + v.source;
+        return v;
+    }
+    return std::nullopt;
 }
 
 Verdict decide(const Policy& policy, const Question& q, const PushFacts& facts) {

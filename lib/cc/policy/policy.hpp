@@ -11,6 +11,12 @@
 //      {"action": "push", "refs": ["main", "refs/tags/*"], "decision": "deny", "reason": "..."},
 //      {"action": "push", "refs": ["refs/heads/agent/${conversation}/*"], "kinds": ["force"], "decision": "allow"},
 //      {"action": "install_package", "modes": ["chat"], "decision": "ask"}]}
+//   Command rules name a simple command as cc-classify resolved it (after
+//   wrappers such as sudo or env, and a tool's global options such as git -C):
+//      {"action": "command", "match": ["git", "push", ["--force", "-f"]], "decision": "deny",
+//       "reason": "...", "examples": {"match": ["git -C x push -f"], "notMatch": ["git push"]}}
+//   The first element matches the command's name, each later one (a word, or
+//   a list of alternatives) a later word, in order, not necessarily adjacent.
 // The first rule whose action (and refs, and modes, when given) match decides;
 // where none matches, the mode's default table does. Unknown actions,
 // decisions, modes or fields are input errors.
@@ -59,6 +65,10 @@ struct Rule {
     std::vector<Mode> modes;         // empty: every mode
     Decision decision = Decision::deny;
     std::string reason;
+    // action "command" only: the pattern, and command lines it must match and
+    // must not match (checked when the policy is loaded by cc-classify).
+    std::vector<std::vector<std::string>> match;
+    std::vector<std::string> examples_match, examples_not_match;
 };
 
 struct Policy {
@@ -83,6 +93,14 @@ struct Verdict {
     std::string reason;  // human-readable, fit for git's "(Control Center policy: <reason>)"
     std::string source;  // "rules[2]" or "default:chat"
 };
+
+// Does a command rule's pattern match a resolved simple command (argv[0] the
+// command's name, without its directory)?
+bool command_matches(const std::vector<std::vector<std::string>>& pattern, const std::vector<std::string>& argv);
+
+// The first command rule for this mode whose pattern matches, as a verdict
+// ("rules[i]"), or nullopt.
+std::optional<Verdict> decide_command(const Policy& policy, const std::vector<std::string>& argv, Mode mode);
 
 // What a push question knows besides the ref: the kind of change and the
 // session's names for ${agent}, ${conversation} and ${session} in refs.

@@ -36,6 +36,7 @@ struct Redirect {
     // Here-documents: the body, whether its delimiter was quoted (then the body
     // is data), and the substitutions parsed out of an unquoted body.
     std::string body;
+    std::size_t body_offset = 0;  // byte offset of the body in the source
     bool body_quoted = false;
     std::vector<Node> body_subs;
 };

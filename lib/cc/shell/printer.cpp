@@ -40,6 +40,28 @@ private:
         } else {
             out_ += w.text;
         }
+        for (const auto& sub : w.subs) bodies_after(sub, w.end);
+    }
+
+    static bool heredoc(const Redirect& r) { return r.op == "<<" || r.op == "<<-"; }
+
+    // A here-document opened inside $( ) reads its body from the lines after
+    // the one that closed the substitution (bash 5.2 does), outside the word
+    // printed as written: it is due at the next newline like any other. The
+    // order is the parser's: a command's substitutions register their bodies
+    // before the command's own.
+    void bodies_after(const Node& n, std::size_t word_end) {
+        auto words = [&](const std::vector<Word>& ws) {
+            for (const auto& w : ws)
+                for (const auto& sub : w.subs) bodies_after(sub, word_end);
+        };
+        words(n.assigns);
+        words(n.words);
+        for (const auto& r : n.redirects)
+            for (const auto& sub : r.target.subs) bodies_after(sub, word_end);
+        for (const auto& c : n.children) bodies_after(c, word_end);
+        for (const auto& r : n.redirects)
+            if (heredoc(r) && r.body_offset >= word_end) bodies_.push_back({&r.body, r.target.text});
     }
 
     // A body cut off by the end of the input (no newline before it ended)
@@ -96,14 +118,16 @@ private:
         sep(";");
     }
 
-    void redirects(const Node& n) {
+    // A command's own here-documents are registered when it ends, after those
+    // of substitutions in its words (the parser's order): `own` collects them.
+    void redirects(const Node& n, std::vector<Body>* own = nullptr) {
         for (const auto& r : n.redirects) {
             out_ += ' ';
             if (r.fd >= 0) out_ += std::to_string(r.fd);
             out_ += r.op;
             out_ += ' ';  // "< <(x)" is not "<<(x)"
             raw(r.target);
-            if (r.op == "<<" || r.op == "<<-") bodies_.push_back({&r.body, r.target.text});
+            if (heredoc(r)) (own ? *own : bodies_).push_back({&r.body, r.target.text});
         }
     }
 
@@ -133,10 +157,14 @@ private:
                 // Redirections first: a word that followed one in the source
                 // ("3>x {") must not come out at the start, where it would be
                 // a reserved word.
-                redirects(n);
+            {
+                std::vector<Body> own;
+                redirects(n, &own);
                 words(n.assigns);
                 words(n.words);
+                bodies_.insert(bodies_.end(), own.begin(), own.end());
                 return;
+            }
             case Kind::subshell:
                 out_ += "( ";
                 if (!n.children.empty()) list(n.children[0]);
@@ -218,7 +246,10 @@ private:
                 return;
             case Kind::arith:
                 out_ += "((";
-                if (!n.words.empty()) out_ += n.words[0].text;
+                if (!n.words.empty()) {
+                    out_ += n.words[0].text;
+                    for (const auto& sub : n.words[0].subs) bodies_after(sub, n.words[0].end);
+                }
                 out_ += "))";
                 redirects(n);
                 return;

@@ -1,0 +1,427 @@
+// Package managers: install, remove, publish, and the scripts they run.
+#include "cc/classify/analyzer.hpp"
+
+namespace cc::classify::detail {
+
+void Analyzer::package_manager(Call& c, std::size_t from, const PkgSpec& spec, sv sopts, std::initializer_list<sv> lopts) {
+    auto p = positionals(c.a, from, sopts, lopts);
+    std::string tool(c.name());
+    if (p.empty()) {
+        if (spec.bare_installs && !has_flag(c.a, from, c.a.size(), 'v', {"--version", "--help"}) &&
+            !has_flag(c.a, from, c.a.size(), 'h', {}))
+            add(c.f, kInstall, tool + " installs dependencies");
+        return;
+    }
+    std::string sub = c.a[p[0]].text;
+    auto in = [&](std::initializer_list<sv> l) { return std::find(l.begin(), l.end(), sv(sub)) != l.end(); };
+    std::string what = tool + " " + sub;
+    if (in(spec.install)) return add(c.f, kInstall, what);
+    if (in(spec.publish)) return add(c.f, kPublish, what);
+    if (in(spec.remove)) return add(c.f, kWrite, what);
+    if (in(spec.run)) return add(c.f, kRun, what);
+    if (in(spec.net_write)) {
+        add(c.f, kNet, what);
+        return add(c.f, kWrite, what);
+    }
+    if (in(spec.read)) return;
+    add(c.f, kRun, "'" + what + "' is not known to only read");
+}
+
+void Analyzer::npm(Call& c) {
+    std::size_t from = c.args_from();
+    auto p = positionals(c.a, from, "Cw", {"--prefix", "--workspace", "--registry", "--loglevel", "--cache",
+                                           "--userconfig", "--tag", "--otp", "--access", "--omit", "--include"});
+    if (!p.empty() && c.a[p[0]].text == "audit") {
+        if (p.size() > 1 && c.a[p[1]].text == "fix") return add(c.f, kInstall, "npm audit fix");
+        return;
+    }
+    if (!p.empty() && (c.a[p[0]].text == "config" || c.a[p[0]].text == "c")) {
+        if (p.size() > 1 && (c.a[p[1]].text == "get" || c.a[p[1]].text == "list" || c.a[p[1]].text == "ls")) return;
+        return add(c.f, kWrite, "npm config changes settings");
+    }
+    if (!p.empty() && c.a[p[0]].text == "dist-tag") {
+        if (p.size() > 1 && (c.a[p[1]].text == "ls" || c.a[p[1]].text == "list")) return;
+        return add(c.f, kPublish, "npm dist-tag");
+    }
+    if (!p.empty() && c.a[p[0]].text == "version" && p.size() > 1) return add(c.f, kWrite, "npm version bumps the version");
+    package_manager(c, from,
+                    {{"install", "i", "in", "ins", "inst", "insta", "instal", "isnt", "isnta", "isntal", "isntall",
+                      "add", "ci", "clean-install", "install-clean", "ic", "install-ci-test", "cit",
+                      "install-test", "it", "update", "up", "upgrade", "udpate", "link", "ln", "rebuild", "rb",
+                      "dedupe", "ddp"},
+                     {"uninstall", "un", "unlink", "remove", "rm", "r", "prune", "pack", "init", "innit",
+                      "create", "pkg", "cache"},
+                     {"publish", "unpublish", "deprecate", "owner", "access", "star", "unstar"},
+                     {"run", "run-script", "rum", "urn", "test", "t", "tst", "start", "stop", "restart", "exec",
+                      "x", "explore", "edit"},
+                     {"view", "v", "info", "show", "ls", "list", "ll", "la", "outdated", "search", "s", "se",
+                      "find", "help", "root", "prefix", "bin", "whoami", "get", "explain", "why", "fund",
+                      "doctor", "version", "docs", "home", "repo", "bugs", "query", "sbom", "help-search",
+                      "completion", "diff", "team", "org", "hook"},
+                     {},
+                     false,
+                     true},
+                    "Cw", {"--prefix", "--workspace", "--registry", "--loglevel", "--cache", "--userconfig",
+                           "--tag", "--otp", "--access", "--omit", "--include"});
+}
+
+void Analyzer::pnpm(Call& c) {
+    package_manager(c, c.args_from(),
+                    {{"add", "install", "i", "update", "up", "upgrade", "link", "ln", "import", "fetch",
+                      "rebuild", "rb", "dedupe", "install-test", "it"},
+                     {"remove", "rm", "uninstall", "un", "unlink", "prune", "init", "pack", "patch-commit"},
+                     {"publish"},
+                     {"run", "exec", "dlx", "create", "test", "t", "start", "x", "patch"},
+                     {"list", "ls", "ll", "la", "why", "outdated", "view", "info", "root", "audit", "licenses",
+                      "bin", "help", "store", "config", "--version", "-v", "env"},
+                     {},
+                     false,
+                     true},
+                    "Cw", {"--dir", "--filter", "--workspace", "--store-dir", "--reporter"});
+}
+
+void Analyzer::yarn(Call& c) {
+    auto p = positionals(c.a, c.args_from(), "", {"--cwd", "--modules-folder"});
+    if (p.size() > 1 && c.a[p[0]].text == "npm" && c.a[p[1]].text == "publish") return add(c.f, kPublish, "yarn npm publish");
+    package_manager(c, c.args_from(),
+                    {{"add", "install", "upgrade", "up", "upgrade-interactive", "link", "import", "dedupe",
+                      "global"},
+                     {"remove", "unlink", "init", "pack", "autoclean", "cache"},
+                     {"publish", "owner", "tag"},
+                     {"run", "exec", "dlx", "create", "test", "start", "node", "build"},
+                     {"info", "list", "why", "outdated", "licenses", "config", "help", "--version", "-v", "bin",
+                      "check", "audit", "workspaces"},
+                     {},
+                     true,
+                     true},
+                    "", {"--cwd", "--modules-folder"});
+}
+
+void Analyzer::bun(Call& c) {
+    auto p = positionals(c.a, c.args_from(), "", {"--cwd"});
+    if (!p.empty()) {
+        sv s = c.a[p[0]].text;
+        if (s.find('.') != sv::npos || s.find('/') != sv::npos) return add(c.f, kRun, "bun runs '" + std::string(s) + "'");
+        if (s == "pm") {
+            if (p.size() > 1 && (c.a[p[1]].text == "ls" || c.a[p[1]].text == "hash" || c.a[p[1]].text == "bin")) return;
+        }
+    }
+    package_manager(c, c.args_from(),
+                    {{"add", "a", "install", "i", "update", "link"},
+                     {"remove", "rm", "unlink", "init"},
+                     {"publish"},
+                     {"run", "x", "test", "create", "build", "exec", "repl"},
+                     {"--version", "-v", "--help", "outdated", "pm", "info", "why"},
+                     {},
+                     false,
+                     true},
+                    "", {"--cwd"});
+}
+
+void Analyzer::pip(Call& c, std::size_t from) {
+    package_manager(c, from,
+                    {{"install", "download", "wheel"},
+                     {"uninstall", "cache"},
+                     {},
+                     {},
+                     {"list", "show", "freeze", "check", "search", "index", "inspect", "debug", "config", "hash",
+                      "help", "--version", "-V"},
+                     {},
+                     false,
+                     true},
+                    "rcet", {"--requirement", "--constraint", "--target", "--prefix", "--root", "--index-url",
+                             "--extra-index-url", "--python", "--log"});
+}
+
+void Analyzer::uv(Call& c) {
+    auto p = positionals(c.a, c.args_from(), "p", {"--python", "--directory", "--project", "--index-url"});
+    if (p.empty()) return;
+    std::string s = c.a[p[0]].text;
+    std::string s2 = p.size() > 1 ? c.a[p[1]].text : "";
+    if (s == "pip") {
+        if (s2 == "install" || s2 == "sync") return add(c.f, kInstall, "uv pip " + s2);
+        if (s2 == "uninstall" || s2 == "compile") return add(c.f, kWrite, "uv pip " + s2);
+        return;
+    }
+    if (s == "tool") {
+        if (s2 == "install" || s2 == "upgrade") return add(c.f, kInstall, "uv tool " + s2);
+        if (s2 == "run") return add(c.f, kRun, "uv tool run");
+        if (s2 == "list" || s2 == "dir") return;
+        return add(c.f, kWrite, "uv tool " + s2);
+    }
+    if (s == "python") {
+        if (s2 == "install") return add(c.f, kInstall, "uv python install");
+        if (s2 == "list" || s2 == "find" || s2 == "dir") return;
+        return add(c.f, kWrite, "uv python " + s2);
+    }
+    if (s == "add" || s == "sync" || s == "lock") return add(c.f, kInstall, "uv " + s);
+    if (s == "remove" || s == "venv" || s == "init" || s == "build" || s == "cache") return add(c.f, kWrite, "uv " + s);
+    if (s == "publish") return add(c.f, kPublish, "uv publish");
+    if (s == "run") return add(c.f, kRun, "uv run");
+    if (s == "tree" || s == "version" || s == "help" || s == "--version") return;
+    add(c.f, kRun, "'uv " + s + "' is not known to only read");
+}
+
+void Analyzer::simple_pm(Call& c, std::initializer_list<sv> install, std::initializer_list<sv> remove, std::initializer_list<sv> publish, std::initializer_list<sv> run, std::initializer_list<sv> read, std::initializer_list<sv> net_write, bool bare_installs, sv sopts, std::initializer_list<sv> lopts) {
+    package_manager(c, c.args_from(), {install, remove, publish, run, read, net_write, bare_installs, true}, sopts,
+                    lopts);
+}
+
+void Analyzer::p_poetry(Call& c) {
+    simple_pm(c, {"add", "install", "update", "lock", "self"}, {"remove", "build", "init", "new", "cache"},
+              {"publish"}, {"run", "shell"}, {"show", "check", "env", "version", "config", "search", "about", "list", "help", "--version"},
+              {}, false, "C", {"--directory", "--project"});
+}
+
+void Analyzer::p_pipx(Call& c) {
+    simple_pm(c, {"install", "inject", "upgrade", "upgrade-all", "reinstall", "reinstall-all", "install-all"},
+              {"uninstall", "uninstall-all", "uninject", "ensurepath"}, {}, {"run"}, {"list", "environment", "--version"});
+}
+
+void Analyzer::p_conda(Call& c) {
+    auto p = positionals(c.a, c.args_from(), "npc", {"--name", "--prefix", "--channel"});
+    if (p.size() > 1 && c.a[p[0]].text == "env") {
+        std::string s = c.a[p[1]].text;
+        if (s == "create" || s == "update") return add(c.f, kInstall, std::string(c.name()) + " env " + s);
+        if (s == "list" || s == "export") return;
+        return add(c.f, kWrite, std::string(c.name()) + " env " + s);
+    }
+    simple_pm(c, {"install", "create", "update", "upgrade"}, {"remove", "uninstall", "clean", "init", "config"}, {},
+              {"run", "activate"}, {"list", "info", "search", "--version", "doctor", "compare"}, {}, false, "npc",
+              {"--name", "--prefix", "--channel"});
+}
+
+void Analyzer::p_apt(Call& c) {
+    simple_pm(c, {"install", "reinstall", "upgrade", "dist-upgrade", "full-upgrade", "build-dep", "satisfy",
+                  "remove", "purge", "autoremove", "autopurge", "markauto", "safe-upgrade"},
+              {"clean", "autoclean", "download", "source", "edit-sources"}, {}, {},
+              {"list", "search", "show", "showsrc", "policy", "depends", "rdepends", "changelog", "madison",
+               "pkgnames", "dump", "stats", "showpkg", "help", "--version", "check", "moo"},
+              {"update"}, false, "oct", {"--option", "--config-file", "--target-release"});
+}
+
+void Analyzer::p_dpkg(Call& c) {
+    for (std::size_t k = c.args_from(); k < c.a.size(); ++k) {
+        sv t = c.a[k].text;
+        if (t == "-i" || t == "--install" || t == "--unpack" || t == "-r" || t == "--remove" || t == "-P" ||
+            t == "--purge" || t == "--configure" || t == "-a" || t == "--set-selections")
+            return add(c.f, kInstall, "dpkg " + std::string(t));
+    }
+}
+
+// rpm: queries (-q, -V, -K and their long forms) only read, and in them -i
+// means --info; every mode that changes the package database installs or
+// removes.
+void Analyzer::p_rpm(Call& c) {
+    for (std::size_t k = c.args_from(); k < c.a.size(); ++k) {
+        sv t = c.a[k].text;
+        if (t == "--query" || t == "--verify" || t == "--checksig" ||
+            (t.size() > 1 && t[0] == '-' && t[1] != '-' && t.find_first_of("qVK") != sv::npos))
+            return;
+        if (t == "--install" || t == "--upgrade" || t == "--freshen" || t == "--erase" || t == "--reinstall" ||
+            t == "--import" || t == "--initdb" || t == "--rebuilddb" || t == "--setperms" || t == "--setugids" ||
+            t == "--restore")
+            return add(c.f, kInstall, "rpm " + std::string(t));
+        if (t.size() > 1 && t[0] == '-' && t[1] != '-' && t.find_first_of("iUFe") != sv::npos)
+            return add(c.f, kInstall, "rpm " + std::string(t));
+    }
+}
+
+void Analyzer::p_dnf(Call& c) {
+    simple_pm(c, {"install", "in", "reinstall", "update", "upgrade", "up", "groupinstall", "localinstall",
+                  "downgrade", "distro-sync", "swap", "remove", "erase", "rm", "autoremove", "dup", "patch",
+                  "dist-upgrade", "group", "module", "addlock"},
+              {"makecache", "clean", "config-manager", "refresh", "ref", "mark"}, {}, {},
+              {"list", "info", "search", "se", "provides", "whatprovides", "repolist", "lr", "check-update",
+               "history", "repoquery", "if", "--version", "help", "deplist", "what-provides", "packages", "pa"},
+              {}, false, "", {"--setopt", "--releasever", "--installroot"});
+}
+
+void Analyzer::p_apk(Call& c) {
+    simple_pm(c, {"add", "del", "upgrade", "fix"}, {"cache"}, {}, {}, {"info", "search", "list", "policy", "version", "dot", "stats", "--version"},
+              {"update", "fetch"});
+}
+
+void Analyzer::p_pacman(Call& c) {
+    for (std::size_t k = c.args_from(); k < c.a.size(); ++k) {
+        const std::string& t = c.a[k].text;
+        if (t.size() < 2 || t[0] != '-' || t[1] == '-') {
+            if (t == "--sync" || t == "--upgrade" || t == "--remove") return add(c.f, kInstall, std::string(c.name()) + " " + t);
+            continue;
+        }
+        char op = t[1];
+        if (op == 'S' && t.find_first_of("sigl", 2) != std::string::npos && t.find('y') == std::string::npos) return;
+        if (op == 'S' || op == 'U' || op == 'R') return add(c.f, kInstall, std::string(c.name()) + " " + t);
+    }
+    if (c.name() != "pacman" && c.a.size() == c.args_from()) add(c.f, kInstall, std::string(c.name()) + " upgrades the system");
+}
+
+void Analyzer::p_brew(Call& c) {
+    simple_pm(c, {"install", "reinstall", "upgrade", "tap", "uninstall", "remove", "rm", "link", "unlink", "bundle",
+                  "pin", "untap", "autoremove"},
+              {"cleanup", "services"}, {}, {"sh", "ruby", "irb", "exec"},
+              {"list", "ls", "info", "search", "outdated", "deps", "uses", "config", "doctor", "--prefix",
+               "prefix", "home", "leaves", "desc", "cat", "--version", "help", "commands", "tap-info", "--cellar",
+               "--cache", "shellenv", "formulae", "casks", "log"},
+              {"update", "fetch"});
+}
+
+void Analyzer::p_port(Call& c) {
+    simple_pm(c, {"install", "upgrade", "uninstall", "selfupdate", "activate", "deactivate", "sync"}, {"clean"}, {}, {},
+              {"list", "info", "search", "installed", "outdated", "contents", "deps", "provides", "variants", "echo", "version"});
+}
+
+void Analyzer::p_snap(Call& c) {
+    simple_pm(c, {"install", "remove", "refresh", "update", "uninstall", "upgrade", "revert", "enable", "disable"},
+              {"repair"}, {}, {"run"}, {"list", "info", "search", "find", "remote-ls", "version", "--version", "history", "services", "connections", "ps"});
+}
+
+void Analyzer::p_nix(Call& c) {
+    if (c.name() == "nix-env") {
+        for (std::size_t k = c.args_from(); k < c.a.size(); ++k) {
+            sv t = c.a[k].text;
+            if (t == "-q" || t == "--query") return;
+            if (t.size() > 1 && t[0] == '-' && t[1] != '-' && t.find_first_of("iuep") != sv::npos && t.find('q') == sv::npos)
+                return add(c.f, kInstall, "nix-env " + std::string(t));
+            if (t == "--install" || t == "--upgrade" || t == "--uninstall") return add(c.f, kInstall, "nix-env " + std::string(t));
+        }
+        return;
+    }
+    if (c.name() == "nix-shell" || c.name() == "nix-build") return add(c.f, kRun, std::string(c.name()));
+    auto p = positionals(c.a, c.args_from(), "", {"--option", "--extra-experimental-features"});
+    if (p.empty()) return;
+    std::string s = c.a[p[0]].text;
+    std::string s2 = p.size() > 1 ? c.a[p[1]].text : "";
+    if (s == "profile" && (s2 == "install" || s2 == "upgrade" || s2 == "remove" || s2 == "add"))
+        return add(c.f, kInstall, "nix profile " + s2);
+    if (s == "search" || s == "eval" || s == "show-config" || s == "path-info" || s == "why-depends" ||
+        s == "--version" || (s == "flake" && (s2 == "show" || s2 == "metadata" || s2 == "info")) ||
+        (s == "profile" && (s2 == "list" || s2 == "history")))
+        return;
+    add(c.f, kRun, "nix " + s);
+}
+
+void Analyzer::p_cargo(Call& c) {
+    auto p = positionals(c.a, c.args_from(), "pjZ", {"--manifest-path", "--package", "--jobs", "--target", "--features", "--config", "--color", "-Z"});
+    if (!p.empty() && c.a[p[0]].text == "fmt") {
+        if (has_flag(c.a, c.args_from(), c.a.size(), 0, {"--check"})) return;
+        return add(c.f, kWrite, "cargo fmt rewrites files");
+    }
+    if (!p.empty() && c.a[p[0]].text.size() > 1 && c.a[p[0]].text[0] == '+') {  // cargo +nightly build
+        Args rest_args = {Arg{"cargo", false}};
+        rest_args.insert(rest_args.end(), c.a.begin() + static_cast<std::ptrdiff_t>(p[0] + 1), c.a.end());
+        return command(rest_args, 0, c.f, c.ctx, c.depth);
+    }
+    simple_pm(c, {"install", "add", "binstall", "uninstall"}, {"remove", "rm", "new", "init", "clean", "package"},
+              {"publish", "yank", "owner", "login", "logout"},
+              {"build", "b", "run", "r", "test", "t", "bench", "check", "c", "clippy", "doc", "d", "fix", "rustc",
+               "rustdoc", "miri", "nextest", "watch", "expand", "llvm-cov", "tarpaulin", "xtask"},
+              {"tree", "metadata", "search", "locate-project", "version", "pkgid", "verify-project", "--version",
+               "-V", "help", "--list", "read-manifest", "info", "report"},
+              {"fetch", "update", "generate-lockfile", "vendor"}, false, "pjZ",
+              {"--manifest-path", "--package", "--jobs", "--target", "--features", "--config", "--color"});
+}
+
+void Analyzer::p_go(Call& c) {
+    auto p = positionals(c.a, c.args_from(), "C", {});
+    if (p.size() > 1 && c.a[p[0]].text == "mod") {
+        std::string s = c.a[p[1]].text;
+        if (s == "graph" || s == "why" || s == "verify") return;
+        if (s == "download" || s == "tidy" || s == "vendor") {
+            add(c.f, kNet, "go mod " + s);
+            return add(c.f, kWrite, "go mod " + s);
+        }
+        return add(c.f, kWrite, "go mod " + s);
+    }
+    if (!p.empty() && c.a[p[0]].text == "env" && has_flag(c.a, c.args_from(), c.a.size(), 'w', {}))
+        return add(c.f, kWrite, "go env -w");
+    simple_pm(c, {"install", "get"}, {"clean", "fmt", "fix", "work", "mod"}, {},
+              {"build", "run", "test", "generate", "vet", "tool", "bug"},
+              {"version", "env", "list", "doc", "help", "telemetry"}, {}, false, "C", {});
+}
+
+void Analyzer::p_gem(Call& c) {
+    simple_pm(c, {"install", "i", "update"}, {"uninstall", "build", "cleanup", "pristine"}, {"push", "yank", "owner", "signin"}, {},
+              {"list", "search", "info", "query", "contents", "environment", "specification", "--version", "help", "which", "outdated", "dependency"});
+}
+
+void Analyzer::p_bundle(Call& c) {
+    simple_pm(c, {"install", "add", "update", "i", "lock", "binstubs"}, {"remove", "clean", "init", "gem", "cache", "package"},
+              {}, {"exec", "console", "open"},
+              {"list", "show", "info", "outdated", "check", "config", "--version", "version", "help", "platform", "doctor", "licenses"},
+              {}, true);
+}
+
+void Analyzer::p_composer(Call& c) {
+    simple_pm(c, {"install", "require", "update", "create-project", "global", "reinstall", "upgrade", "u", "i"},
+              {"remove", "rm", "dump-autoload", "init", "clear-cache"}, {}, {"run-script", "run", "exec"},
+              {"show", "info", "outdated", "validate", "diagnose", "--version", "licenses", "depends", "why", "why-not", "search", "audit", "check-platform-reqs", "config", "list", "help"},
+              {}, false, "d", {"--working-dir"});
+}
+
+void Analyzer::p_dotnet(Call& c) {
+    auto p = positionals(c.a, c.args_from(), "", {});
+    if (p.empty()) return;
+    std::string s = c.a[p[0]].text;
+    std::string s2 = p.size() > 1 ? c.a[p[1]].text : "";
+    std::string s3 = p.size() > 2 ? c.a[p[2]].text : "";
+    if ((s == "add" && (s2 == "package" || s3 == "package")) || s == "restore" || (s == "tool" && (s2 == "install" || s2 == "update")) ||
+        (s == "workload" && (s2 == "install" || s2 == "update")))
+        return add(c.f, kInstall, "dotnet " + s + " " + s2);
+    if (s == "nuget" && s2 == "push") return add(c.f, kPublish, "dotnet nuget push");
+    if (s == "--version" || s == "--info" || s == "--list-sdks" || s == "--list-runtimes" || (s == "list" && s3 == "package") || s == "help")
+        return;
+    if (s == "new" || s == "remove" || s == "sln" || s == "format") return add(c.f, kWrite, "dotnet " + s);
+    add(c.f, kRun, "dotnet " + s);
+}
+
+void Analyzer::p_build_publish(Call& c) {  // mvn, gradle: publish/deploy goals publish
+    for (std::size_t k = c.args_from(); k < c.a.size(); ++k) {
+        sv t = c.a[k].text;
+        if (t == "deploy" || starts_with(t, "publish") || t.find(":deploy") != sv::npos || t.find(":publish") != sv::npos)
+            return add(c.f, kPublish, std::string(c.name()) + " " + std::string(t));
+    }
+    if (c.a.size() == c.args_from() + 1 && (c.a.back().text == "--version" || c.a.back().text == "-v" || c.a.back().text == "-version"))
+        return;
+    add(c.f, kRun, std::string(c.name()) + " runs a build");
+}
+
+void Analyzer::p_publisher(Call& c) {  // twine, flit, hatch, vsce, ovsx, deno, helm, docker-style push tools
+    auto p = positionals(c.a, c.args_from(), "r", {"--repository", "--repository-url"});
+    std::string s = p.empty() ? "" : c.a[p[0]].text;
+    if (s == "upload" || s == "publish" || s == "push" || s == "release") return add(c.f, kPublish, std::string(c.name()) + " " + s);
+    if (s == "check" || s == "--version" || s == "version" || s == "ls" || s == "show") return;
+    if (c.name() == "deno") {
+        if (s == "install" || s == "add" || s == "cache") return add(c.f, kInstall, "deno " + s);
+        if (s == "fmt" && !has_flag(c.a, c.args_from(), c.a.size(), 0, {"--check"})) return add(c.f, kWrite, "deno fmt");
+        if (s == "info" || s == "doc" || s == "types" || s == "lint") return;
+    }
+    if (c.name() == "hatch" || c.name() == "flit") {
+        if (s == "build") return add(c.f, kWrite, std::string(c.name()) + " build");
+    }
+    add(c.f, kRun, std::string(c.name()) + " " + s);
+}
+
+void Analyzer::p_installer(Call& c) {  // rustup, nvm, pyenv, asdf, mise, volta, sdk, opam, cabal, stack, luarocks, cpanm, mix
+    auto p = positionals(c.a, c.args_from(), "", {});
+    std::string s = p.empty() ? "" : c.a[p[0]].text;
+    std::string s2 = p.size() > 1 ? c.a[p[1]].text : "";
+    if (c.name() == "cpan" || c.name() == "cpanm") return add(c.f, kInstall, std::string(c.name()));
+    if (c.name() == "mix") {
+        if (s == "deps.get" || s == "deps.update" || s == "archive.install" || s == "local.hex") return add(c.f, kInstall, "mix " + s);
+        if (s == "hex.publish") return add(c.f, kPublish, "mix hex.publish");
+        return add(c.f, kRun, "mix " + s);
+    }
+    if (s == "install" || s == "add" || s == "update" || s == "upgrade" || s == "use" || s == "global" ||
+        s == "local" || s == "default" || (s == "toolchain" && (s2 == "install" || s2 == "add")) ||
+        (s == "component" && s2 == "add") || (s == "target" && s2 == "add") || s == "plugin" || s == "pin")
+        return add(c.f, kInstall, std::string(c.name()) + " " + s);
+    if (s == "list" || s == "ls" || s == "show" || s == "current" || s == "which" || s == "version" ||
+        s == "versions" || s == "--version" || s == "help" || s == "info" || s == "search" || s.empty() ||
+        s == "ls-remote" || s == "doctor")
+        return;
+    if (s == "run" || s == "exec" || s == "x" || s == "shell") return add(c.f, kRun, std::string(c.name()) + " " + s);
+    add(c.f, kWrite, std::string(c.name()) + " " + s);
+}
+
+}  // namespace cc::classify::detail

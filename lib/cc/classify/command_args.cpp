@@ -1,0 +1,206 @@
+// Reading a command's arguments the way its tool does (where options end,
+// which take a value), and the paths and variables that make a command
+// dangerous whatever the tool.
+#include "cc/classify/analyzer.hpp"
+
+namespace cc::classify::detail {
+
+bool starts_with(sv s, sv p) { return s.substr(0, p.size()) == p; }
+
+bool is_opt(const Arg& a) { return a.text.size() > 1 && a.text[0] == '-'; }
+
+sv basename(sv s) {
+    auto k = s.rfind('/');
+    return k == sv::npos ? s : s.substr(k + 1);
+}
+
+bool is_assignment_text(sv t) {
+    if (t.empty() || !(std::isalpha(static_cast<unsigned char>(t[0])) || t[0] == '_')) return false;
+    std::size_t k = 1;
+    while (k < t.size() && (std::isalnum(static_cast<unsigned char>(t[k])) || t[k] == '_')) ++k;
+    return k < t.size() && t[k] == '=';
+}
+
+// Where does an option list end? Returns the index of the first positional at
+// or after `from` ("--" is consumed). `sv_opts` are short options taking a
+// value, `lv_opts` long ones (`--x v`; `--x=v` needs no listing).
+std::size_t skip_opts(const Args& a, std::size_t from, sv sv_opts, std::initializer_list<sv> lv_opts) {
+    std::size_t k = from;
+    while (k < a.size()) {
+        const std::string& t = a[k].text;
+        if (t == "--") return k + 1;
+        if (!is_opt(a[k])) return k;
+        if (starts_with(t, "--")) {
+            bool takes = t.find('=') == std::string::npos &&
+                         std::find(lv_opts.begin(), lv_opts.end(), sv(t)) != lv_opts.end();
+            k += takes ? 2 : 1;
+            continue;
+        }
+        std::size_t next = k + 1;
+        for (std::size_t j = 1; j < t.size(); ++j)
+            if (sv_opts.find(t[j]) != sv::npos) {
+                if (j + 1 == t.size()) next = k + 2;
+                break;
+            }
+        k = next;
+    }
+    return std::min(k, a.size());
+}
+
+// Is a short flag (in any cluster) or one of the long spellings present
+// before the first positional?
+bool has_flag(const Args& a, std::size_t from, std::size_t to, char short_flag, std::initializer_list<sv> longs) {
+    for (std::size_t k = from; k < to && k < a.size(); ++k) {
+        const std::string& t = a[k].text;
+        if (t == "--") break;
+        if (!is_opt(a[k])) continue;
+        if (starts_with(t, "--")) {
+            sv name = sv(t).substr(0, t.find('='));
+            if (std::find(longs.begin(), longs.end(), name) != longs.end()) return true;
+        } else if (short_flag && t.find(short_flag, 1) != std::string::npos) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// The value of an option: "-o x", "-ox", "--output x", "--output=x".
+std::optional<std::string> opt_value(const Args& a, std::size_t from, char short_opt, std::initializer_list<sv> longs, sv short_value_opts) {
+    for (std::size_t k = from; k < a.size(); ++k) {
+        const std::string& t = a[k].text;
+        if (t == "--") break;
+        if (!is_opt(a[k])) continue;
+        if (starts_with(t, "--")) {
+            auto eq = t.find('=');
+            sv name = sv(t).substr(0, eq);
+            if (std::find(longs.begin(), longs.end(), name) != longs.end()) {
+                if (eq != std::string::npos) return t.substr(eq + 1);
+                if (k + 1 < a.size()) return a[k + 1].text;
+            }
+            continue;
+        }
+        for (std::size_t j = 1; j < t.size(); ++j) {
+            if (t[j] == short_opt) {
+                if (j + 1 < t.size()) return t.substr(j + 1);
+                if (k + 1 < a.size()) return a[k + 1].text;
+                return std::nullopt;
+            }
+            if (short_value_opts.find(t[j]) != sv::npos) break;  // the rest is that option's value
+        }
+    }
+    return std::nullopt;
+}
+
+std::vector<std::size_t> positionals(const Args& a, std::size_t from, sv sv_opts, std::initializer_list<sv> lv_opts) {
+    std::vector<std::size_t> out;
+    std::size_t k = from;
+    while (k < a.size()) {
+        std::size_t p = skip_opts(a, k, sv_opts, lv_opts);
+        if (p > 0 && a[p - 1].text == "--" && p - 1 >= k) {
+            for (std::size_t j = p; j < a.size(); ++j) out.push_back(j);
+            return out;
+        }
+        if (p >= a.size()) break;
+        out.push_back(p);
+        k = p + 1;
+    }
+    return out;
+}
+
+std::string normalize_path(std::string p) {
+    std::string out;
+    for (char c : p)
+        if (!(c == '/' && !out.empty() && out.back() == '/')) out.push_back(c);
+    while (out.size() > 1 && out.back() == '/') out.pop_back();
+    if (out.size() > 2 && out.substr(out.size() - 2) == "/.") out.resize(out.size() - 2);
+    return out.empty() ? p : out;
+}
+
+// rm -r of these takes the system (or the home directory) with it.
+bool is_precious(const std::string& raw) {
+    std::string p = normalize_path(raw);
+    if (p.empty()) return false;
+    for (sv suffix : {"/*", "/.*"})
+        if (p.size() >= suffix.size() && p.compare(p.size() - suffix.size(), suffix.size(), suffix) == 0) {
+            p.resize(p.size() - suffix.size());
+            if (p.empty()) p.push_back('/');  // not p = "/": GCC 12 -Wrestrict false positive
+        }
+    if (p == "/" || p == "/." || p == "/.." || p == "*" ) return p != "*";
+    if (p == "~" || p == "$HOME" || p == "${HOME}" || p == "~/" || (p.size() > 1 && p[0] == '~' && p.find('/') == std::string::npos))
+        return true;  // ~, ~user
+    static constexpr auto top = sorted_names({"/bin",  "/boot", "/dev", "/etc",  "/home", "/lib", "/lib32",
+                                               "/lib64", "/opt", "/proc", "/root", "/run", "/sbin", "/srv",
+                                               "/sys",  "/usr", "/var", "/snap", "/usr/bin", "/usr/lib",
+                                               "/usr/local", "/var/lib", "/Users", "/System", "/Library"});
+    return contains(top, p);
+}
+
+// rm -r of these deletes the working directory's whole contents (or its
+// repository): ".", "..", "*", "./*", ".git", "$PWD".
+bool is_worktree(const std::string& raw) {
+    std::string p = normalize_path(raw);
+    if (starts_with(p, "./") && p.size() > 2) p.erase(0, 2);
+    if (p.size() > 2 && p.compare(p.size() - 2, 2, "/*") == 0) p.resize(p.size() - 2);
+    static constexpr auto names = sorted_names({".", "..", "*", ".*", ".git", "$PWD", "${PWD}", "$(pwd)", "`pwd`"});
+    static_assert(no_duplicates(names));
+    return contains(names, p);
+}
+
+// Environment variables that make an ordinary command load or run other code
+// (a loader, a shell's start-up file, a pager, a diff or ssh program, the
+// search path): set on any command, or exported, it is run_code.
+bool runs_code_variable(sv assignment) {
+    sv name = assignment.substr(0, assignment.find_first_of("+=["));
+    if (starts_with(name, "LD_") || starts_with(name, "DYLD_")) return true;
+    static constexpr auto names = sorted_names({
+        "BASH_ENV", "BROWSER", "EDITOR", "ENV", "GCONV_PATH", "GIT_ASKPASS", "GIT_CONFIG_COUNT",
+        "GIT_CONFIG_GLOBAL", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_SYSTEM", "GIT_DIR", "GIT_EDITOR",
+        "GIT_EXEC_PATH", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_PROXY_COMMAND", "GIT_SEQUENCE_EDITOR",
+        "GIT_SSH", "GIT_SSH_COMMAND", "GIT_TEMPLATE_DIR", "LESSCLOSE", "LESSOPEN", "MANOPT", "MANPAGER",
+        "NODE_OPTIONS", "NODE_PATH", "PAGER", "PATH", "PERL5LIB", "PERL5OPT", "PROMPT_COMMAND", "PS4",
+        "PYTHONHOME", "PYTHONPATH", "PYTHONSTARTUP", "RUBYLIB", "RUBYOPT", "SHELLOPTS", "BASHOPTS",
+        "SSH_ASKPASS", "SUDO_ASKPASS", "VISUAL"});
+    return contains(names, name);
+}
+
+// A chmod-style mode that sets setuid or setgid: 4755, 2755, u+s, g=s, +s.
+bool setuid_mode(const std::string& m) {
+    if (!m.empty() && std::all_of(m.begin(), m.end(), [](char ch) { return ch >= '0' && ch <= '7'; }))
+        return m.size() >= 4 && ((m[m.size() - 4] - '0') & 6) != 0;
+    for (std::size_t k = 0; k < m.size(); ++k)
+        if ((m[k] == '+' || m[k] == '=') && m.find('s', k) != std::string::npos) return true;
+    return false;
+}
+
+bool is_block_device(sv p) {
+    if (!starts_with(p, "/dev/")) return false;
+    sv d = p.substr(5);
+    for (sv pre : {"sd", "hd", "vd", "xvd", "nvme", "mmcblk", "mapper/", "dm-", "loop", "md", "disk/", "nbd", "sr",
+                   "zd", "rbd", "mem", "kmem", "port"})
+        if (starts_with(d, pre)) return true;
+    return false;
+}
+
+bool is_kernel_knob(sv p) {
+    return starts_with(p, "/proc/sys/") || p == "/proc/sys" || starts_with(p, "/sys/") || p == "/sys" ||
+           (starts_with(p, "/proc/") && (p.find("/mem") != sv::npos || p.find("/attr/") != sv::npos));
+}
+
+bool is_harmless_sink(sv p) {
+    return p == "/dev/null" || p == "/dev/stdout" || p == "/dev/stderr" || p == "/dev/tty" || p == "-" ||
+           starts_with(p, "/dev/fd/") || p == "/dev/zero";
+}
+
+std::unordered_set<std::string> function_names(const Node& root) {
+    std::unordered_set<std::string> names;
+    shell::walk(root, [&](const Node& n) {
+        // bash defines no function whose name was quoted, escaped or
+        // expanded in the source ("not a valid identifier"): a later call of
+        // that name runs the command, not a body.
+        if (n.kind == Kind::function && !n.words.empty() && !n.words[0].quoted && !n.words[0].expanded)
+            names.insert(n.words[0].text);
+    });
+    return names;
+}
+
+}  // namespace cc::classify::detail
