@@ -58,16 +58,19 @@ awaitable<Vetting> vet(Server& srv, const Target& t) {
     v.verdict = srv.cfg.rules->check_target(t);
     if (srv.cfg.report) v.verdict = report_only(v.verdict);
     if (!v.verdict.allow) co_return v;
+    // Every address must pass, not just the one dialled: a resolver that mixes
+    // a public and a private answer is rebinding. In report mode an address
+    // refused only for its port is let through, marked.
+    auto vet_address = [&](const Address& a) {
+        Verdict av = srv.cfg.rules->check_address(t, a);
+        if (srv.cfg.report) av = report_only(av);
+        if (!av.allow || (av.would_deny && !v.verdict.would_deny)) v.verdict = av;
+        return av.allow;
+    };
     if (t.address) {
         // An allowed literal was vetted by check_target; one let through by
         // report mode still meets the address rules.
-        if (v.verdict.would_deny) {
-            Verdict av = srv.cfg.rules->check_address(t, *t.address);
-            if (!av.allow) {
-                v.verdict = av;
-                co_return v;
-            }
-        }
+        if (v.verdict.would_deny && !vet_address(*t.address)) co_return v;
         v.addrs.push_back(*t.address);
         co_return v;
     }
@@ -77,15 +80,8 @@ awaitable<Vetting> vet(Server& srv, const Target& t) {
         v.verdict = Verdict{false, "dns", "cannot resolve " + t.host + ": " + r.error, "dns_error"};
         co_return v;
     }
-    // Every address must pass, not just the one dialled: a resolver that mixes
-    // a public and a private answer is rebinding.
-    for (const auto& a : r.addresses) {
-        Verdict av = srv.cfg.rules->check_address(t, a);
-        if (!av.allow) {
-            v.verdict = av;
-            co_return v;
-        }
-    }
+    for (const auto& a : r.addresses)
+        if (!vet_address(a)) co_return v;
     v.addrs = std::move(r.addresses);
     co_return v;  // (a would_deny name verdict stays, its addresses vetted)
 }
