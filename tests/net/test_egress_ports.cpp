@@ -44,6 +44,7 @@ TEST_CASE("egress ports: --check decides the port and shows the ports an entry a
     CHECK(l[5]["decision"] == "allow");
     CHECK(l[5]["ports"] == "*");
     CHECK(l[6]["decision"] == "allow");
+    CHECK(l[6]["rule"] == "allow [fd00::5]:8080 (--allow)");
     CHECK(l[7]["decision"] == "deny");
     CHECK(l[7]["rule"] == "port not allowed");
 

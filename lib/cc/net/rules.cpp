@@ -114,6 +114,12 @@ std::string with_ports(std::string text, const PortSet& ports) {
     return text + ":" + ports.to_string();
 }
 
+// An IPv6 address is bracketed when a port list follows it.
+std::string address_text(const Address& a, const PortSet& ports) {
+    if (a.v4() || ports == default_ports()) return a.to_string();
+    return "[" + a.to_string() + "]";
+}
+
 Verdict port_denied(const Target& t, const PortSet& listed) {
     return deny("port not allowed", "port " + std::to_string(t.port) + " not allowed for host " + t.host +
                                         " (its allow entries admit " + listed.to_string() + ")");
@@ -283,7 +289,7 @@ Verdict RuleSet::check_target(const Target& t) const {
                         "destination_ip_prohibited");
         if (auto* a = find_allow_address(*t.address, t.port))
             return check_address(t, *t.address).allow
-                       ? Verdict{true, "allow " + with_ports(a->cidr.base.to_string(), a->ports) + " (" + a->source + ")",
+                       ? Verdict{true, "allow " + with_ports(address_text(a->cidr.base, a->ports), a->ports) + " (" + a->source + ")",
                                  "allowed", ""}
                        : check_address(t, *t.address);
         if (auto listed = allowed_ports(t)) return port_denied(t, *listed);
