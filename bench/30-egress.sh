@@ -42,7 +42,7 @@ CONF
 lighttpd -D -f "$dir/lighttpd.conf" & pids+=($!)
 wait_port "$web" || { echo "30-egress: lighttpd did not start"; exit 1; }
 
-"$egress" --no-baseline --allow 127.0.0.1 > "$dir/egress.out" 2> "$dir/egress.err" & eg=$!; pids+=($eg)
+"$egress" --no-baseline --allow "127.0.0.1:*" > "$dir/egress.out" 2> "$dir/egress.err" & eg=$!; pids+=($eg)
 for _ in $(seq 100); do [ -s "$dir/egress.out" ] && break; sleep 0.05; done
 ready=$(head -n 1 "$dir/egress.out")
 eh=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["http"].split(":")[1])' "$ready")

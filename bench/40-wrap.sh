@@ -24,7 +24,7 @@ port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 web=$(port)
 cat > "$w/spec.json" <<JSON
 {"sessionId": "bench", "workspaceId": "ws", "bindMounts": [{"hostPath": "$w/work"}],
- "guestWorkdir": "$w/work", "egressAllowlist": ["127.0.0.1"]}
+ "guestWorkdir": "$w/work", "egressAllowlist": ["127.0.0.1:*"]}
 JSON
 
 # Proxies handed in: a running cc-egress (fd inbox), or, without cc-egress,

@@ -21,8 +21,8 @@ for _ in $(seq 50); do [ -s "$dir/port" ] && break; sleep 0.1; done
 port=$(cat "$dir/port")
 
 echo
-echo '$ cc-egress --no-baseline --allow 127.0.0.1 &        # 127.0.0.1 must be named: loopback is refused otherwise'
-cc-egress --no-baseline --allow 127.0.0.1 > "$dir/out" 2> "$dir/err" & eg=$!
+echo '$ cc-egress --no-baseline --allow "127.0.0.1:*" &   # loopback must be named (it is refused otherwise), with its ports'
+cc-egress --no-baseline --allow '127.0.0.1:*' > "$dir/out" 2> "$dir/err" & eg=$!
 for _ in $(seq 50); do [ -s "$dir/out" ] && break; sleep 0.1; done
 head -n 1 "$dir/out" | cut -c1-150
 ready=$(head -n 1 "$dir/out")

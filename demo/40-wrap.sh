@@ -28,7 +28,7 @@ cat > "$d/spec.json" <<JSON
  "bindMounts": [{"hostPath": "$d/agents/a1/work"}, {"hostPath": "$d/repos"}],
  "guestWorkdir": "$d/agents/a1/work",
  "protectedPaths": ["$d/repos/app"],
- "egressAllowlist": ["127.0.0.1"]}
+ "egressAllowlist": ["127.0.0.1:*"]}
 JSON
 events() { jq -c 'if .event == "starting" then {event, backend: .plan.backend, transport: .plan.proxyTransport} else del(.sessionId) end'; }
 

@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
         app.set_version_flag("--version", CC_VERSION);
         app.add_option("--spec", spec, "SandboxSpec JSON file ('-' is stdin)");
         app.add_option("--policy", policy, "policy file deciding the network_access rule");
-        app.add_option("--allow", o.allow, "allow a host pattern or an exact IP address (repeatable)")->allow_extra_args(false);
+        app.add_option("--allow", o.allow, "allow a host pattern or an exact IP address, with :PORTS (default 80,443; * = any) (repeatable)")->allow_extra_args(false);
         app.add_option("--allow-file", o.allow_files, "allow every entry of a list file (repeatable)")->allow_extra_args(false);
         app.add_option("--deny", o.deny, "deny a host pattern, address or CIDR block (repeatable)")->allow_extra_args(false);
         app.add_flag("--no-baseline", o.no_baseline, "leave out the curated baseline and GitHub lists");

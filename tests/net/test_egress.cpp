@@ -63,7 +63,7 @@ TEST_CASE("egress: bad input is refused with exit 2 naming it, nothing listens")
 TEST_CASE("egress: --check applies the rules without listening") {
     auto r = cc::test::run({bin("cc-egress"), "--check", "api.github.com:443", "METADATA.GOOGLE.INTERNAL.", "0x7f.1",
                             "169.254.43518", "bedrock.us-east-1.amazonaws.com", "bedrock.x.y.amazonaws.com",
-                            "--allow", "127.0.0.1", "--allow", "metadata.google.internal"});
+                            "--allow", "127.0.0.1:*", "--allow", "metadata.google.internal"});
     CHECK(r.status == 1);  // something was denied
     std::vector<json> lines;
     std::istringstream in(r.out);
@@ -80,7 +80,7 @@ TEST_CASE("egress: --check applies the rules without listening") {
     CHECK(lines[5]["decision"] == "deny");
 
     Dns dns({{"rebind.test", "169.254.169.254"}, {"ok.test", "127.0.0.1"}});
-    r = cc::test::run({bin("cc-egress"), "--check", "rebind.test", "ok.test", "--resolve", "--allow", "*.test",
+    r = cc::test::run({bin("cc-egress"), "--check", "rebind.test", "ok.test", "--resolve", "--allow", "*.test:*",
                        "--dns-server", dns.server()});
     std::istringstream in2(r.out);
     std::string a, b;
@@ -94,7 +94,7 @@ TEST_CASE("egress: --check applies the rules without listening") {
 TEST_CASE("egress: curl through the HTTP proxy, absolute-form and CONNECT") {
     Origin origin;
     REQUIRE(origin.port);
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline"});
     REQUIRE(eg.ready["event"] == "ready");
     CHECK(eg.ready["network"] == "on");
     std::string proxy = "http://" + eg.http();
@@ -170,7 +170,7 @@ TEST_CASE("egress: curl through the HTTP proxy, absolute-form and CONNECT") {
 
 TEST_CASE("egress: raw IP-literal spellings through the proxy") {
     Origin origin;
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline"});
     std::string port = std::to_string(origin.port);
     for (const char* host : {"2130706433", "0x7f.1", "0177.0.0.1", "127.1", "[::ffff:127.0.0.1]"}) {
         INFO(host);
@@ -192,7 +192,7 @@ TEST_CASE("egress: raw IP-literal spellings through the proxy") {
 
 TEST_CASE("egress: SOCKS5 with curl, and the protocol's own refusals") {
     Origin origin;
-    Egress eg({"--allow", "127.0.0.1", "--allow", "metadata.google.internal", "--no-baseline"});
+    Egress eg({"--allow", "127.0.0.1:*", "--allow", "metadata.google.internal", "--no-baseline"});
     auto r = curl({"--socks5-hostname", eg.socks(), origin.url("/hello")});
     CHECK(r.out == "hello\n");
     r = curl({"--socks5", eg.socks(), origin.url("/size/300000"), "-o", "/dev/null", "-w", "%{size_download}"});
@@ -228,7 +228,7 @@ TEST_CASE("egress: SOCKS5 with curl, and the protocol's own refusals") {
 TEST_CASE("egress: DNS rebinding and resolution failures, with a resolver the test controls") {
     Origin origin;
     Dns dns({{"rebind.test", "169.254.169.254"}, {"private.test", "10.1.2.3"}, {"local.test", "127.0.0.1"}});
-    Egress eg({"--allow", "*.test", "--allow", "127.0.0.1", "--no-baseline", "--dns-server", dns.server()});
+    Egress eg({"--allow", "*.test:*", "--allow", "127.0.0.1:*", "--no-baseline", "--dns-server", dns.server()});
     std::string proxy = "http://" + eg.http();
     std::string port = std::to_string(origin.port);
     auto r = curl({"-x", proxy, "-o", "/dev/null", "-w", "%{http_code}", "http://rebind.test:" + port + "/hello"});
@@ -270,7 +270,7 @@ TEST_CASE("egress: HTTPS through CONNECT to a local TLS server, and the SNI chec
                      "-cert", dir + "/cert.pem", "-key", dir + "/key.pem", "-www", "-quiet",
                      bp::std_out > bp::null, bp::std_err > bp::null, bp::std_in < bp::null);
     REQUIRE(wait_listening(tls_port));
-    Egress eg({"--allow", "127.0.0.1", "--allow", "good.test", "--no-baseline"});
+    Egress eg({"--allow", "127.0.0.1:*", "--allow", "good.test:*", "--no-baseline"});
     std::string proxy = "http://" + eg.http();
     std::string p = std::to_string(tls_port);
     auto r = curl({"-k", "-x", proxy, "https://127.0.0.1:" + p + "/"});
@@ -294,7 +294,7 @@ TEST_CASE("egress: HTTPS through CONNECT to a local TLS server, and the SNI chec
 
 TEST_CASE("egress: malformed HTTP requests get 400 / 431 and the proxy lives on") {
     Origin origin;
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline"});
     std::uint16_t hp = port_of(eg.http());
     CHECK(talk(hp, "CONNECT nohostport HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 400", 0) == 0);
     CHECK(talk(hp, "CONNECT [::1 HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 400", 0) == 0);
@@ -319,8 +319,8 @@ TEST_CASE("egress: network off still listens and refuses everything; policy deny
     Origin origin;
     std::string dir = cc::test::scratch_dir();
     {
-        std::ofstream(dir + "/spec.json") << R"({"sessionId":"s-off","workspaceId":"w","networkEnabled":false,"egressAllowlist":["127.0.0.1"]})";
-        Egress eg({"--spec", dir + "/spec.json", "--allow", "127.0.0.1"});
+        std::ofstream(dir + "/spec.json") << R"({"sessionId":"s-off","workspaceId":"w","networkEnabled":false,"egressAllowlist":["127.0.0.1:*"]})";
+        Egress eg({"--spec", dir + "/spec.json", "--allow", "127.0.0.1:*"});
         CHECK(eg.ready["network"] == "off");
         CHECK(eg.ready["sessionId"] == "s-off");
         auto r = curl({"-x", "http://" + eg.http(), "-o", "/dev/null", "-w", "%{http_code}", origin.url("/hello")});
@@ -332,7 +332,7 @@ TEST_CASE("egress: network off still listens and refuses everything; policy deny
         CHECK(eg.find("127.0.0.1", "http")->at("rule") == "network off");
     }
     {
-        std::ofstream(dir + "/spec2.json") << R"({"sessionId":"s-on","workspaceId":"w","egressAllowlist":["127.0.0.1"]})";
+        std::ofstream(dir + "/spec2.json") << R"({"sessionId":"s-on","workspaceId":"w","egressAllowlist":["127.0.0.1:*"]})";
         std::ofstream(dir + "/policy.json") << R"({"version":1,"rules":[{"action":"network_access","decision":"deny","reason":"offline task"}]})";
         Egress eg({"--spec", dir + "/spec2.json", "--policy", dir + "/policy.json"});
         CHECK(eg.ready["network"] == "off");
@@ -351,7 +351,7 @@ TEST_CASE("egress: network off still listens and refuses everything; policy deny
 
 TEST_CASE("egress: no descriptors are left after 1,000 connections close") {
     Origin origin;
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline"});
     pid_t pid = eg.child.id();
     std::uint16_t hp = port_of(eg.http()), sp = port_of(eg.socks());
     // Warm up (the pipe pool and the resolver thread exist after the first tunnel).
@@ -385,7 +385,7 @@ TEST_CASE("egress: listening sockets handed over the fd inbox serve like the TCP
     Origin origin;
     std::string dir = cc::test::scratch_dir();
     std::string inbox = dir + "/inbox.sock";
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--fd-inbox", inbox, "--unix-dir", dir});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline", "--fd-inbox", inbox, "--unix-dir", dir});
     REQUIRE(eg.ready["fdInbox"] == inbox);
     CHECK(eg.ready["httpUnix"] == dir + "/http.sock");
     CHECK(eg.ready["socksUnix"] == dir + "/socks.sock");
@@ -546,7 +546,7 @@ TEST_CASE("egress: --exit-with-stdin stops when the parent's pipe closes") {
 
 TEST_CASE("egress: SIGTERM with tunnels open closes them, logs them and exits 0") {
     Origin origin;
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline"});
     std::vector<int> open;
     for (int i = 0; i < 20; ++i) {
         int fd = connect_to(port_of(eg.http()));
@@ -570,7 +570,7 @@ TEST_CASE("egress: a listener made inside a fresh network namespace reaches out 
     Origin origin;
     std::string dir = cc::test::scratch_dir();
     std::string inbox = dir + "/netns-inbox.sock";
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--fd-inbox", inbox});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline", "--fd-inbox", inbox});
     REQUIRE(eg.ready["event"] == "ready");
     std::string out_path = dir + "/netns-curl.out";
     std::string target = origin.url("/hello");
@@ -649,7 +649,7 @@ TEST_CASE("egress: a listener made inside a fresh network namespace reaches out 
 
 TEST_CASE("egress: a kept-alive upstream that closed while idle is redialled for the next request") {
     Origin origin("0.5");  // closes idle keep-alive connections after half a second
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline"});
     int fd = connect_to(port_of(eg.http()));
     REQUIRE(fd >= 0);
     std::string req = "GET " + origin.url("/hello") + " HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -694,7 +694,7 @@ bool read_until(int fd, const std::string& marker, std::string& out) {
 }  // namespace
 
 TEST_CASE("egress: --header-timeout closes slow request heads and SOCKS5 handshakes, and says so") {
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--header-timeout", "0.4", "--idle-timeout", "0"});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline", "--header-timeout", "0.4", "--idle-timeout", "0"});
     REQUIRE(eg.ready["headerTimeoutMs"] == 400);
     CHECK(eg.ready["idleTimeoutMs"] == 0);
     CHECK(eg.ready["threads"].get<int>() >= 1);
@@ -740,7 +740,7 @@ TEST_CASE("egress: --header-timeout closes slow request heads and SOCKS5 handsha
 TEST_CASE("egress: --idle-timeout closes idle tunnels and kept-alive connections, not busy ones") {
     Origin origin;
     REQUIRE(origin.port);
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--idle-timeout", "1"});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline", "--idle-timeout", "1"});
     REQUIRE(eg.ready["idleTimeoutMs"] == 1000);
     std::string get = "GET /hello HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
 
@@ -807,7 +807,7 @@ TEST_CASE("egress: --idle-timeout closes idle tunnels and kept-alive connections
 TEST_CASE("egress: an HTTP/1.0 client gets a chunked upstream answer de-chunked, close-delimited") {
     Origin origin;
     REQUIRE(origin.port);
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline"});
     // curl speaking HTTP/1.0 through the proxy.
     auto r = curl({"--http1.0", "-x", "http://" + eg.http(), "-D", "-", origin.url("/chunked")});
     CHECK(r.status == 0);
@@ -851,7 +851,7 @@ TEST_CASE("egress: --auth-token-file requires Basic proxy credentials and SOCKS5
     CHECK(bad.status == 2);
     CHECK_THAT(bad.err, Catch::Contains("1 to 255 bytes"));
 
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--auth-token-file", token_file});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline", "--auth-token-file", token_file});
     REQUIRE(eg.ready["auth"] == true);
     std::string url = origin.url("/hello");
     // HTTP: absolute-form and CONNECT with the token as the password (any user name).
@@ -892,7 +892,7 @@ TEST_CASE("egress: --auth-token-file requires Basic proxy credentials and SOCKS5
 TEST_CASE("egress: several event loops serve concurrent clients; every connection is counted and logged once") {
     Origin origin;
     REQUIRE(origin.port);
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--threads", "3"});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline", "--threads", "3"});
     REQUIRE(eg.ready["threads"] == 3);
     std::uint16_t sp = port_of(eg.socks()), hp = port_of(eg.http());
     std::atomic<int> ok{0};

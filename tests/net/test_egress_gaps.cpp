@@ -170,7 +170,7 @@ TEST_CASE("egress gaps: a bare LF in chunked framing is refused with 400, never 
         CHECK(count(direct, "HTTP/1.") == 2);
         CHECK_THAT(direct, Catch::Contains("HTTP/1.1 404"));
     }
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline"});
     std::uint16_t hp = port_of(eg.http());
     std::string resp = talk(hp, post(origin.url("/echo"), size_line_smuggle()));
     CHECK(resp.rfind("HTTP/1.1 400", 0) == 0);
@@ -221,7 +221,7 @@ TEST_CASE("egress gaps: the vetted name is resolved as is: no search list, ndots
         return true;
     };
     {
-        Egress eg({"--allow", "allowed.test", "--allow", "127.0.0.1", "--no-baseline", "--dns-server", dns.server()}, env);
+        Egress eg({"--allow", "allowed.test:*", "--allow", "127.0.0.1:*", "--no-baseline", "--dns-server", dns.server()}, env);
         auto r = curl({"-x", "http://" + eg.http(), "-o", "/dev/null", "-w", "%{http_code}", url});
         CHECK(http_code(r) == "502");
         CHECK(exact_only());
@@ -239,7 +239,7 @@ TEST_CASE("egress gaps: the vetted name is resolved as is: no search list, ndots
     std::string conf = cc::test::scratch_dir() + "/resolv.conf";
     std::ofstream(conf) << "search corp.example\noptions ndots:5\nnameserver 127.0.0.1\n";
     asked = dns.questions();
-    Egress eg({"--allow", "allowed.test", "--allow", "127.0.0.1", "--no-baseline", "--dns-server", dns.server()}, {},
+    Egress eg({"--allow", "allowed.test:*", "--allow", "127.0.0.1:*", "--no-baseline", "--dns-server", dns.server()}, {},
               {"bwrap", "--dev-bind", "/", "/", "--ro-bind", conf, "/etc/resolv.conf", "--die-with-parent", "--"});
     REQUIRE(eg.ready.value("event", "") == "ready");
     auto r = curl({"-x", "http://" + eg.http(), "-o", "/dev/null", "-w", "%{http_code}", url});
@@ -248,7 +248,7 @@ TEST_CASE("egress gaps: the vetted name is resolved as is: no search list, ndots
 }
 
 TEST_CASE("egress gaps: Teredo and the other special-purpose IPv6 blocks; 6to4 only in its exact form") {
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline"});
     std::uint16_t hp = port_of(eg.http());
     // Teredo whose (inverted) client address is the metadata service.
     std::string resp = talk(hp, "CONNECT [2001:0:101:101::5601:5601]:80 HTTP/1.1\r\n\r\n");
@@ -259,7 +259,7 @@ TEST_CASE("egress gaps: Teredo and the other special-purpose IPv6 blocks; 6to4 o
     REQUIRE(t);
     CHECK_THAT((*t)["rule"].get<std::string>(), Catch::Contains("always-deny") && Catch::Contains("169.254.0.0/16"));
 
-    auto r = cc::test::run({bin("cc-egress"), "--no-baseline", "--allow", "127.0.0.1", "--check", "[2002:7f00:1::]:80",
+    auto r = cc::test::run({bin("cc-egress"), "--no-baseline", "--allow", "127.0.0.1:*", "--check", "[2002:7f00:1::]:80",
                             "[2002:7f00:1:abcd::1]:80", "[64:ff9b:1::a9fe:a9fe]:80", "[2001:2::1]:80", "[3fff::1]:80"});
     CHECK(r.status == 1);
     std::vector<json> lines;
@@ -292,7 +292,7 @@ TEST_CASE("egress gaps: the fd inbox takes one handover per connection, and with
         // Without --fd-inbox-once anyone who can reach the inbox hands over
         // listeners (and, with "events", hears their connection lines) any
         // number of times: the shared-proxy case.
-        Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--fd-inbox", inbox});
+        Egress eg({"--allow", "127.0.0.1:*", "--no-baseline", "--fd-inbox", inbox});
         REQUIRE(eg.ready["fdInbox"] == inbox);
         std::uint16_t p1 = 0, p2 = 0, p3 = 0;
         int l1 = listening_socket(p1), l2 = listening_socket(p2), l3 = listening_socket(p3);
@@ -325,7 +325,7 @@ TEST_CASE("egress gaps: the fd inbox takes one handover per connection, and with
     CHECK(r.status == 2);
     CHECK_THAT(r.err, Catch::Contains("--fd-inbox-once"));
 
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--fd-inbox", inbox, "--fd-inbox-once"});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline", "--fd-inbox", inbox, "--fd-inbox-once"});
     REQUIRE(eg.ready["fdInbox"] == inbox);
     std::uint16_t p1 = 0, p2 = 0;
     int l1 = listening_socket(p1), l2 = listening_socket(p2);

@@ -73,7 +73,7 @@ TEST_CASE("egress limits: one client at its cap does not starve another; over a 
     std::vector<int> held;
     {
         // Without caps one client holds as many idle tunnels as it likes.
-        Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+        Egress eg({"--allow", "127.0.0.1:*", "--no-baseline"});
         CHECK(eg.ready["maxClientConnections"].get<int>() >= 8);
         for (int i = 0; i < 4; ++i) held.push_back(hold_tunnel("127.0.0.1", port_of(eg.http()), origin.port));
         CHECK(std::count(held.begin(), held.end(), -1) == 0);
@@ -81,7 +81,7 @@ TEST_CASE("egress limits: one client at its cap does not starve another; over a 
         held.clear();
         CHECK(eg.stop() == 0);
     }
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--max-connections", "5", "--max-client-connections", "3"});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline", "--max-connections", "5", "--max-client-connections", "3"});
     REQUIRE(eg.ready["maxConnections"] == 5);
     REQUIRE(eg.ready["maxClientConnections"] == 3);
     std::uint16_t hp = port_of(eg.http()), sp = port_of(eg.socks());
@@ -156,7 +156,7 @@ TEST_CASE("egress limits: one client at its cap does not starve another; over a 
 
 TEST_CASE("egress limits: a tunnel on which nothing moves is closed after --first-byte-timeout") {
     Origin origin;
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--first-byte-timeout", "0.3", "--idle-timeout", "0"});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline", "--first-byte-timeout", "0.3", "--idle-timeout", "0"});
     CHECK(eg.ready["firstByteTimeoutMs"] == 300);
     std::uint16_t hp = port_of(eg.http());
     int quiet = hold_tunnel("127.0.0.1", hp, origin.port);

@@ -9,7 +9,7 @@ TEST_CASE("egress report: allowlist denials are logged wouldDeny and let through
     Origin origin;
     Dns dns({{"unlisted.test", "127.0.0.1"}, {"listed.test", "127.0.0.1"}});
     std::string port = std::to_string(origin.port);
-    std::vector<std::string> base{"--allow", "listed.test", "--allow", "127.0.0.1", "--no-baseline", "--dns-server",
+    std::vector<std::string> base{"--allow", "listed.test:*", "--allow", "127.0.0.1:*", "--no-baseline", "--dns-server",
                                   dns.server()};
     {
         // Enforcing: a name the allowlist does not list is refused.
@@ -60,7 +60,7 @@ TEST_CASE("egress report: allowlist denials are logged wouldDeny and let through
     // learn: the allowlist that would have allowed this traffic.
     auto learnt = cc::test::run({bin("cc-egress"), "learn"}, eg.ready.dump() + "\n" + lines_text);
     CHECK(learnt.status == 0);
-    CHECK(learnt.out == "listed.test\nunlisted.test\n");
+    CHECK(learnt.out == "listed.test:" + port + "\nunlisted.test:" + port + "\n");
     auto bad = cc::test::run({bin("cc-egress"), "learn"}, std::string("{\"event\":\"ready\"}\nnot json\n"));
     CHECK(bad.status == 2);
     CHECK_THAT(bad.err, Catch::Contains("line 2"));

@@ -76,14 +76,14 @@ TEST_CASE("egress tls: a second ClientHello after a HelloRetryRequest must name 
     CHECK(direct["after"] == "server_hello");
     {
         // cc-egress without its SNI check relays it just the same.
-        Egress eg({"--allow", "127.0.0.1", "--allow", "good.test", "--no-baseline", "--no-sni-check"});
+        Egress eg({"--allow", "127.0.0.1:*", "--allow", "good.test:*", "--no-baseline", "--no-sni-check"});
         json r = scripted(port_of(eg.http()), server.target(), {"retry", "good.test", "evil.test", server.p384_point});
         CHECK(r["connect"] == "HTTP/1.1 200 Connection established");
         CHECK(r["after"] == "server_hello");
         CHECK(eg.stop() == 0);
     }
 
-    Egress eg({"--allow", "127.0.0.1", "--allow", "good.test", "--no-baseline"});
+    Egress eg({"--allow", "127.0.0.1:*", "--allow", "good.test:*", "--no-baseline"});
     std::uint16_t hp = port_of(eg.http());
     // The same bytes through cc-egress: the retry request comes back, the
     // second hello is never forwarded, the tunnel is closed.
@@ -152,7 +152,7 @@ TEST_CASE("egress tls: a TLS record other than a handshake placed first is refus
     std::string point(194, '0');  // the key share is never looked at here
     {
         // Without the check the alert and the hello naming evil.test reach the upstream.
-        Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--no-sni-check"});
+        Egress eg({"--allow", "127.0.0.1:*", "--no-baseline", "--no-sni-check"});
         json r = scripted(port_of(eg.http()), target, {"alert", "evil.test", point});
         CHECK(r["connect"] == "HTTP/1.1 200 Connection established");
         CHECK(eg.stop() == 0);
@@ -163,7 +163,7 @@ TEST_CASE("egress tls: a TLS record other than a handshake placed first is refus
         CHECK(received[0].rfind(std::string("\x15\x03\x03\x00\x02", 5), 0) == 0);
         CHECK(received[0].find("evil.test") != std::string::npos);
     }
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline"});
     std::uint16_t hp = port_of(eg.http());
     json r = scripted(hp, target, {"alert", "evil.test", point});
     CHECK(r["after"] == "closed");
@@ -201,13 +201,13 @@ TEST_CASE("egress tls: a tunnel to a TLS port (--tls-ports) must start with a Cl
     std::string port = std::to_string(origin.port);
     {
         // By default only 443 is a TLS port: plain HTTP through a tunnel to another port passes.
-        Egress eg({"--allow", "127.0.0.1", "--no-baseline"});
+        Egress eg({"--allow", "127.0.0.1:*", "--no-baseline"});
         CHECK(eg.ready["tlsPorts"] == json::array({443}));
         auto r = curl({"-p", "-x", "http://" + eg.http(), origin.url("/hello")});
         CHECK(r.out == "hello\n");
         CHECK(eg.stop() == 0);
     }
-    Egress eg({"--allow", "127.0.0.1", "--no-baseline", "--tls-ports", "443," + port});
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline", "--tls-ports", "443," + port});
     CHECK(eg.ready["tlsPorts"] == json::array({443, origin.port}));
     auto r = curl({"-p", "-x", "http://" + eg.http(), origin.url("/hello")});
     CHECK(r.status == 52);  // the tunnel was opened, then closed with no answer

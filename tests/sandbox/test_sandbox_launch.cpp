@@ -405,7 +405,7 @@ TEST_CASE("launch: network through the session's own cc-egress", "[launch][netwo
         }
     });
     json spec = json::parse(slurp(t.spec));
-    spec["egressAllowlist"] = {"127.0.0.1"};
+    spec["egressAllowlist"] = {"127.0.0.1:*"};
     spit(t.spec, spec.dump());
     std::string url = "http://127.0.0.1:" + std::to_string(port) + "/";
     std::vector<std::string> base = {bin("cc-wrap"), "--spec", t.spec, "--drop-filename-denies", "--"};

@@ -261,7 +261,7 @@ TEST_CASE("layers: the session's cc-egress killed mid-run is said and started ag
         }
     });
     json spec = json::parse(slurp(t.spec));
-    spec["egressAllowlist"] = {"127.0.0.1"};
+    spec["egressAllowlist"] = {"127.0.0.1:*"};
     spit(t.spec, spec.dump());
     std::string url = "http://127.0.0.1:" + std::to_string(port) + "/";
     std::string out = t.root + "/restart.jsonl";

@@ -7,7 +7,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -92,7 +94,8 @@ Result<std::string> read_auth_token(const std::string& path) {
 }
 
 Result<std::vector<std::string>> learn_allowlist(std::string_view jsonl) {
-    std::vector<std::string> out;
+    // Each host with the ports it was reached on.
+    std::map<std::string, std::set<int>> hosts;
     std::size_t n = 0;
     while (!jsonl.empty()) {
         ++n;
@@ -104,17 +107,36 @@ Result<std::vector<std::string>> learn_allowlist(std::string_view jsonl) {
         if (!j.is_object()) return input_error("line " + std::to_string(n), "is not a JSON object");
         if (j.value("event", "") != "connection") continue;
         std::string rule = j.value("rule", ""), host = j.value("host", "");
+        int port = j.contains("port") && j["port"].is_number_integer() ? j["port"].get<int>() : 0;
         std::vector<std::string> want;
         if (rule.rfind("tls sni ", 0) == 0) {
             want = {rule.substr(8), host};  // the server name to allow, and the tunnel's target
-        } else if (j.value("decision", "") == "allow" || rule == "no allow entry") {
+        } else if (j.value("decision", "") == "allow" || rule == "no allow entry" || rule == "port not allowed") {
             want = {host};
         }
-        for (const auto& w : want)
-            if (auto t = canonical_target(w); !w.empty() && t) out.push_back(t->host);
+        for (const auto& w : want) {
+            auto t = canonical_target(w);
+            if (w.empty() || !t) continue;
+            std::string key = t->address && !t->address->v4() ? "[" + t->host + "]" : t->host;
+            auto& ports = hosts[key];
+            if (port > 0 && port <= 65535) ports.insert(port);
+        }
+    }
+    // A host reached on 80 and 443 only needs no port: that is what a bare
+    // entry admits. Otherwise every port it was reached on is written.
+    std::vector<std::string> out;
+    for (const auto& [host, ports] : hosts) {
+        bool defaults = std::all_of(ports.begin(), ports.end(), [](int p) { return p == 80 || p == 443; });
+        std::string entry = host;
+        if (!defaults) {
+            entry += ":";
+            for (auto it = ports.begin(); it != ports.end(); ++it) entry += (it == ports.begin() ? "" : ",") + std::to_string(*it);
+        } else if (entry.front() == '[') {
+            entry = entry.substr(1, entry.size() - 2);  // a bare IPv6 address takes no brackets
+        }
+        out.push_back(entry);
     }
     std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
 }
 
@@ -140,6 +162,7 @@ bool check_targets(const EgressOptions& o, const Plan& plan, const std::function
         line["canonical"] = t->host;
         if (t->port) line["port"] = t->port;
         Verdict v = plan.rules.check_target(*t);
+        if (auto ports = plan.rules.allowed_ports(*t)) line["ports"] = ports->to_json();
         if (v.allow && o.resolve) {
             std::vector<Address> addrs;
             if (t->address) {

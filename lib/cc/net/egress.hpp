@@ -64,8 +64,9 @@ Result<Plan> make_plan(const EgressOptions& o);
 // `cc-egress learn`: from a session's connection lines (JSON Lines, as
 // cc-egress writes them; other events are skipped), the allowlist entries that
 // would have allowed its traffic: every host that was allowed, allowed with
-// wouldDeny (--report), or denied for want of an allow entry or by a TLS
-// server name that is not allowed; canonical, sorted, each once. What the
+// wouldDeny (--report), or denied for want of an allow entry (or of its port)
+// or by a TLS server name that is not allowed; canonical, sorted, each once,
+// with the ports it was reached on unless those are only 80 and 443. What the
 // always-deny lists, --deny or the address checks refused is not learnt. An
 // input error names the line that is not a JSON object.
 Result<std::vector<std::string>> learn_allowlist(std::string_view jsonl);

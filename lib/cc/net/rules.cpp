@@ -1,5 +1,6 @@
 #include "cc/net/rules.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "cc/core/io.hpp"
@@ -28,24 +29,61 @@ std::vector<Address> exact_spellings(const Address& a) {
     return out;
 }
 
-// An allow entry is a name pattern, or an IP literal naming one exact address.
-Status add_allow(RuleSet& r, const std::string& entry, const std::string& source) {
-    if (entry.find('/') != std::string::npos) {
-        return input_error("allow entry " + in_quotes(entry) + " (" + source + ")",
-                           "address blocks cannot be allowed; name each address");
+// An allow entry's host and ports: "host", "host:PORTS", "[v6]:PORTS", or
+// a bare IPv6 address (its colons are not a port).
+struct Entry {
+    std::string host;
+    PortSet ports = default_ports();
+};
+
+Result<Entry> split_entry(const std::string& entry, const std::string& what) {
+    Entry e{entry};
+    std::string_view rest;
+    if (!entry.empty() && entry.front() == '[') {
+        auto close = entry.find(']');
+        if (close == std::string::npos) return input_error(what, "'[' without ']'");
+        e.host = entry.substr(1, close - 1);
+        if (e.host.find(':') == std::string::npos || !parse_ip_literal(e.host))
+            return input_error(what, "brackets hold an IPv6 address");
+        rest = std::string_view(entry).substr(close + 1);
+        if (rest.empty()) return e;
+        if (rest.front() != ':') return input_error(what, "expected ':' and ports after ']'");
+        rest.remove_prefix(1);
+    } else {
+        auto colon = entry.find(':');
+        if (colon == std::string::npos || entry.find(':', colon + 1) != std::string::npos) return e;
+        e.host = entry.substr(0, colon);
+        rest = std::string_view(entry).substr(colon + 1);
     }
-    if (auto a = parse_ip_literal(entry)) {
-        r.allow_addresses.push_back({Cidr{*a, a->is_v4 ? 32 : 128}, source});
+    auto p = parse_ports(rest, what);
+    if (!p) return p.error();
+    e.ports = std::move(*p);
+    return e;
+}
+
+// An allow entry is a name pattern, or an IP literal naming one exact
+// address; either with the ports it admits.
+Status add_allow(RuleSet& r, const std::string& entry, const std::string& source) {
+    std::string what = "allow entry " + in_quotes(entry) + " (" + source + ")";
+    if (entry.find('/') != std::string::npos) return input_error(what, "address blocks cannot be allowed; name each address");
+    auto e = split_entry(entry, what);
+    if (!e) return e.error();
+    if (auto a = parse_ip_literal(e->host)) {
+        r.allow_addresses.push_back({Cidr{*a, a->is_v4 ? 32 : 128}, source, e->ports});
         return ok();
     }
-    auto p = parse_pattern(entry);
+    auto p = parse_pattern(e->host);
     if (!p) return Error{p.error().code, p.error().message, p.error().subject + " (" + source + ")", 0};
-    r.allow_names.push_back({*p, source});
+    r.allow_names.push_back({*p, source, e->ports});
     return ok();
 }
 
-// A deny entry is a name pattern, an address or an address block.
+// A deny entry is a name pattern, an address or an address block, denied
+// on every port.
 Status add_deny(RuleSet& r, const std::string& entry, const std::string& source) {
+    if (auto colon = entry.find(':'); colon != std::string::npos && entry.find(':', colon + 1) == std::string::npos)
+        return input_error("deny entry " + in_quotes(entry) + " (" + source + ")",
+                           "deny entries take no port: a denied host is denied on every port");
     bool addressish = entry.find(':') != std::string::npos || entry.find('/') != std::string::npos ||
                       parse_ip_literal(entry).has_value();
     if (addressish) {
@@ -71,7 +109,72 @@ Status add_address_file(std::vector<AddressRule>& list, const std::string& path)
     return ok();
 }
 
+std::string with_ports(std::string text, const PortSet& ports) {
+    if (ports == default_ports()) return text;
+    return text + ":" + ports.to_string();
+}
+
+// An IPv6 address is bracketed when a port list follows it.
+std::string address_text(const Address& a, const PortSet& ports) {
+    if (a.v4() || ports == default_ports()) return a.to_string();
+    return "[" + a.to_string() + "]";
+}
+
+Verdict port_denied(const Target& t, const PortSet& listed) {
+    return deny("port not allowed", "port " + std::to_string(t.port) + " not allowed for host " + t.host +
+                                        " (its allow entries admit " + listed.to_string() + ")");
+}
+
 }  // namespace
+
+bool PortSet::contains(std::uint16_t port) const {
+    return any || std::binary_search(ports.begin(), ports.end(), port);
+}
+
+void PortSet::add(const PortSet& other) {
+    any = any || other.any;
+    ports.insert(ports.end(), other.ports.begin(), other.ports.end());
+    std::sort(ports.begin(), ports.end());
+    ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
+}
+
+std::string PortSet::to_string() const {
+    if (any) return "*";
+    std::string out;
+    for (auto p : ports) out += (out.empty() ? "" : ",") + std::to_string(p);
+    return out;
+}
+
+nlohmann::json PortSet::to_json() const {
+    if (any) return "*";
+    return ports;
+}
+
+PortSet default_ports() { return PortSet{false, {80, 443}}; }
+
+Result<PortSet> parse_ports(std::string_view text, const std::string& what) {
+    PortSet out;
+    if (text == "*") {
+        out.any = true;
+        return out;
+    }
+    auto bad = [&] { return input_error(what, "ports must be 1-65535, comma-separated, or *"); };
+    while (true) {
+        auto comma = text.find(',');
+        std::string_view p = text.substr(0, comma);
+        if (p.empty() || p.size() > 5 || p.find_first_not_of("0123456789") != std::string_view::npos) return bad();
+        unsigned v = static_cast<unsigned>(std::stoul(std::string(p)));
+        if (v == 0 || v > 65535) return bad();
+        out.ports.push_back(static_cast<std::uint16_t>(v));
+        if (comma == std::string_view::npos) break;
+        text.remove_prefix(comma + 1);
+    }
+    std::sort(out.ports.begin(), out.ports.end());
+    out.ports.erase(std::unique(out.ports.begin(), out.ports.end()), out.ports.end());
+    return out;
+}
+
+std::string NameRule::text() const { return with_ports(pattern.text, ports); }
 
 Result<std::vector<std::pair<std::string, std::string>>> read_list_file(const std::string& path) {
     auto text = io::read_input(path);
@@ -150,13 +253,32 @@ const AddressRule* RuleSet::find_address(const std::vector<AddressRule>& list, c
     return nullptr;
 }
 
-bool RuleSet::allowed_exactly(const Address& a) const { return find_allow_address(a) != nullptr; }
+bool RuleSet::allowed_exactly(const Address& a, std::uint16_t port) const {
+    return find_allow_address(a, port) != nullptr;
+}
 
-const AddressRule* RuleSet::find_allow_address(const Address& a) const {
+const AddressRule* RuleSet::find_allow_address(const Address& a, std::uint16_t port) const {
     for (const auto& sp : exact_spellings(a))
         for (const auto& rule : allow_addresses)
-            if (rule.cidr.contains(sp)) return &rule;
+            if (rule.cidr.contains(sp) && (port == 0 || rule.ports.contains(port))) return &rule;
     return nullptr;
+}
+
+std::optional<PortSet> RuleSet::allowed_ports(const Target& t) const {
+    std::optional<PortSet> out;
+    auto take = [&](const PortSet& p) {
+        if (!out) out = p;
+        else out->add(p);
+    };
+    if (t.address) {
+        for (const auto& sp : exact_spellings(*t.address))
+            for (const auto& rule : allow_addresses)
+                if (rule.cidr.contains(sp)) take(rule.ports);
+        return out;
+    }
+    for (const auto& a : allow_names)
+        if (a.pattern.matches(t.host)) take(a.ports);
+    return out;
 }
 
 Verdict RuleSet::check_target(const Target& t) const {
@@ -165,18 +287,21 @@ Verdict RuleSet::check_target(const Target& t) const {
         if (auto* d = find_address(deny_addresses, *t.address))
             return deny(d->source + " " + d->cidr.to_string(), "address " + t.host + " is always denied",
                         "destination_ip_prohibited");
-        if (auto* a = find_allow_address(*t.address))
+        if (auto* a = find_allow_address(*t.address, t.port))
             return check_address(t, *t.address).allow
-                       ? Verdict{true, "allow " + a->cidr.base.to_string() + " (" + a->source + ")", "allowed", ""}
+                       ? Verdict{true, "allow " + with_ports(address_text(a->cidr.base, a->ports), a->ports) + " (" + a->source + ")",
+                                 "allowed", ""}
                        : check_address(t, *t.address);
+        if (auto listed = allowed_ports(t)) return port_denied(t, *listed);
         return deny("no allow entry", "address " + t.host + " is not in the allowlist", "destination_ip_prohibited");
     }
     for (const auto& d : deny_names)
         if (d.pattern.matches(t.host))
             return deny(d.source + " " + d.pattern.text, "host " + t.host + " is always denied");
     for (const auto& a : allow_names)
-        if (a.pattern.matches(t.host))
-            return Verdict{true, "allow " + a.pattern.text + " (" + a.source + ")", "allowed", ""};
+        if (a.pattern.matches(t.host) && (t.port == 0 || a.ports.contains(t.port)))
+            return Verdict{true, "allow " + a.text() + " (" + a.source + ")", "allowed", ""};
+    if (auto listed = allowed_ports(t)) return port_denied(t, *listed);
     return deny("no allow entry", "host " + t.host + " is not in the allowlist");
 }
 
@@ -185,16 +310,26 @@ Verdict RuleSet::check_address(const Target& t, const Address& a) const {
         return deny(d->source + " " + d->cidr.to_string(),
                     "host " + t.host + " resolves to " + a.to_string() + ", which is denied",
                     "destination_ip_prohibited");
-    if (auto* n = find_address(non_public, a); n && !allowed_exactly(a))
+    if (auto* n = find_address(non_public, a); n && !allowed_exactly(a, t.port)) {
+        // Named exactly, but for other ports: the port is what is refused.
+        if (t.port != 0 && allowed_exactly(a, 0)) {
+            PortSet listed;
+            for (const auto& sp : exact_spellings(a))
+                for (const auto& rule : allow_addresses)
+                    if (rule.cidr.contains(sp)) listed.add(rule.ports);
+            return deny("port not allowed", "host " + t.host + " resolves to " + a.to_string() + ", allowed on " +
+                                                listed.to_string() + " only, not on port " + std::to_string(t.port));
+        }
         return deny("non-public " + n->cidr.to_string(),
                     "host " + t.host + " resolves to non-public address " + a.to_string(),
                     "destination_ip_prohibited");
+    }
     return Verdict{true, "address " + a.to_string(), "allowed", ""};
 }
 
 Verdict report_only(Verdict v) {
     if (v.allow) return v;
-    if (v.rule == "no allow entry" || v.rule.rfind("tls sni ", 0) == 0) {
+    if (v.rule == "no allow entry" || v.rule == "port not allowed" || v.rule.rfind("tls sni ", 0) == 0) {
         v.allow = true;
         v.would_deny = true;
         v.proxy_error.clear();
@@ -206,6 +341,7 @@ Verdict RuleSet::check_sni(const Target& t, const std::string& sni) const {
     auto n = canonical_target(sni);
     if (!n) return deny("tls sni", "TLS server name " + in_quotes(sni) + " is malformed");
     if (n->host == t.host) return Verdict{true, "sni matches", "allowed", ""};
+    n->port = t.port;  // another name is allowed only for the tunnel's port
     Verdict v = check_target(*n);
     if (v.allow) return v;
     return deny("tls sni " + n->host,
@@ -223,9 +359,13 @@ nlohmann::json RuleSet::to_json() const {
         for (const auto& r : v) a.push_back({{"address", r.cidr.to_string()}, {"source", r.source}});
         return a;
     };
+    // Allow entries with the ports each admits.
+    nlohmann::json allow_n = names(allow_names), allow_a = addrs(allow_addresses);
+    for (std::size_t i = 0; i < allow_names.size(); ++i) allow_n[i]["ports"] = allow_names[i].ports.to_json();
+    for (std::size_t i = 0; i < allow_addresses.size(); ++i) allow_a[i]["ports"] = allow_addresses[i].ports.to_json();
     return {{"network", network ? "on" : "off"},
-            {"allowNames", names(allow_names)},
-            {"allowAddresses", addrs(allow_addresses)},
+            {"allowNames", allow_n},
+            {"allowAddresses", allow_a},
             {"denyNames", names(deny_names)},
             {"denyAddresses", addrs(deny_addresses)},
             {"nonPublicAddresses", addrs(non_public)}};

@@ -11,7 +11,9 @@
 //
 // Order (protocols.md B3): normalise; network off denies all; always-deny
 // names and addresses beat every allow; then the allowlist (names by
-// pattern, IP literals only by an entry for that exact address); then, for
+// pattern, IP literals only by an entry for that exact address, each entry
+// for its ports: "port not allowed" when a host is listed but not with the
+// target's port); then, for
 // names, every resolved address is vetted: always-deny, operator deny, and
 // non-public ranges (loopback, private, link-local, ...) unless an allow entry
 // names that exact address. The dialled address is one that was vetted.
@@ -19,7 +21,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cc/core/result.hpp"
@@ -44,13 +48,33 @@ struct Verdict {
 // malformed input stay denied.
 Verdict report_only(Verdict v);
 
+// The ports an allow entry admits: `host:443`, `host:443,8443`, `host:*`.
+// An entry written without a port admits 80 and 443 only (Squid's CONNECT
+// port list and the sandbox runtimes agree: a name is not every service
+// on that host).
+struct PortSet {
+    bool any = false;
+    std::vector<std::uint16_t> ports;  // sorted, each once; unused when `any`
+    bool contains(std::uint16_t port) const;
+    void add(const PortSet& other);
+    bool operator==(const PortSet& o) const { return any == o.any && (any || ports == o.ports); }
+    std::string to_string() const;  // "80,443" or "*"
+    nlohmann::json to_json() const; // [80,443] or "*"
+};
+PortSet default_ports();  // 80 and 443
+// "443", "443,8443", "*"; an input error naming `what` otherwise.
+Result<PortSet> parse_ports(std::string_view text, const std::string& what);
+
 struct NameRule {
     HostPattern pattern;
     std::string source;  // "baseline", "github", "spec", "--allow", "FILE:LINE", "always-deny"
+    PortSet ports = default_ports();  // allow entries only; deny entries hold every port
+    std::string text() const;          // as written back: "*.example.com", "host:8443"
 };
 struct AddressRule {
     Cidr cidr;
     std::string source;
+    PortSet ports = default_ports();  // allow entries only
 };
 
 struct RuleOptions {
@@ -78,15 +102,19 @@ public:
     // --deny, and non-public ranges unless allowed exactly.
     Verdict check_address(const Target& t, const Address& a) const;
     // Is this SNI acceptable on a tunnel opened for `t`? Equal after
-    // normalisation, or itself allowed by the name rules.
+    // normalisation, or itself allowed by the name rules (on t's port).
     Verdict check_sni(const Target& t, const std::string& sni) const;
+    // The ports the allow entries matching t's host (or address) admit,
+    // together; nullopt when none matches. What --check shows.
+    std::optional<PortSet> allowed_ports(const Target& t) const;
 
     nlohmann::json to_json() const;
 
 private:
     const AddressRule* find_address(const std::vector<AddressRule>& list, const Address& a) const;
-    const AddressRule* find_allow_address(const Address& a) const;
-    bool allowed_exactly(const Address& a) const;
+    // An allow entry for this exact address admitting `port` (0: any port).
+    const AddressRule* find_allow_address(const Address& a, std::uint16_t port) const;
+    bool allowed_exactly(const Address& a, std::uint16_t port) const;
 };
 
 Result<RuleSet> build_rules(const RuleOptions& o);

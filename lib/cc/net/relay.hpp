@@ -1,0 +1,45 @@
+// Moving bytes for the proxy pair: reads that hold no buffer while idle,
+// splice(2) relays, deadlines, and tunnels (with the TLS follower that checks
+// every ClientHello before it is forwarded).
+#pragma once
+
+#include "cc/net/session.hpp"
+
+namespace cc::net::detail {
+
+// Closes the connection if the deadline passes before it is destroyed.
+// A deadline of 0 ms (or less) is no deadline.
+class Deadline {
+public:
+    Deadline(asio::io_context& io, const std::shared_ptr<Conn>& c, int ms, Closed why = Closed::none) : timer_(io) {
+        if (ms <= 0) return;
+        timer_.expires_after(std::chrono::milliseconds(ms));
+        timer_.async_wait([w = std::weak_ptr<Conn>(c), why](ErrorCode ec) {
+            if (ec) return;
+            if (auto conn = w.lock()) conn->close(why);
+        });
+    }
+    ~Deadline() { timer_.cancel(); }
+
+private:
+    asio::steady_timer timer_;
+};
+
+// Closes the connection once no byte has been relayed either way for
+// `ms`. The timer looks at the byte counters a few times per period rather
+// than being re-armed on every read, so busy tunnels pay nothing.
+void watch_idle(asio::io_context& io, const std::shared_ptr<Conn>& c, int ms);
+
+// Append up to `max` bytes to `buf`; 0 at end of stream.
+awaitable<std::size_t> read_more(Sock& s, std::string& buf, std::size_t max = read_chunk);
+awaitable<void> write_all(Sock& s, std::string_view data);
+
+// Copy bytes from `from` to `to` until EOF or `limit` bytes (`unlimited`);
+// a body cut short throws. `half_close`: shut down `to`'s sending side at EOF.
+awaitable<void> pump(Server& srv, Sock& from, Sock& to, std::uint64_t& count, std::uint64_t limit, bool half_close);
+
+// Relay both ways until both ends are done; `pending` are client bytes read
+// already. The server-name check and its decisions go on `rec`.
+awaitable<void> tunnel(Server& srv, std::shared_ptr<Conn> c, const Target& t, std::string pending, Record& rec);
+
+}  // namespace cc::net::detail

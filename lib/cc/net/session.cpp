@@ -1,0 +1,186 @@
+#include "cc/net/session.hpp"
+
+#include <netinet/tcp.h>
+
+#include <cstring>
+
+#include "cc/net/relay.hpp"
+
+namespace cc::net::detail {
+
+const char* to_string(Closed c) {
+    switch (c) {
+    case Closed::header_timeout: return "header-timeout";
+    case Closed::first_byte_timeout: return "first-byte-timeout";
+    case Closed::idle_timeout: return "idle-timeout";
+    case Closed::shutdown: return "shutdown";
+    case Closed::none: break;
+    }
+    return "";
+}
+
+void set_nodelay(Sock& s) {
+    int one = 1;
+    ::setsockopt(s.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on AF_UNIX
+}
+
+void Shared::stop_all() {
+    if (stopping.exchange(true)) return;
+    for (auto& l : loops) asio::post(l->io, [s = l.get()] { s->stop_here(); });
+    // Destroying the resolver joins its thread; pending lookups complete with an error.
+    std::unique_ptr<Resolver> r;
+    {
+        std::lock_guard<std::mutex> lock(resolver_mu);
+        r = std::move(resolver);
+    }
+}
+
+template <typename Token>
+auto async_resolve(Server& s, std::string name, Token&& token) {
+    return asio::async_initiate<Token, void(Resolution)>(
+        [&s](auto handler, std::string n) {
+            auto work = asio::make_work_guard(s.io);
+            auto h = std::make_shared<decltype(handler)>(std::move(handler));
+            std::lock_guard<std::mutex> lock(s.sh.resolver_mu);
+            if (!s.sh.resolver) {
+                asio::post(s.io, [h] { (*h)(Resolution{false, "shutting down", {}}); });
+                return;
+            }
+            s.sh.resolver->resolve(std::move(n), [&s, h, work](Resolution r) mutable {
+                asio::post(s.io, [h, r = std::move(r), work]() mutable { (*h)(std::move(r)); });
+            });
+        },
+        token, std::move(name));
+}
+
+awaitable<Vetting> vet(Server& srv, const Target& t) {
+    Vetting v;
+    v.verdict = srv.cfg.rules->check_target(t);
+    if (srv.cfg.report) v.verdict = report_only(v.verdict);
+    if (!v.verdict.allow) co_return v;
+    // Every address must pass, not just the one dialled: a resolver that mixes
+    // a public and a private answer is rebinding. In report mode an address
+    // refused only for its port is let through, marked.
+    auto vet_address = [&](const Address& a) {
+        Verdict av = srv.cfg.rules->check_address(t, a);
+        if (srv.cfg.report) av = report_only(av);
+        if (!av.allow || (av.would_deny && !v.verdict.would_deny)) v.verdict = av;
+        return av.allow;
+    };
+    if (t.address) {
+        // An allowed literal was vetted by check_target; one let through by
+        // report mode still meets the address rules.
+        if (v.verdict.would_deny && !vet_address(*t.address)) co_return v;
+        v.addrs.push_back(*t.address);
+        co_return v;
+    }
+    Resolution r = co_await async_resolve(srv, t.host, use_awaitable);
+    if (!r.ok) {
+        v.dns_failed = true;
+        v.verdict = Verdict{false, "dns", "cannot resolve " + t.host + ": " + r.error, "dns_error"};
+        co_return v;
+    }
+    for (const auto& a : r.addresses)
+        if (!vet_address(a)) co_return v;
+    v.addrs = std::move(r.addresses);
+    co_return v;  // (a would_deny name verdict stays, its addresses vetted)
+}
+
+awaitable<Dialed> dial(Server& srv, std::shared_ptr<Conn> c, const std::vector<Address>& addrs, std::uint16_t port) {
+    Dialed d;
+    for (const auto& a : addrs) {
+        sockaddr_storage ss{};
+        socklen_t len;
+        if (a.v4()) {
+            auto* in = reinterpret_cast<sockaddr_in*>(&ss);
+            in->sin_family = AF_INET;
+            in->sin_port = htons(port);
+            std::memcpy(&in->sin_addr, a.bytes.data() + 12, 4);
+            len = sizeof(sockaddr_in);
+        } else {
+            auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
+            in6->sin6_family = AF_INET6;
+            in6->sin6_port = htons(port);
+            std::memcpy(&in6->sin6_addr, a.bytes.data(), 16);
+            len = sizeof(sockaddr_in6);
+        }
+        Proto::endpoint ep(&ss, len, IPPROTO_TCP);
+        c->upstream.emplace(srv.io);
+        ErrorCode ec;
+        {
+            asio::steady_timer timer(srv.io);
+            timer.expires_after(std::chrono::milliseconds(srv.cfg.connect_timeout_ms));
+            timer.async_wait([w = std::weak_ptr<Conn>(c)](ErrorCode tec) {
+                if (tec) return;
+                if (auto conn = w.lock(); conn && conn->upstream) {
+                    ErrorCode e;
+                    conn->upstream->close(e);
+                }
+            });
+            co_await c->upstream->async_connect(ep, asio::redirect_error(use_awaitable, ec));
+            timer.cancel();
+        }
+        if (!ec && c->upstream->is_open()) {
+            set_nodelay(*c->upstream);
+            d.ok = true;
+            d.address = a.to_string();
+            co_return d;
+        }
+        d.err = ec == asio::error::operation_aborted ? ETIMEDOUT : ec.value();
+        c->upstream.reset();
+        if (srv.stopping) break;
+    }
+    co_return d;
+}
+
+std::string describe_client(const Proto::endpoint& peer, const std::string& listener) {
+    const sockaddr* sa = peer.data();
+    if (peer.size() >= sizeof(sockaddr_in) && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6)) {
+        if (auto a = address_of(sa)) {
+            std::uint16_t port = ntohs(sa->sa_family == AF_INET ? reinterpret_cast<const sockaddr_in*>(sa)->sin_port
+                                                                : reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
+            return a->to_string() + ":" + std::to_string(port);
+        }
+    }
+    return listener;
+}
+
+bool token_matches(const ProxyConfig& cfg, std::string_view given) {
+    const std::string& want = *cfg.auth_token;
+    if (given.size() != want.size()) return false;
+    volatile unsigned char diff = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) diff = diff | (given[i] ^ want[i]);
+    return diff == 0;
+}
+
+Verdict auth_denied(std::string reason) {
+    return Verdict{false, "auth", std::move(reason), "http_request_denied"};
+}
+
+awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener, Proto::endpoint peer,
+                      std::shared_ptr<EventSink> sink) {
+    auto c = std::make_shared<Conn>(std::move(sock));
+    c->sink = std::move(sink);
+    std::uint64_t id = srv.next_id++;
+    srv.live[id] = c;
+    ++srv.stats.connections;
+    set_nodelay(c->client);
+    std::string client = describe_client(peer, listener);
+    // The peer's address without its port (a Unix listener is one client).
+    std::string who = client;
+    if (auto colon = who.rfind(':'); colon != std::string::npos && colon + 1 < who.size() &&
+                                     who.find_first_not_of("0123456789", colon + 1) == std::string::npos)
+        who.erase(colon);
+    std::string key = listener + "|" + who;
+    std::string busy = srv.sh.admit(key, who);
+    try {
+        if (kind == Kind::http) co_await serve_http(srv, c, client, busy);
+        else co_await serve_socks(srv, c, client, busy);
+    } catch (const std::exception&) {
+    }
+    c->close();
+    srv.live.erase(id);
+    if (busy.empty()) srv.sh.release(key);
+}
+
+}  // namespace cc::net::detail
