@@ -268,8 +268,12 @@ TEST_CASE("launch: fd handover: listeners made inside are accepted outside", "[l
                          R"("decision":"deny","rule":"allowlist","reason":"not allowed"})" "\n";
         ssize_t w = ::write(c, ok.data(), ok.size());
         (void)w;
-        ::close(c);
-        if (fds[0] < 0) return;
+        // Held open while the listeners are in use, as cc-egress does: its
+        // closing mid-run means the proxy is gone (cc-wrap stops the sandbox).
+        if (fds[0] < 0) {
+            ::close(c);
+            return;
+        }
         int fl2 = ::fcntl(fds[0], F_GETFL);
         ::fcntl(fds[0], F_SETFL, fl2 & ~O_NONBLOCK);
         int conn = ::accept(fds[0], nullptr, nullptr);  // the HTTP proxy listener
@@ -283,6 +287,7 @@ TEST_CASE("launch: fd handover: listeners made inside are accepted outside", "[l
         }
         for (int fd : fds)
             if (fd >= 0) ::close(fd);
+        ::close(c);
     });
     auto r = t.wrap({"sh", "-c", "ls /run/cc/egress 2>&1; curl -sS --max-time 10 http://example.invalid/"}, {"--events"});
     egress.join();

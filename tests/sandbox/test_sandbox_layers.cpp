@@ -302,6 +302,42 @@ TEST_CASE("layers: the session's cc-egress killed mid-run is said and started ag
     server.join();
 }
 
+TEST_CASE("layers: a handed-in cc-egress killed mid-run ends the run (125, endedBy egress), said in an event",
+          "[launch][network][layers]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (::access(bin("cc-egress").c_str(), X_OK) != 0) CC_SKIP("cc-egress not built");
+    Tree t("handed-gone");
+    std::string dir = t.root + "/eg2";
+    std::string log = t.root + "/egress.out";
+    fs::create_directories(dir);
+    Async egress({bin("cc-egress"), "--spec", t.spec, "--fd-inbox", dir + "/inbox.sock"}, log, t.home);
+    REQUIRE(eventually([&] { return slurp(log).find('\n') != std::string::npos; }, 10000));
+    std::string text = slurp(log);
+    json ready = json::parse(text.substr(0, text.find('\n')));
+    REQUIRE(ready.value("event", "") == "ready");
+    spit(t.ready, ready.dump());
+    std::string out = t.root + "/gone.jsonl";
+    Async a({bin("cc-wrap"), "--spec", t.spec, "--egress", t.ready, "--drop-filename-denies", "--events", "--", "sh", "-c",
+             "echo started; sleep 30"},
+            out, t.home);
+    REQUIRE(eventually([&] { return slurp(out).find("started") != std::string::npos; }, 20000));
+    REQUIRE(::kill(egress.pid, SIGKILL) == 0);
+    CHECK(a.wait() == 125);
+    auto ev = events_of(slurp(out));
+    REQUIRE_FALSE(ev.empty());
+    bool said = false;
+    for (const auto& e : ev)
+        if (e["event"] == "egress" && e["state"] == "exited") {
+            said = true;
+            CHECK(e["how"] == "its inbox connection closed (a handed-in cc-egress)");
+            CHECK(e["restart"] == 0);
+        }
+    CHECK(said);
+    CHECK(ev.back()["event"] == "exit");
+    CHECK(ev.back()["endedBy"] == "egress");
+    CHECK(ev.back()["exitCode"] == 125);
+}
+
 TEST_CASE("layers: run by root, a workspace the sandbox's uid cannot reach is refused, naming the directory",
           "[launch][layers]") {
     if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");

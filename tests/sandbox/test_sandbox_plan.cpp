@@ -764,4 +764,14 @@ TEST_CASE("plan: a gitdir pointer file is write-denied; a writable bind inside a
     CHECK(r.error().one_line().find("inside protectedPath '/srv/repos/app'") != std::string::npos);
     in.spec.bindMounts.back().readOnly = true;
     CHECK(build_plan(in, h));
+    // Said on the bind, it is allowed: writable, in the notes, and the write
+    // supervisor's rule for the protected path leaves it out.
+    in.spec.bindMounts.back().readOnly = false;
+    in.spec.bindMounts.back().writableInProtected = true;
+    in.writeSupervisor = true;
+    auto ok = build_plan(in, h);
+    REQUIRE(ok);
+    CHECK(can_write_host(*ok, "/srv/repos/app/build"));
+    CHECK(std::any_of(ok->notes.begin(), ok->notes.end(),
+                      [](const std::string& n) { return n.find("writableInProtected") == 0; }));
 }

@@ -93,6 +93,12 @@ TEST_CASE("write rules: names, paths and their ancestors, git control files", "[
     CHECK(judge(r, "/tmp/repo/.git/config", WriteOp::create).allowed);  // not host-backed
     // Outside the writable places: refused as Landlock would.
     CHECK(judge(r, "/usr/bin/x", WriteOp::create).source == "landlock");
+    // A writable bind the operator nested in a protected path on purpose.
+    WriteRules p;
+    p.paths.push_back({"/repos/app", "/srv/repos/app", "protectedPaths", {"/repos/app/build"}});
+    CHECK(judge(p, "/repos/app/build/out.o", WriteOp::create).allowed);
+    CHECK_FALSE(judge(p, "/repos/app/src/main.c", WriteOp::write).allowed);
+    CHECK_FALSE(judge(p, "/repos/app/buildx", WriteOp::create).allowed);
     // Objects without a path (a pipe reopened through /proc) are not judged.
     CHECK(judge(r, "pipe:[1234]", WriteOp::write).allowed);
 }
@@ -261,4 +267,32 @@ TEST_CASE("write supervisor: ordinary work is unaffected", "[supervisor][launch]
     INFO(r.err);
     CHECK(r.status == 0);
     CHECK(r.out == "y\nf.txt\ng\nlink\n640\nvia-fifo\nheredoc\ny\nz\n1\n0\n");
+}
+
+TEST_CASE("write supervisor: a call from a mount namespace the command made is refused", "[supervisor][launch]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!write_supervisor()) CC_SKIP("this kernel has no seccomp user notification with descriptor injection");
+    if (!cc::test::have_program("unshare")) CC_SKIP("unshare not installed");
+    Tree t("sup-nested");
+    json spec = json::parse(slurp(t.spec));
+    spec["allowNestedNamespaces"] = true;
+    spit(t.spec, spec.dump());
+    // Without cc-wrap, a user and mount namespace of one's own writes as usual.
+    std::string open_dir = t.outside + "/open";
+    fs::create_directories(open_dir);
+    ::chmod(open_dir.c_str(), 0777);
+    auto free_run = run({"unshare", "-Urm", "sh", "-c", "echo x > '" + open_dir + "/nested.txt'"});
+    INFO(free_run.err);
+    REQUIRE(free_run.status == 0);
+    CHECK(slurp(open_dir + "/nested.txt") == "x\n");
+    // Inside, paths there mean something else than in the sandbox (a bind
+    // could show a protected directory under another name): refused.
+    auto r = wrap_std(t, "unshare -Urm sh -c 'echo x > " + t.work + "/nested.txt'; echo rc=$?; echo y > " + t.work +
+                             "/plain.txt; echo rc=$?");
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out == "rc=1\nrc=0\n");  // unshare cannot even write its uid_map there
+    CHECK(r.err.find("Operation not permitted") != std::string::npos);
+    CHECK_FALSE(fs::exists(t.work + "/nested.txt"));
+    CHECK(slurp(t.work + "/plain.txt") == "y\n");
 }

@@ -144,77 +144,87 @@ int wrap(const WrapRequest& rq) {
     if (pr.layers.writeSupervisor && rq.noWriteSupervisor) in.writeSupervisorRefused = true;
     in.identity = *identity;
 
-    // 3. Runtime dir and the proxies, when the plan needs them.
-    RuntimeDir rt;
-    Egress egress;
+    // 3. Resolve the rest of the input: a handed-in cc-egress's ready line;
+    // where this launch's runtime directory, its egress inbox and (run by
+    // root, when the sandbox's uid cannot reach the installed one) its copy
+    // of the init step will be. Nothing is created yet.
     const bool wants_egress = choice->backend == spec::Backend::native && profile == Profile::dispatch;
-    if (rq.print || rq.printSeatbelt) {
-        in.runtimeDir = "/tmp/cc-wrap.XXXXXX";
-    } else {
-        auto d = make_runtime_dir();
-        if (!d) return fail(d.error());
-        rt = std::move(*d);
-        in.runtimeDir = rt.path;
-        // bubblewrap runs as the sandbox's uid and binds the masks from
-        // here: it may pass through, not list (every file in it is mode 0 or
-        // 0600, the egress directory 0700).
-        if (in.identity.drop && ::chmod(rt.path.c_str(), 0711) != 0) return fail(io_error(rt.path, "cannot open up for the sandbox's uid"));
-        // The init step is bound from where cc-wrap-init is installed; when
-        // the sandbox's uid cannot pass to it (a build tree under /root), a
-        // copy in the runtime directory is bound instead.
-        if (in.identity.drop && !passable(in.initExe, in.identity)) {
-            std::string copy = rt.path + "/init";
-            std::error_code ec;
-            fs::copy_file(in.initExe, copy, ec);
-            if (ec || ::chmod(copy.c_str(), 0755) != 0)
-                return fail(io_error(copy, "cannot copy the init step where the sandbox's uid can reach it"));
-            in.initExe = copy;
-        }
+    const bool own_egress = wants_egress && !rq.egressReady;
+    if (wants_egress && rq.egressReady) {
+        auto text = io::read_input(*rq.egressReady);
+        if (!text) return fail(text.error());
+        auto j = cc::json::parse(*text, *rq.egressReady);
+        if (!j) return fail(j.error());
+        in.egress.source = EgressWiring::Source::handed;
+        if (auto s = wiring_from_ready(*j, in.egress, *rq.egressReady); !s) return fail(s.error());
     }
-    if (wants_egress) {
-        if (rq.egressReady) {
-            auto text = io::read_input(*rq.egressReady);
-            if (!text) return fail(text.error());
-            auto j = cc::json::parse(*text, *rq.egressReady);
-            if (!j) return fail(j.error());
-            in.egress.source = EgressWiring::Source::handed;
-            if (auto s = wiring_from_ready(*j, in.egress, *rq.egressReady); !s) return fail(s.error());
-        } else if (rq.print || rq.printSeatbelt) {
-            in.egress.source = EgressWiring::Source::own;
-            in.egress.inbox = in.runtimeDir + "/egress/inbox.sock";
-        } else {
-            auto exe = find_egress();
-            if (!exe) return fail(unavailable_error("cc-egress", "not found next to cc-wrap or on PATH; the sandbox's only way out is its proxy"));
-            std::string dir = rt.path + "/egress";
-            if (::mkdir(dir.c_str(), 0700) != 0) return fail(io_error(dir, "cannot create"));
-            if (auto s = write_private(rt.path + "/spec.json", spec::to_json(*spec).dump()); !s) return fail(s.error());
-            egress.exe = *exe;
-            egress.spec_file = rt.path + "/spec.json";
-            egress.inbox = dir + "/inbox.sock";
-            if (auto s = start_egress(egress, egress.exe, egress.spec_file, egress.inbox); !s) return fail(s.error());
-            in.egress.source = EgressWiring::Source::own;
-            in.egress.inbox = dir + "/inbox.sock";
-        }
+    std::optional<std::string> egress_exe;
+    if (own_egress && !rq.print && !rq.printSeatbelt) {
+        egress_exe = find_egress();
+        if (!egress_exe) return fail(unavailable_error("cc-egress", "not found next to cc-wrap or on PATH; the sandbox's only way out is its proxy"));
     }
+    const std::string installed_init = in.initExe;
+    const bool copy_init = in.identity.drop && !passable(installed_init, in.identity);
 
-    // 4. Plan.
+    // 4. Plan: a pure function of the input, under the runtime directory's
+    // chosen name (a new name and a new plan if it is taken when made).
     if (rq.printSeatbelt) {
         // The macOS profile for this spec, on any host (the Linux plan's
         // own refusals are not the Seatbelt profile's).
+        in.runtimeDir = choose_runtime_path();
         auto sb = seatbelt_print(in, *real_paths());
         if (!sb) return fail(sb.error());
         std::cout << *sb << std::flush;
         return 0;
     }
-    auto plan = build_plan(in, *real_paths(in.identity.uid, in.identity.gid));
-    if (!plan) return fail(plan.error());
-    if (rq.print) {
-        tool::emit_line(to_json(*plan).dump(2));
-        return 0;
+    auto paths = real_paths(in.identity.uid, in.identity.gid);
+    RuntimeDir rt;
+    Result<Plan> plan = unavailable_error("runtime directory", "no free name");
+    for (int attempt = 0; attempt < 8; ++attempt) {
+        in.runtimeDir = choose_runtime_path();
+        if (copy_init) in.initExe = in.runtimeDir + "/init";
+        if (own_egress) {
+            in.egress.source = EgressWiring::Source::own;
+            in.egress.inbox = in.runtimeDir + "/egress/inbox.sock";
+        }
+        plan = build_plan(in, *paths);
+        if (!plan) return fail(plan.error());
+        if (rq.print) {
+            tool::emit_line(to_json(*plan).dump(2));
+            return 0;
+        }
+        auto d = make_runtime_dir(plan->runtimeDir);
+        if (d) {
+            rt = std::move(*d);
+            break;
+        }
+        if (d.error().sys_errno != EEXIST) return fail(d.error());
     }
+    if (rt.path.empty()) return fail(plan ? unavailable_error("runtime directory", "no free name") : plan.error());
     for (const auto& n : plan->notes) log("note: " + n);
 
-    // 5. Run.
+    // 5. Execute the plan: the runtime directory's contents, the session's
+    // own cc-egress, the masks, then the sandbox.
+    // bubblewrap runs as the sandbox's uid and binds the masks from here: it
+    // may pass through, not list (every file in it is mode 0 or 0600, the
+    // egress directory 0700).
+    if (in.identity.drop && ::chmod(rt.path.c_str(), 0711) != 0) return fail(io_error(rt.path, "cannot open up for the sandbox's uid"));
+    if (copy_init) {
+        std::error_code ec;
+        fs::copy_file(installed_init, in.initExe, ec);
+        if (ec || ::chmod(in.initExe.c_str(), 0755) != 0)
+            return fail(io_error(in.initExe, "cannot copy the init step where the sandbox's uid can reach it"));
+    }
+    Egress egress;
+    if (own_egress) {
+        std::string dir = rt.path + "/egress";
+        if (::mkdir(dir.c_str(), 0700) != 0) return fail(io_error(dir, "cannot create"));
+        if (auto s = write_private(rt.path + "/spec.json", spec::to_json(*spec).dump()); !s) return fail(s.error());
+        egress.exe = *egress_exe;
+        egress.spec_file = rt.path + "/spec.json";
+        egress.inbox = in.egress.inbox;
+        if (auto s = start_egress(egress, egress.exe, egress.spec_file, egress.inbox); !s) return fail(s.error());
+    }
     if (plan->backend == spec::Backend::native && plan->seatbelt.empty())
         if (auto s = make_masks(*plan); !s) return fail(s.error());
     SeatbeltTap tap;

@@ -58,7 +58,12 @@ struct RuntimeDir {
     }
 };
 
-Result<RuntimeDir> make_runtime_dir();
+// The plan names the runtime directory before it exists: a fresh name under
+// $XDG_RUNTIME_DIR (else $TMPDIR, /dev/shm, /tmp), then, once the plan is
+// made, the directory itself (locked, renamed into place, never over
+// anything: an io error with EEXIST when the name was taken meanwhile).
+std::string choose_runtime_path();
+Result<RuntimeDir> make_runtime_dir(const std::string& path);
 Status make_masks(const Plan& plan);
 
 // --- child.cpp ---------------------------------------------------------------

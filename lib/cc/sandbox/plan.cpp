@@ -167,6 +167,7 @@ struct Builder {
     // be created, and covering it would need a mount point on the host.
     std::vector<std::string> missing_targets_;
     WriteRules rules_;  // for the write supervisor, when the kernel offers it
+    std::vector<std::string> writable_in_protected_;  // guest paths of binds said writableInProtected
     Status write_deny(const std::string& rule, const std::string& source, bool missing_ok) {
         DenyRule d{"write", rule, source, false, spellings(rule, in.home, host), {}};
         auto st = each_sighting(d, [&](const std::string& sp, Kind k, const Sighting& s) -> Status {
@@ -175,7 +176,12 @@ struct Builder {
                 d.enforcement.push_back(s.guest + ": read-only bind");
                 return ok();
             }
-            if (in.writeSupervisor) rules_.paths.push_back({s.guest, rule, source});
+            if (in.writeSupervisor) {
+                WriteRules::PathRule pr{s.guest, rule, source, {}};
+                for (const auto& w : writable_in_protected_)
+                    if (is_within(w, s.guest)) pr.except.push_back(w);
+                rules_.paths.push_back(std::move(pr));
+            }
             if (k == Kind::missing) {
                 if (in.writeSupervisor) {
                     d.enforcement.push_back(s.guest + ": absent on the host; the write supervisor refuses creating it");
@@ -257,7 +263,7 @@ struct Builder {
     // writable bind (the agent replaced a directory the next run binds with a
     // link to ~/.ssh or /etc), and cc-wrap's runtime directory (its masks and
     // the egress inbox) inside any bind.
-    Status bind_sources_safe() const {
+    Status bind_sources_safe() {
         std::vector<std::string> writable;
         for (const auto& m : plan.mounts)
             if (m.op == "bind") writable.push_back(m.src);
@@ -288,10 +294,16 @@ struct Builder {
             std::string src = normalise(b.hostPath, in.home);
             for (const auto& p : in.spec.protectedPaths)
                 for (const auto& sp : spellings(p, in.home, host))
-                    if (is_within(src, sp))
-                        return input_error("bindMounts '" + src + "'",
-                                           "a writable bind inside protectedPath '" + p +
-                                               "' would make that part of it writable; bind it read-only");
+                    if (is_within(src, sp)) {
+                        if (!b.writableInProtected)
+                            return input_error("bindMounts '" + src + "'",
+                                               "a writable bind inside protectedPath '" + p +
+                                                   "' would make that part of it writable; bind it read-only, or "
+                                                   "say writableInProtected on the bind");
+                        plan.notes.push_back("writableInProtected: '" + src + "' is writable inside protectedPath '" +
+                                             p + "' (at " + normalise(b.guestPath, in.home) + ")");
+                        writable_in_protected_.push_back(normalise(b.guestPath, in.home));
+                    }
         }
         if (!in.runtimeDir.empty())
             for (const auto& m : plan.mounts)
@@ -874,7 +886,7 @@ const std::vector<std::string>& home_write_denies() { return k_home_write; }
 const std::vector<std::string>& standard_filename_denies() { return k_filename; }
 
 Result<Plan> build_plan(const PlanInput& in, const HostPaths& host) {
-    Builder b{in, host, {}, {}, {}, {}, {}, {}};
+    Builder b{in, host, {}, {}, {}, {}, {}, {}, {}};
     return b.build();
 }
 

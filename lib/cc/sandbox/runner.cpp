@@ -123,6 +123,8 @@ public:
             wsock_child = cc::fs::UniqueFd{::fcntl(sp[1], F_DUPFD_CLOEXEC, 10)};
             ::close(sp[1]);
             wsock = cc::fs::UniqueFd{sp[0]};
+            int one = 1;  // the init step's credentials come with the listener
+            ::setsockopt(sp[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
             if (!wfilter || !wsock_child) return fail(io_error("write supervisor", "cannot move its descriptors"));
         }
 
@@ -328,19 +330,39 @@ private:
     // A handed-in cc-egress's connection lines for this sandbox's listeners.
     void watch_inbox(int fd) {
         egress_lines(std::exchange(inbox_rest_, {}));
-        read_each(inbox_sd_, inbox_loop_, fd, [this](std::string_view d) { egress_lines(d); });
+        read_each(inbox_sd_, inbox_loop_, fd, [this](std::string_view d) { egress_lines(d); },
+                  [this] { asio::post(io_, [this] { handed_egress_gone(); }); });
+    }
+
+    // A handed-in cc-egress closes the inbox connection only when it exits
+    // (or at our request, at the end): mid-run, the sandbox's listeners went
+    // with it. It is not ours to start again, so the run ends (125, endedBy
+    // "egress"); the command never gains another way out.
+    void handed_egress_gone() {
+        if (exited_ || failure_) return;
+        json e = {{"state", "exited"}, {"how", "its inbox connection closed (a handed-in cc-egress)"}, {"restart", 0}};
+        if (rq_.events) emit(ev_.line("egress", e));
+        log("the handed-in cc-egress is gone (its inbox connection closed): the sandbox is stopped");
+        egress_lost_ = true;
+        failure_ = exit_own_failure;
+        kill_all();
     }
 
     // Reads `fd` chunk by chunk into `feed` until end of file, an error or a
     // cancel. The next read lives in `loop`, a member: a closure that owned
     // itself would never be freed.
+    // `ended` (if any) runs at end of file or a read error, not on a cancel.
     void read_each(std::unique_ptr<asio::posix::stream_descriptor>& sd, std::function<void()>& loop, int fd,
-                   std::function<void(std::string_view)> feed) {
+                   std::function<void(std::string_view)> feed, std::function<void()> ended = {}) {
         sd = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
         auto buf = std::make_shared<std::array<char, 4096>>();
-        loop = [s = sd.get(), buf, l = &loop, feed = std::move(feed)] {
-            s->async_read_some(asio::buffer(*buf), [buf, l, &feed](auto ec, std::size_t n) {
-                if (ec || n == 0) return;
+        loop = [s = sd.get(), buf, l = &loop, feed = std::move(feed), ended = std::move(ended)] {
+            s->async_read_some(asio::buffer(*buf), [buf, l, &feed, &ended](auto ec, std::size_t n) {
+                if (ec == asio::error::operation_aborted) return;
+                if (ec || n == 0) {
+                    if (ended) ended();
+                    return;
+                }
                 feed(std::string_view(buf->data(), n));
                 (*l)();
             });

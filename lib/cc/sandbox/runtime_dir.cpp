@@ -5,7 +5,9 @@
 #include <linux/magic.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/statfs.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -72,29 +74,38 @@ int sweep_stale_runtime_dirs(const std::string& base) {
     return removed;
 }
 
-Result<RuntimeDir> make_runtime_dir() {
-    std::string base = runtime_base();
+// A name for this launch's runtime directory, chosen before the plan is
+// made (the plan names it; nothing exists yet).
+std::string choose_runtime_path() {
+    static const char k[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    unsigned char rnd[6] = {};
+    if (::getrandom(rnd, sizeof rnd, 0) != static_cast<ssize_t>(sizeof rnd))
+        for (auto& c : rnd) c = static_cast<unsigned char>(std::rand());
+    std::string name = "cc-wrap.";
+    for (unsigned char c : rnd) name += k[c % (sizeof k - 1)];
+    return runtime_base() + "/" + name;
+}
+
+Result<RuntimeDir> make_runtime_dir(const std::string& final_path) {
+    std::string base = final_path.substr(0, final_path.rfind('/'));
     if (int n = sweep_stale_runtime_dirs(base))
         log("removed " + std::to_string(n) + " runtime director" + (n == 1 ? "y" : "ies") +
             " left by cc-wrap runs that were killed outright");
-    // Made under a name the sweep ignores, locked, then renamed into place:
-    // a concurrent sweep never sees a cc-wrap.* directory whose lock is free.
-    for (int attempt = 0; attempt < 8; ++attempt) {
-        std::string tmpl = base + "/.cc-wrap-new.XXXXXX";
-        if (!::mkdtemp(tmpl.data())) return io_error(base, "cannot create the runtime directory");
-        RuntimeDir rt;
-        rt.path = tmpl;
-        rt.lock = ::open((tmpl + "/lock").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (rt.lock < 0 || ::flock(rt.lock, LOCK_EX) != 0) return io_error(tmpl + "/lock", "cannot create or lock");
-        std::string final_path = base + "/cc-wrap." + tmpl.substr(tmpl.size() - 6);
-        if (::rename(tmpl.c_str(), final_path.c_str()) != 0) {
-            if (errno == EEXIST || errno == ENOTEMPTY) continue;  // that name is taken: the destructor removes ours
-            return io_error(final_path, "cannot rename the runtime directory into place");
-        }
-        rt.path = final_path;
-        return rt;
+    // Made under a name the sweep ignores, locked, then renamed into place
+    // (never over anything): a concurrent sweep never sees a cc-wrap.*
+    // directory whose lock is free.
+    std::string tmpl = base + "/.cc-wrap-new.XXXXXX";
+    if (!::mkdtemp(tmpl.data())) return io_error(base, "cannot create the runtime directory");
+    RuntimeDir rt;
+    rt.path = tmpl;
+    rt.lock = ::open((tmpl + "/lock").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (rt.lock < 0 || ::flock(rt.lock, LOCK_EX) != 0) return io_error(tmpl + "/lock", "cannot create or lock");
+    if (::renameat2(AT_FDCWD, tmpl.c_str(), AT_FDCWD, final_path.c_str(), RENAME_NOREPLACE) != 0) {
+        if (errno == EEXIST) return io_error(final_path, "is taken", EEXIST);  // the destructor removes ours
+        return io_error(final_path, "cannot rename the runtime directory into place");
     }
-    return io_error(base, "cannot find a free runtime directory name");
+    rt.path = final_path;
+    return rt;
 }
 
 Status make_masks(const Plan& plan) {

@@ -50,7 +50,10 @@ bool install_write_filter(int filter_fd, int sock_fd, std::string& err) {
     }
     char byte = 'L';
     iovec iov{&byte, 1};
-    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+    // With our credentials: the kernel gives cc-wrap our PID as it sees it,
+    // and the supervisor takes this process's mount namespace as the
+    // sandbox's (a call from any other is refused).
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(ucred))] = {};
     msghdr msg{};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
@@ -62,6 +65,12 @@ bool install_write_filter(int filter_fd, int sock_fd, std::string& err) {
     c->cmsg_len = CMSG_LEN(sizeof(int));
     int lfd = static_cast<int>(listener);
     std::memcpy(CMSG_DATA(c), &lfd, sizeof lfd);
+    c = CMSG_NXTHDR(&msg, c);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_CREDENTIALS;
+    c->cmsg_len = CMSG_LEN(sizeof(ucred));
+    ucred me{::getpid(), ::getuid(), ::getgid()};
+    std::memcpy(CMSG_DATA(c), &me, sizeof me);
     ssize_t n;
     while ((n = ::sendmsg(sock_fd, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR) {}
     int e = errno;

@@ -135,6 +135,11 @@ struct WriteSupervisor::State {
     int listener = -1;
     int stop_fd = -1;
     int sock = -1;
+    // The sandbox's mount namespace (the init step's, as it sent the
+    // listener): a call made from another (a namespace the command made,
+    // where paths mean something else) is refused.
+    ino_t mnt_ns = 0;
+    dev_t mnt_ns_dev = 0;
     std::atomic<std::uint64_t> served{0}, refused{0}, failed{0};
     std::unordered_map<std::uint64_t, Call> calls = call_table();
     mode_t umask_now = 022;
@@ -554,6 +559,15 @@ struct Job {
         // caller's memory is not read again.
         if (!valid()) return {ESRCH};
         first_path = *p1;
+        struct stat ns {};
+        if (::stat(proc("/ns/mnt").c_str(), &ns) != 0) return {ESRCH};
+        if (ns.st_ino != st.mnt_ns || ns.st_dev != st.mnt_ns_dev) {
+            st.refused++;
+            if (st.report)
+                st.report({{"syscall", name_of(call)}, {"path", first_path}, {"op", "write"},
+                           {"rule", "a mount namespace of its own"}, {"source", "write supervisor"}, {"errno", "EPERM"}});
+            return {EPERM};
+        }
         root = Fd(::open(proc("/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
         if (!root) return {ESRCH};
         switch (call) {
@@ -611,7 +625,7 @@ bool receive_listener(State& st) {
         if (p[1].revents) return false;
         char byte;
         iovec iov{&byte, 1};
-        alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+        alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(ucred))] = {};
         msghdr msg{};
         msg.msg_iov = &iov;
         msg.msg_iovlen = 1;
@@ -620,15 +634,30 @@ bool receive_listener(State& st) {
         ssize_t n = ::recvmsg(st.sock, &msg, MSG_CMSG_CLOEXEC);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return false;
-        cmsghdr* c = CMSG_FIRSTHDR(&msg);
-        if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) return false;
-        std::memcpy(&st.listener, CMSG_DATA(c), sizeof(int));
+        pid_t sender = -1;
+        for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+            if (c->cmsg_level != SOL_SOCKET) continue;
+            if (c->cmsg_type == SCM_RIGHTS && st.listener < 0) std::memcpy(&st.listener, CMSG_DATA(c), sizeof(int));
+            if (c->cmsg_type == SCM_CREDENTIALS) {
+                ucred u{};
+                std::memcpy(&u, CMSG_DATA(c), sizeof u);
+                sender = u.pid;
+            }
+        }
         ::close(std::exchange(st.sock, -1));
-        return st.listener >= 0;
+        struct stat ns {};
+        if (st.listener < 0 || sender <= 0 ||
+            ::stat(("/proc/" + std::to_string(sender) + "/ns/mnt").c_str(), &ns) != 0)
+            return false;  // no listener we can trust: it is closed, every call fails
+        st.mnt_ns = ns.st_ino;
+        st.mnt_ns_dev = ns.st_dev;
+        return true;
     }
 }
 
 void serve_loop(std::shared_ptr<State> sp) {
+    int one = 1;
+    ::setsockopt(sp->sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
     State& st = *sp;
     // This thread's own cwd, root and umask (set per call to the caller's),
     // and, run by root, the sandbox's identity for this thread alone.

@@ -68,6 +68,10 @@ std::string_view to_string(WriteOp op) {
 WriteVerdict judge(const WriteRules& rules, std::string_view path, WriteOp op) {
     if (path.empty() || path.front() != '/') return {};
     for (const auto& r : rules.paths) {
+        bool excepted = false;
+        for (const auto& e : r.except)
+            if (within(path, e)) excepted = true;
+        if (excepted) continue;
         if (within(path, r.path)) return {false, r.rule, r.source};
         if (displaces(op) && within(r.path, path)) return {false, r.rule, r.source + " (an ancestor of " + r.path + ")"};
     }
@@ -100,7 +104,11 @@ const std::vector<NotifiedCall>& notified_calls() {
 
 nlohmann::json to_json(const WriteRules& r) {
     nlohmann::json paths = nlohmann::json::array(), names = nlohmann::json::array();
-    for (const auto& p : r.paths) paths.push_back({{"path", p.path}, {"rule", p.rule}, {"source", p.source}});
+    for (const auto& p : r.paths) {
+        nlohmann::json j = {{"path", p.path}, {"rule", p.rule}, {"source", p.source}};
+        if (!p.except.empty()) j["except"] = p.except;
+        paths.push_back(j);
+    }
     for (const auto& n : r.names) names.push_back({{"glob", n.glob}, {"source", n.source}});
     nlohmann::json calls = nlohmann::json::array();
     for (const auto& n : notified_calls())

@@ -27,6 +27,9 @@ struct WriteRules {
         std::string path;
         std::string rule;    // as the operator or the policy wrote it
         std::string source;  // "mandatory", "protectedPaths", "--deny-write", ...
+        // Writable binds the operator nested inside on purpose
+        // (writableInProtected): not covered.
+        std::vector<std::string> except = {};
     };
     // A glob on the final name (fnmatch, no FNM_PATHNAME): ".env", "*.pem".
     struct NameRule {

@@ -28,6 +28,7 @@ Status parse_bind(const json& j, const std::string& path, BindMount& b) {
     std::optional<std::string> guest;
     r.optional("guestPath", guest);
     r.optional("readOnly", b.readOnly);
+    r.optional("writableInProtected", b.writableInProtected);
     if (auto e = r.finish()) return *e;
     if (auto s = check_absolute(b.hostPath, cc::json::join(path, "hostPath")); !s) return s;
     b.guestPath = guest.value_or(b.hostPath);
@@ -110,7 +111,11 @@ json to_json(const SandboxSpec& s) {
     if (s.agentId) j["agentId"] = *s.agentId;
     j["bindMounts"] = json::array();
     for (const auto& b : s.bindMounts)
-        j["bindMounts"].push_back({{"hostPath", b.hostPath}, {"guestPath", b.guestPath}, {"readOnly", b.readOnly}});
+        {
+            json bj = {{"hostPath", b.hostPath}, {"guestPath", b.guestPath}, {"readOnly", b.readOnly}};
+            if (b.writableInProtected) bj["writableInProtected"] = true;
+            j["bindMounts"].push_back(bj);
+        }
     j["networkEnabled"] = s.networkEnabled;
     j["egressAllowlist"] = s.egressAllowlist;
     if (s.guestWorkdir) j["guestWorkdir"] = *s.guestWorkdir;

@@ -22,6 +22,9 @@ struct BindMount {
     std::string hostPath;   // absolute
     std::string guestPath;  // absolute; defaults to hostPath when omitted
     bool readOnly = false;
+    // A writable bind nested inside a protectedPath is refused unless the
+    // operator says so here: that part of the protected tree is writable.
+    bool writableInProtected = false;
 };
 
 struct SandboxSpec {
