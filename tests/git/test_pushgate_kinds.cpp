@@ -333,3 +333,26 @@ TEST_CASE("--spec: a flag that disagrees with the spec, or a spec value the poli
     CHECK(missing.status == 2);
     CHECK(missing.err.find("cc-pushgate: --spec '") == 0);
 }
+
+TEST_CASE("content rules: the first push into an empty repository is read whole") {
+    NEED_RIG();
+    upstream().create_repo("acme/demo");
+    std::string clean = agent_repo("content-empty-ok", content_gateway());
+    auto ok = git({"push", "origin", "HEAD:refs/heads/main"}, clean);
+    INFO(ok.err);
+    CHECK(ok.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/main") == head(clean));
+
+    upstream().create_repo("acme/demo");
+    std::string dir = agent_repo("content-empty-wf", content_gateway());
+    fs::create_directories(dir + "/.github/workflows");
+    commit(dir, ".github/workflows/ci.yml", "on: push\n");
+    auto r = git({"push", "origin", "HEAD:refs/heads/main"}, dir);
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.find(" ! [remote rejected] HEAD -> main (Control Center policy: workflows and owners are changed by people)") !=
+          std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/main").empty());
+    auto ev = events(content_gateway(), "push");
+    CHECK(ev.back()["refs"][0]["content"]["files"] == 2);  // README and the workflow: the whole tree
+}

@@ -148,7 +148,16 @@ Result<std::string> Mirror::fetch_head(const std::string& url, const std::string
     auto listed = run_git_io({"ls-remote", "--symref", url, "HEAD"}, env, "", out, &err);
     if (!listed) return listed.error();
     if (*listed != 0) return io_error("mirror", "git ls-remote failed: " + one_line(err, 200), 0);
-    if (out.find("\tHEAD") == std::string::npos) return std::string();
+    // "ref: refs/heads/main\tHEAD" alone is an unborn HEAD: nothing to fetch.
+    bool born = false;
+    for (std::size_t pos = 0; pos < out.size();) {
+        auto end = out.find('\n', pos);
+        if (end == std::string::npos) end = out.size();
+        std::string line = out.substr(pos, end - pos);
+        if (line.rfind("ref: ", 0) != 0 && line.size() > 5 && line.substr(line.size() - 5) == "\tHEAD") born = true;
+        pos = end + 1;
+    }
+    if (!born) return std::string();
     auto rc = run_git({"fetch", "-q", "--no-tags", "--no-write-fetch-head", url, "+HEAD:refs/cc-old/HEAD"}, env, &err);
     if (!rc) return rc.error();
     if (*rc != 0) return io_error("mirror fetch of HEAD", "git fetch failed: " + one_line(err, 200), 0);
