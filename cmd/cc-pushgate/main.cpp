@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
         app.add_option("--repo", o.repos, "A linked repository OWNER/NAME (repeat; the worktree's own repo too)");
         app.add_option("--worktree", o.worktree, "The agent's worktree: its origin repository is linked too");
         app.add_option("--policy", o.policy_file, "Policy file (JSON, '-' for stdin)");
-        app.add_option("--mode", o.mode, "Session mode: chat, plan, review or orchestrate (read-only modes deny every push)");
+        app.add_option("--mode", o.mode, "Session mode: chat (default), plan, review or orchestrate (read-only modes deny every push)");
+        app.add_option("--spec", o.spec_file, "SandboxSpec of the session: agentId, conversationId, sessionId and mode fill the flags of those names");
         app.add_option("--approver", o.approver, "Command that answers 'ask' rules (allow or deny); none: ask is deny");
         app.add_option("--listen", o.listen, "Loopback address to listen on (port 0 picks one)");
         app.add_option("--token-command", o.token_command, "Command run per push that prints a write token");
@@ -34,6 +35,8 @@ int main(int argc, char** argv) {
         app.add_option("--session", o.session, "The session id: fills ${session} in the policy's refs");
         app.add_option("--mirror-dir", o.mirror_dir, "Where the per-repository mirrors for the force-push check live");
         app.add_option("--head-timeout", o.head_timeout_s, "Seconds a client has to send a whole request head");
+        app.add_option("--max-connections", o.max_connections, "Connections served at once (past the session secret)");
+        app.add_option("--max-client-connections", o.max_client_connections, "Connections at once from one client address");
         std::string url;
         auto* gc = app.add_subcommand("git-config", "Print the agent-side git configuration for a gateway URL");
         gc->add_option("--url", url, "The gateway URL from the ready event")->required();

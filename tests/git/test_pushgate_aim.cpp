@@ -356,3 +356,121 @@ TEST_CASE("a gzip body that inflates past 100 times its size is cut, not streame
     CHECK(ev.back()["error"] == "gzip body: inflates to more than 100 times its size");
     CHECK(upstream().ref("acme/demo", "refs/heads/bomb").empty());
 }
+
+namespace {
+
+// A connection to the gateway from `source` (a loopback address), or -1.
+int connect_from(const Gateway& g, const char* source) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in s{};
+    s.sin_family = AF_INET;
+    ::inet_pton(AF_INET, source, &s.sin_addr);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(g.port()));
+    timeval tv{20, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&s), sizeof s) != 0 ||
+        ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+// A keep-alive request on `fd` whose answer (an ERR advertisement: the repo is
+// not linked) is read whole; the connection then stays admitted and idle.
+bool hold_admitted(const Gateway& g, int fd) {
+    std::string req = "GET " + g.path("/github.com/acme/unlinked.git/info/refs?service=git-receive-pack") +
+                      " HTTP/1.1\r\nHost: " + g.host() + "\r\n\r\n";
+    if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) return false;
+    std::string got;
+    char buf[4096];
+    while (got.find("not linked to this workspace") == std::string::npos) {
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) return false;
+        got.append(buf, static_cast<std::size_t>(n));
+    }
+    return got.rfind("HTTP/1.1 200", 0) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("connections per client are capped: past the cap a client's request gets git's 503, other clients still push") {
+    NEED_RIG();
+    upstream().create_repo("acme/demo");
+    Gateway g(gateway_args({"--max-client-connections", "2", "--head-timeout", "30"}));
+    std::string dir = agent_repo("per-client", g);
+    // The push works while the client holds no other connection.
+    auto r = git({"push", "origin", "HEAD:refs/heads/per-client-1"}, dir);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+
+    // Two admitted keep-alive connections from 127.0.0.1 fill its share.
+    int a = connect_from(g, "127.0.0.1"), b = connect_from(g, "127.0.0.1");
+    REQUIRE(a >= 0);
+    REQUIRE(b >= 0);
+    REQUIRE(hold_admitted(g, a));
+    REQUIRE(hold_admitted(g, b));
+    commit(dir, "second.txt", "2\n");
+    r = git({"push", "origin", "HEAD:refs/heads/per-client-2"}, dir);
+    INFO(r.err);
+    CHECK(r.status == 128);
+    CHECK(r.err.find("remote: Control Center: too many connections from 127.0.0.1 (at most 2 at once)") !=
+          std::string::npos);
+    CHECK(r.err.find("The requested URL returned error: 503") != std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/per-client-2").empty());
+    auto refused = events(g, "refused");
+    REQUIRE(!refused.empty());
+    CHECK(refused.back()["client"] == "127.0.0.1");
+
+    // Another client address is counted apart: its request is answered.
+    int other = connect_from(g, "127.0.0.2");
+    if (other < 0) CC_SKIP("cannot bind 127.0.0.2");
+    REQUIRE(hold_admitted(g, other));
+    ::close(other);
+
+    // Once the client lets its connections go, it pushes again.
+    ::close(a);
+    ::close(b);
+    std::string answer;
+    for (int i = 0; i < 200; ++i) {  // until the gateway has seen both closes
+        answer = http_raw(g.port(), "GET " + g.path("/github.com/acme/unlinked.git/info/refs?service=git-receive-pack") +
+                                        " HTTP/1.1\r\nHost: " + g.host() + "\r\nConnection: close\r\n\r\n");
+        if (answer.rfind("HTTP/1.1 200", 0) == 0) break;
+        ::usleep(50 * 1000);
+    }
+    REQUIRE(answer.rfind("HTTP/1.1 200", 0) == 0);
+    r = git({"push", "origin", "HEAD:refs/heads/per-client-2"}, dir);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/per-client-2") == head(dir));
+    CHECK(g.stop() == 0);
+}
+
+TEST_CASE("one client's idle connections cut its own oldest waiting connection, not another client's push") {
+    NEED_RIG();
+    upstream().create_repo("acme/demo");
+    Gateway g(gateway_args({"--max-client-connections", "3", "--head-timeout", "30"}));
+    std::string dir = agent_repo("flood", g);
+    // 20 idle connections from 127.0.0.2: past its share of 3 waiting ones.
+    std::vector<int> idle;
+    for (int i = 0; i < 20; ++i) {
+        int fd = connect_from(g, "127.0.0.2");
+        if (fd < 0) CC_SKIP("cannot bind 127.0.0.2");
+        idle.push_back(fd);
+    }
+    // Its first connection was cut to make room for its own later ones.
+    char ch;
+    CHECK(::recv(idle.front(), &ch, 1, 0) == 0);
+    auto r = git({"push", "origin", "HEAD:refs/heads/beside-flood"}, dir);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/beside-flood") == head(dir));
+    for (int fd : idle) ::close(fd);
+    CHECK(g.stop() == 0);
+    auto sd = events(g, "shutdown");
+    REQUIRE(!sd.empty());
+    CHECK(sd.back()["evictedConnections"].get<int>() >= 17);
+}

@@ -176,3 +176,183 @@ TEST_CASE("a deny rule naming ${conversation} needs --conversation; bad values a
     CHECK(kind.status == 2);
     CHECK(kind.err.find("rules[0].kinds[0]: unknown kind 'rewrite' (create, update, force or delete)") != std::string::npos);
 }
+
+namespace {
+
+Gateway& content_gateway() {
+    static std::string policy = [] {
+        std::string p = scratch_dir() + "/content-policy.json";
+        write_file(p, R"({"version": 1, "rules": [
+  {"action": "push", "paths": [".github/workflows/*", "CODEOWNERS"], "decision": "deny", "reason": "workflows and owners are changed by people"},
+  {"action": "push", "sizeOver": 100000, "decision": "deny", "reason": "no files over 100 kB"},
+  {"action": "push", "decision": "allow"}]})");
+        return p;
+    }();
+    static Gateway g({"--upstream", upstream().base(), "--repo", "acme/demo", "--policy", policy, "--token-file",
+                      token_file(), "--mirror-dir", mirror_dir() + "-content"});
+    return g;
+}
+
+// acme/demo with main at the work repo's first commit.
+std::string repo_on_main(const std::string& name, const Gateway& g) {
+    upstream().create_repo("acme/demo");
+    std::string dir = agent_repo(name, g);
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:refs/heads/main"}, dir).status == 0);
+    return dir;
+}
+
+}  // namespace
+
+TEST_CASE("content rules: a push that changes a workflow or CODEOWNERS is refused before upstream sees it") {
+    NEED_RIG();
+    // Without the content rule the same push goes through.
+    std::string plain = repo_on_main("content-plain", gateway());
+    commit(plain, "README", "more\n");
+    std::string wf = plain + "/.github/workflows";
+    fs::create_directories(wf);
+    commit(plain, ".github/workflows/ci.yml", "on: push\n");
+    auto ok = git({"push", "origin", "HEAD:refs/heads/wf"}, plain);
+    INFO(ok.err);
+    REQUIRE(ok.status == 0);
+    REQUIRE(upstream().ref("acme/demo", "refs/heads/wf") == head(plain));
+
+    // With it: a new branch off main adding a workflow, refused.
+    std::string dir = repo_on_main("content-wf", content_gateway());
+    commit(dir, "README", "more\n");
+    fs::create_directories(dir + "/.github/workflows");
+    commit(dir, ".github/workflows/ci.yml", "on: push\n");
+    auto r = git({"push", "origin", "HEAD:refs/heads/wf"}, dir);
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.find(" ! [remote rejected] HEAD -> wf (Control Center policy: workflows and owners are changed by people)") !=
+          std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/wf").empty());
+    auto ev = events(content_gateway(), "push");
+    REQUIRE(!ev.empty());
+    CHECK(ev.back()["refs"][0]["kind"] == "create");
+    CHECK(ev.back()["refs"][0]["decision"] == "deny");
+    CHECK(ev.back()["refs"][0]["content"]["files"] == 2);  // README and the workflow, against main
+    CHECK(ev.back()["result"] == "rejected");
+
+    // An update of main touching CODEOWNERS in a subdirectory: refused too.
+    std::string base = head(dir);
+    REQUIRE(git({"reset", "-q", "--hard", "HEAD~2"}, dir).status == 0);
+    fs::create_directories(dir + "/docs");
+    commit(dir, "docs/CODEOWNERS", "* @acme/owners\n");
+    auto owners = git({"push", "origin", "HEAD:refs/heads/main"}, dir);
+    CHECK(owners.status == 1);
+    CHECK(owners.err.find(" ! [remote rejected] HEAD -> main (Control Center policy: workflows and owners are changed by people)") !=
+          std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/main") != head(dir));
+    (void)base;
+
+    // An ordinary change goes through the same gateway, its content read.
+    REQUIRE(git({"reset", "-q", "--hard", "HEAD~1"}, dir).status == 0);
+    commit(dir, "src.txt", "code\n");
+    auto fine = git({"push", "origin", "HEAD:refs/heads/main"}, dir);
+    INFO(fine.err);
+    CHECK(fine.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/main") == head(dir));
+    ev = events(content_gateway(), "push");
+    CHECK(ev.back()["refs"][0]["content"]["files"] == 1);
+    CHECK(ev.back()["result"] == "forwarded");
+}
+
+TEST_CASE("content rules: a file over sizeOver is refused, one at the limit goes") {
+    NEED_RIG();
+    std::string dir = repo_on_main("content-size", content_gateway());
+    commit(dir, "small.bin", std::string(100000, 'x'));
+    auto at = git({"push", "origin", "HEAD:refs/heads/data"}, dir);
+    INFO(at.err);
+    CHECK(at.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/data") == head(dir));
+    std::string before = head(dir);
+    commit(dir, "big.bin", std::string(100001, 'y'));
+    auto over = git({"push", "origin", "HEAD:refs/heads/data"}, dir);
+    CHECK(over.status == 1);
+    CHECK(over.err.find(" ! [remote rejected] HEAD -> data (Control Center policy: no files over 100 kB)") != std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/data") == before);
+    auto ev = events(content_gateway(), "push");
+    CHECK(ev.back()["refs"][0]["content"]["largestBytes"] == 100001);
+}
+
+TEST_CASE("--spec fills ${conversation} from the SandboxSpec's conversationId and takes its mode") {
+    NEED_RIG();
+    std::string spec = scratch_dir() + "/spec-c77.json";
+    write_file(spec, R"({"sessionId": "s-1", "workspaceId": "w-1", "agentId": "coder", "conversationId": "c77"})");
+    Gateway g({"--upstream", upstream().base(), "--repo", "acme/demo", "--policy", policy_file(), "--token-file",
+               token_file(), "--spec", spec, "--mirror-dir", mirror_dir()});
+    upstream().create_repo("acme/demo");
+    std::string dir = agent_repo("spec-vars", g);
+    auto own = git({"push", "origin", "HEAD:refs/heads/agent/c77/work"}, dir);
+    INFO(own.err);
+    CHECK(own.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/agent/c77/work") == head(dir));
+    auto other = git({"push", "origin", "HEAD:refs/heads/agent/c42/work"}, dir);
+    CHECK(other.status == 1);
+    CHECK(other.err.find(" ! [remote rejected] HEAD -> agent/c42/work (Control Center policy: another conversation's "
+                         "namespace)") != std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/agent/c42/work").empty());
+
+    // A read-only spec: the same push is denied by the mode.
+    std::string plan = scratch_dir() + "/spec-plan.json";
+    write_file(plan, R"({"sessionId": "s-2", "workspaceId": "w-1", "conversationId": "c77", "mode": "plan"})");
+    Gateway ro({"--upstream", upstream().base(), "--repo", "acme/demo", "--policy", policy_file(), "--token-file",
+                token_file(), "--spec", plan, "--mirror-dir", mirror_dir()});
+    std::string dir2 = agent_repo("spec-plan", ro);
+    auto denied = git({"push", "origin", "HEAD:refs/heads/agent/c77/other"}, dir2);
+    CHECK(denied.status == 1);
+    CHECK(denied.err.find(" ! [remote rejected] HEAD -> agent/c77/other (Control Center policy: push is not allowed in "
+                          "plan mode (read-only))") != std::string::npos);
+}
+
+TEST_CASE("--spec: a flag that disagrees with the spec, or a spec value the policy cannot use, exits 2") {
+    NEED_RIG();
+    std::string spec = scratch_dir() + "/spec-c77.json";
+    write_file(spec, R"({"sessionId": "s-1", "workspaceId": "w-1", "conversationId": "c77"})");
+    auto differ = run({bin("cc-pushgate"), "--upstream", upstream().base(), "--repo", "acme/demo", "--policy",
+                       policy_file(), "--token-file", token_file(), "--spec", spec, "--conversation", "c42"});
+    CHECK(differ.status == 2);
+    CHECK(differ.err == "cc-pushgate: --conversation: 'c42' differs from the spec's conversationId 'c77'\n");
+    auto mode = run({bin("cc-pushgate"), "--upstream", upstream().base(), "--repo", "acme/demo", "--policy",
+                     policy_file(), "--token-file", token_file(), "--spec", spec, "--mode", "plan"});
+    CHECK(mode.status == 2);
+    CHECK(mode.err == "cc-pushgate: --mode: 'plan' differs from the spec's mode 'chat'\n");
+    std::string strict = scratch_dir() + "/strict-session-policy.json";
+    write_file(strict, R"({"version": 1, "rules": [
+  {"action": "push", "refs": ["refs/heads/s/${session}/*"], "kinds": ["delete"], "decision": "deny"}]})");
+    std::string odd = scratch_dir() + "/spec-odd.json";
+    write_file(odd, R"({"sessionId": "s:1", "workspaceId": "w-1"})");
+    auto unusable = run({bin("cc-pushgate"), "--upstream", upstream().base(), "--repo", "acme/demo", "--policy", strict,
+                         "--token-file", token_file(), "--spec", odd});
+    CHECK(unusable.status == 2);
+    CHECK(unusable.err == "cc-pushgate: --spec: sessionId 's:1' has ':' (letters, digits, '.', '_' and '-' only), so it "
+                          "cannot fill ${session}\n");
+    auto missing = run({bin("cc-pushgate"), "--upstream", upstream().base(), "--repo", "acme/demo", "--policy",
+                        policy_file(), "--token-file", token_file(), "--spec", scratch_dir() + "/no-such-spec.json"});
+    CHECK(missing.status == 2);
+    CHECK(missing.err.find("cc-pushgate: --spec '") == 0);
+}
+
+TEST_CASE("content rules: the first push into an empty repository is read whole") {
+    NEED_RIG();
+    upstream().create_repo("acme/demo");
+    std::string clean = agent_repo("content-empty-ok", content_gateway());
+    auto ok = git({"push", "origin", "HEAD:refs/heads/main"}, clean);
+    INFO(ok.err);
+    CHECK(ok.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/main") == head(clean));
+
+    upstream().create_repo("acme/demo");
+    std::string dir = agent_repo("content-empty-wf", content_gateway());
+    fs::create_directories(dir + "/.github/workflows");
+    commit(dir, ".github/workflows/ci.yml", "on: push\n");
+    auto r = git({"push", "origin", "HEAD:refs/heads/main"}, dir);
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.find(" ! [remote rejected] HEAD -> main (Control Center policy: workflows and owners are changed by people)") !=
+          std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/main").empty());
+    auto ev = events(content_gateway(), "push");
+    CHECK(ev.back()["refs"][0]["content"]["files"] == 2);  // README and the workflow: the whole tree
+}

@@ -73,6 +73,33 @@ Result<int> run_git(const std::vector<std::string>& args, const bp::environment&
     }
 }
 
+// Runs git with `input` on its stdin; its stdout in `out`.
+Result<int> run_git_io(const std::vector<std::string>& args, const bp::environment& env, const std::string& input,
+                       std::string& out, std::string* err) {
+    try {
+        auto exe = bp::search_path("git");
+        if (exe.empty()) return io_error("git", "not found on PATH", 0);
+        boost::asio::io_context ios;
+        std::future<std::string> out_text, err_text;
+        bp::child c(exe, bp::args(args), env, bp::std_in < boost::asio::buffer(input), bp::std_out > out_text,
+                    bp::std_err > err_text, ios);
+        ios.run();
+        c.wait();
+        out = out_text.get();
+        if (err) {
+            std::string e = err_text.get();
+            *err = e.substr(0, e.find('\n'));
+        }
+        return c.exit_code();
+    } catch (const std::exception& e) {
+        return io_error("git", std::string("could not run: ") + e.what(), 0);
+    }
+}
+
+std::string auth_header(const std::string& token) {
+    return "Authorization: Basic " + base64("x-access-token:" + token);
+}
+
 }  // namespace
 
 Result<Mirror> Mirror::open(const std::string& state_dir, const std::string& repo_key) {
@@ -99,7 +126,7 @@ Status Mirror::ensure(const std::string& oid, const std::string& url, const std:
     // (GIT_CONFIG_COUNT), so no process listing shows it.
     env.set("GIT_CONFIG_COUNT", "1");
     env.set("GIT_CONFIG_KEY_0", "http.extraHeader");
-    env.set("GIT_CONFIG_VALUE_0", "Authorization: Basic " + base64("x-access-token:" + token));
+    env.set("GIT_CONFIG_VALUE_0", auth_header(token));
     std::string err;
     auto rc = run_git({"fetch", "-q", "--no-tags", "--no-write-fetch-head", url, "+" + ref + ":refs/cc-old/" + ref},
                       env, &err);
@@ -109,6 +136,35 @@ Status Mirror::ensure(const std::string& oid, const std::string& url, const std:
     if (!again) return again.error();
     if (*again != 0) return io_error("mirror", "the upstream's " + ref + " is not " + oid.substr(0, 12), 0);
     return ok();
+}
+
+Result<std::string> Mirror::fetch_head(const std::string& url, const std::string& token) const {
+    auto env = git_env(dir_);
+    env.set("GIT_CONFIG_COUNT", "1");
+    env.set("GIT_CONFIG_KEY_0", "http.extraHeader");
+    env.set("GIT_CONFIG_VALUE_0", auth_header(token));
+    std::string out, err;
+    // An empty upstream has no HEAD to fetch: no base, not an error.
+    auto listed = run_git_io({"ls-remote", "--symref", url, "HEAD"}, env, "", out, &err);
+    if (!listed) return listed.error();
+    if (*listed != 0) return io_error("mirror", "git ls-remote failed: " + one_line(err, 200), 0);
+    // "ref: refs/heads/main\tHEAD" alone is an unborn HEAD: nothing to fetch.
+    bool born = false;
+    for (std::size_t pos = 0; pos < out.size();) {
+        auto end = out.find('\n', pos);
+        if (end == std::string::npos) end = out.size();
+        std::string line = out.substr(pos, end - pos);
+        if (line.rfind("ref: ", 0) != 0 && line.size() > 5 && line.substr(line.size() - 5) == "\tHEAD") born = true;
+        pos = end + 1;
+    }
+    if (!born) return std::string();
+    auto rc = run_git({"fetch", "-q", "--no-tags", "--no-write-fetch-head", url, "+HEAD:refs/cc-old/HEAD"}, env, &err);
+    if (!rc) return rc.error();
+    if (*rc != 0) return io_error("mirror fetch of HEAD", "git fetch failed: " + one_line(err, 200), 0);
+    auto parsed = run_git_io({"rev-parse", "--verify", "refs/cc-old/HEAD^{commit}"}, git_env(dir_), "", out, &err);
+    if (!parsed) return parsed.error();
+    if (*parsed != 0) return io_error("mirror", "no commit at the upstream's HEAD", 0);
+    return out.substr(0, out.find('\n'));
 }
 
 struct Quarantine::Impl {
@@ -139,13 +195,15 @@ Result<std::unique_ptr<Quarantine>> Quarantine::start(const Mirror& m) {
     impl->dir = tmpl;
     impl->err_file = impl->dir + "/index-pack.err";
     fs::create_directories(impl->dir + "/pack");
+    // The quarantine is thrown away when its push ends: flushing its pack to
+    // disk (git's default since 2.36) would only add to every checked push.
     auto env = git_env(m.dir());
     env.set("GIT_OBJECT_DIRECTORY", impl->dir);
     env.set("GIT_ALTERNATE_OBJECT_DIRECTORIES", m.dir() + "/objects");
     try {
         auto exe = bp::search_path("git");
         if (exe.empty()) return io_error("git", "not found on PATH", 0);
-        impl->child = bp::child(exe, bp::args({"index-pack", "--stdin", "--fix-thin"}), env, bp::std_in < impl->in,
+        impl->child = bp::child(exe, bp::args({"-c", "core.fsync=none", "index-pack", "--stdin", "--fix-thin"}), env, bp::std_in < impl->in,
                                 bp::std_out > bp::null, bp::std_err > impl->err_file);
     } catch (const std::exception& e) {
         std::error_code ec;
@@ -190,6 +248,57 @@ Result<bool> Quarantine::is_ancestor(const std::string& old_oid, const std::stri
     if (*rc == 1) return false;
     return io_error("git merge-base", "could not compare " + old_oid.substr(0, 12) + " and " + new_oid.substr(0, 12) +
                                           ": " + one_line(err, 200), 0);
+}
+
+Result<policy::PushContent> Quarantine::content(const std::string& base, const std::string& new_oid,
+                                                bool from_merge_base) const {
+    auto env = git_env(impl_->mirror);
+    env.set("GIT_OBJECT_DIRECTORY", impl_->dir);
+    env.set("GIT_ALTERNATE_OBJECT_DIRECTORIES", impl_->mirror + "/objects");
+    std::string out, err;
+    auto fail = [&](const std::string& what) {
+        return io_error("git " + what, "could not read " + new_oid.substr(0, 12) + ": " + one_line(err, 200), 0);
+    };
+    policy::PushContent c;
+    // A new branch off the upstream's default branch is read against their
+    // merge base; without one, every file of the new tree counts.
+    std::string from = base;
+    if (!from.empty() && from_merge_base) {
+        auto mb = run_git_io({"merge-base", from, new_oid}, env, "", out, &err);
+        if (!mb) return mb.error();
+        if (*mb > 1) return fail("merge-base");
+        from = *mb == 0 ? out.substr(0, out.find('\n')) : std::string();
+    }
+    std::vector<std::string> paths_args = {"diff-tree", "-r", "-z", "--name-only", "--no-renames", from, new_oid};
+    if (from.empty()) paths_args = {"ls-tree", "-r", "-z", "--name-only", "--full-tree", new_oid};
+    auto rc = run_git_io(paths_args, env, "", out, &err);
+    if (!rc) return rc.error();
+    if (*rc != 0) return fail(paths_args[0]);
+    for (std::size_t pos = 0; pos < out.size();) {
+        auto end = out.find('\0', pos);
+        if (end == std::string::npos) end = out.size();
+        if (end > pos) c.paths.push_back(out.substr(pos, end - pos));
+        pos = end + 1;
+    }
+    c.files = c.paths.size();
+    std::vector<std::string> objects_args = {"rev-list", "--objects", "--no-object-names", new_oid};
+    if (!from.empty()) objects_args.insert(objects_args.end(), {"--not", from});
+    rc = run_git_io(objects_args, env, "", out, &err);
+    if (!rc) return rc.error();
+    if (*rc != 0) return fail("rev-list");
+    std::string sizes;
+    rc = run_git_io({"cat-file", "--batch-check=%(objecttype) %(objectsize)"}, env, out, sizes, &err);
+    if (!rc) return rc.error();
+    if (*rc != 0) return fail("cat-file");
+    for (std::size_t pos = 0; pos < sizes.size();) {
+        auto end = sizes.find('\n', pos);
+        if (end == std::string::npos) end = sizes.size();
+        std::string line = sizes.substr(pos, end - pos);
+        if (line.rfind("blob ", 0) == 0) c.largest = std::max<std::uint64_t>(c.largest, std::stoull(line.substr(5)));
+        else if (line.find(" missing") != std::string::npos) return fail("cat-file (an object is missing)");
+        pos = end + 1;
+    }
+    return c;
 }
 
 }  // namespace cc::git

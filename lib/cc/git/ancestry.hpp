@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "cc/core/result.hpp"
+#include "cc/policy/policy.hpp"
 
 namespace cc::git {
 
@@ -26,6 +27,9 @@ public:
     // Makes sure commit `oid` is in the mirror, fetching `ref` from `url`
     // (Basic auth with `token`, passed in the child's environment, never argv).
     Status ensure(const std::string& oid, const std::string& url, const std::string& ref, const std::string& token) const;
+    // The upstream's default branch (its HEAD) into the mirror, as the base a
+    // new branch's content is read against; "" when the upstream has none.
+    Result<std::string> fetch_head(const std::string& url, const std::string& token) const;
     const std::string& dir() const { return dir_; }
 
 private:
@@ -47,6 +51,14 @@ public:
     // Is `old_oid` an ancestor of `new_oid` (a fast-forward), looking at the
     // mirror and the quarantined pack? An error when git cannot tell.
     Result<bool> is_ancestor(const std::string& old_oid, const std::string& new_oid) const;
+
+    // What moving a ref from `base` (a commit in the mirror; "" for none) to
+    // `new_oid` brings: the paths that differ between the two trees, and the
+    // largest blob among the objects reachable from new_oid but not from base.
+    // With `from_merge_base`, their merge base stands for `base` (a new branch
+    // read against the upstream's default branch).
+    Result<policy::PushContent> content(const std::string& base, const std::string& new_oid,
+                                        bool from_merge_base = false) const;
 
 private:
     struct Impl;

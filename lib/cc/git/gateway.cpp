@@ -27,6 +27,7 @@
 #include <tuple>
 
 #include "cc/git/ancestry.hpp"
+#include "cc/git/decision.hpp"
 #include "cc/git/http.hpp"
 #include "cc/git/receive_pack.hpp"
 #include "cc/git/redact.hpp"
@@ -49,26 +50,32 @@ struct Linked {
     std::string owner, name;  // as the operator spelled them
 };
 
-// Connections that have not yet shown the session secret. Capped: when full,
-// the one waiting longest is cut (shutdown, so its thread sees the end) to make
-// room, so idle or slow clients cannot keep the session's own pushes out.
+// Connections that have not yet shown the session secret. Capped in total and
+// per client (peer address): when a client is at its own cap, its oldest
+// waiting connection is cut; when the whole registry is full, the one waiting
+// longest is. Cut means shutdown, so its thread sees the end. Idle or slow
+// clients thus cannot keep the session's own pushes out, and one client's
+// flood only ever cuts that client's connections first.
 // Only this registry shuts a pending fd down, under its lock, and a connection
 // leaves it before its fd is closed, so a reused fd number is never hit.
 class Pending {
 public:
-    explicit Pending(std::size_t cap) : cap_(cap) {}
-    void add(int fd) {
+    Pending(std::size_t cap, std::size_t per_client) : cap_(cap), per_client_(per_client) {}
+    void add(int fd, const std::string& client) {
         std::lock_guard<std::mutex> lock(mu_);
-        while (fds_.size() >= cap_ && !fds_.empty()) {
-            ::shutdown(fds_.front(), SHUT_RDWR);
-            fds_.pop_front();
-            ++evicted_;
+        std::size_t mine = 0;
+        for (const auto& e : fds_) mine += e.second == client;
+        while (mine >= per_client_ && mine > 0) {
+            auto it = std::find_if(fds_.begin(), fds_.end(), [&](const auto& e) { return e.second == client; });
+            cut(it);
+            --mine;
         }
-        fds_.push_back(fd);
+        while (fds_.size() >= cap_ && !fds_.empty()) cut(fds_.begin());
+        fds_.emplace_back(fd, client);
     }
     void remove(int fd) {
         std::lock_guard<std::mutex> lock(mu_);
-        auto it = std::find(fds_.begin(), fds_.end(), fd);
+        auto it = std::find_if(fds_.begin(), fds_.end(), [&](const auto& e) { return e.first == fd; });
         if (it != fds_.end()) fds_.erase(it);
     }
     std::size_t evicted() const {
@@ -77,68 +84,50 @@ public:
     }
 
 private:
-    std::size_t cap_;
+    using Fds = std::deque<std::pair<int, std::string>>;
+    void cut(Fds::iterator it) {
+        ::shutdown(it->first, SHUT_RDWR);
+        fds_.erase(it);
+        ++evicted_;
+    }
+    std::size_t cap_, per_client_;
     mutable std::mutex mu_;
-    std::deque<int> fds_;
+    Fds fds_;
     std::size_t evicted_ = 0;
 };
 
-// Invisible and direction-changing characters (UTF-8): a ref name carrying
-// one can read as another name in a terminal or a review tool. Returns the
-// first one as U+XXXX, or "".
-std::string invisible_char(std::string_view ref) {
-    for (std::size_t i = 0; i + 1 < ref.size(); ++i) {
-        auto b = [&](std::size_t k) { return static_cast<unsigned char>(ref[k]); };
-        unsigned cp = 0;
-        if (b(i) == 0xD8 && b(i + 1) == 0x9C) cp = 0x061C;
-        if (i + 2 < ref.size()) {
-            unsigned c3 = ((b(i) & 0x0F) << 12) | ((b(i + 1) & 0x3F) << 6) | (b(i + 2) & 0x3F);
-            if ((b(i) & 0xF0) == 0xE0 &&
-                ((c3 >= 0x200B && c3 <= 0x200F) || (c3 >= 0x202A && c3 <= 0x202E) || (c3 >= 0x2060 && c3 <= 0x2069) ||
-                 c3 == 0xFEFF))
-                cp = c3;
-        }
-        if (cp) {
-            char buf[16];
-            std::snprintf(buf, sizeof buf, "U+%04X", cp);
-            return buf;
-        }
+// Connections past the secret check, in total and per client.
+class Admitted {
+public:
+    Admitted(std::size_t cap, std::size_t per_client) : cap_(cap), per_client_(per_client) {}
+    // nullopt when admitted, else why not.
+    std::optional<std::string> enter(const std::string& client) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (total_ >= cap_) return "gateway is busy (" + std::to_string(cap_) + " connections at once)";
+        std::size_t& mine = per_client_count_[client];
+        if (mine >= per_client_)
+            return "too many connections from " + client + " (at most " + std::to_string(per_client_) + " at once)";
+        ++mine;
+        ++total_;
+        return std::nullopt;
     }
-    return "";
-}
-
-// The name a ref could be mistaken for: ASCII lower case, invisible
-// characters dropped. Equal to the ref when there is nothing to mistake.
-std::string lookalike(std::string_view ref) {
-    std::string out;
-    for (std::size_t i = 0; i < ref.size();) {
-        auto c = static_cast<unsigned char>(ref[i]);
-        if (c >= 0xC0 && !invisible_char(ref.substr(i, 3)).empty()) {
-            i += c == 0xD8 ? 2 : 3;
-            continue;
-        }
-        out.push_back(static_cast<char>(std::tolower(c)));
-        ++i;
+    void leave(const std::string& client) {
+        std::lock_guard<std::mutex> lock(mu_);
+        --total_;
+        if (--per_client_count_[client] == 0) per_client_count_.erase(client);
     }
-    return out;
-}
 
-// One ref update and what the policy says of it.
-struct RefVerdict {
-    const Command* cmd;
-    policy::Verdict v;
-    std::string target;  // the upstream's symbolic ref target, when the name is one
-    std::string kind;    // create, update, force, delete ("update" until ancestry says force)
-    // An update whose verdict would be stricter as a force push: that verdict,
-    // applied when the pack shows the old tip is not an ancestor of the new.
-    std::optional<policy::Verdict> if_force;
-    bool checked = false;  // ancestry was looked at
+private:
+    std::size_t cap_, per_client_;
+    std::mutex mu_;
+    std::size_t total_ = 0;
+    std::map<std::string, std::size_t> per_client_count_;
 };
 
 class Gateway {
 public:
     Gateway(const GatewayConfig& cfg, const EmitFn& emit)
-        : cfg_(cfg), emit_([this, &emit](const json& ev) {
+        : cfg_(cfg), admitted_(cfg.max_connections, cfg.max_client_connections), emit_([this, &emit](const json& ev) {
               // One line at a time: connection threads emit concurrently.
               std::lock_guard<std::mutex> lock(emit_mu_);
               emit(ev);
@@ -163,7 +152,8 @@ public:
         }
     }
 
-    void serve_connection(int fd);
+    // `client` is the peer's address: the per-client caps count by it.
+    void serve_connection(int fd, const std::string& client);
     // The session secret (first path segment of every request) and the Host
     // values this gateway answers to; set once, before the first connection.
     void watch_pending(std::shared_ptr<Pending> p) { pending_ = std::move(p); }
@@ -177,11 +167,9 @@ public:
 private:
     void handle_info_refs(Conn& c, const http::RequestHead& h, const Route& route, bool close);
     bool handle_push(Conn& c, const http::RequestHead& h, const Route& route, bool close);
-    std::optional<std::string> resolve_symrefs(const Linked& target, const std::string& token,
-                                               const http::RequestHead& h, std::vector<RefVerdict>& verdicts);
-    policy::Verdict judge(const std::string& ref, const std::string& kind) const {
-        return policy::decide(cfg_.policy, {"push", cfg_.mode, ref}, policy::PushFacts{kind, cfg_.ref_vars});
-    }
+    std::optional<std::string> read_symrefs(const Linked& target, const std::string& token, const http::RequestHead& h,
+                                            const std::vector<std::string>& names, PushContext& ctx);
+    void ask_approver(RefPlan& r, const std::string& repo_key) const;
     std::mutex& mirror_lock(const std::string& repo_key) {
         std::lock_guard<std::mutex> lock(mirrors_mu_);
         auto& m = mirror_locks_[repo_key];
@@ -191,6 +179,7 @@ private:
     std::string upstream_url(const Linked& l) const { return upstream_ + "/" + l.owner + "/" + l.name + ".git"; }
 
     const GatewayConfig& cfg_;
+    Admitted admitted_;  // connections past the secret check
     std::mutex emit_mu_;
     EmitFn emit_;
     std::string upstream_;
@@ -199,7 +188,6 @@ private:
     std::mutex mirrors_mu_;
     std::map<std::string, std::unique_ptr<std::mutex>> mirror_locks_;
     std::shared_ptr<Pending> pending_;
-    std::atomic<std::size_t> admitted_{0};  // connections past the secret check
     std::string prefix_;               // "/<secret>/"
     std::vector<std::string> hosts_;   // lower case host:port
     std::optional<std::string> refusal(http::RequestHead& h) const;
@@ -227,18 +215,19 @@ std::optional<std::string> Gateway::refusal(http::RequestHead& h) const {
     return std::nullopt;
 }
 
-void Gateway::serve_connection(int fd) {
+void Gateway::serve_connection(int fd, const std::string& client) {
     Conn c(fd, cfg_.io_timeout);
     bool admitted = false;
     struct Leave {
         Gateway& g;
         int fd;
+        const std::string& client;
         bool& admitted;
         ~Leave() {
-            if (admitted) --g.admitted_;
+            if (admitted) g.admitted_.leave(client);
             else if (g.pending_) g.pending_->remove(fd);
         }
-    } leave{*this, fd, admitted};
+    } leave{*this, fd, client, admitted};
     for (;;) {
         std::optional<http::RequestHead> head;
         // The whole head must arrive within --head-timeout (a slow or idle
@@ -279,11 +268,12 @@ void Gateway::serve_connection(int fd) {
         }
         if (!admitted) {
             if (pending_) pending_->remove(fd);
-            if (admitted_.fetch_add(1) >= cfg_.max_connections) {
-                --admitted_;
+            if (auto busy = admitted_.enter(client)) {
+                log_line("refused a connection: " + *busy);
+                emit_({{"event", "refused"}, {"repo", ""}, {"reason", *busy}, {"client", client}});
                 Body b(c, *head);
                 if (!b.init_error()) (void)b.drain(1u << 20, std::chrono::seconds(5));
-                send_whole(c, 503, "text/plain", "Control Center: gateway is busy\n", true);
+                send_whole(c, 503, "text/plain", "Control Center: " + *busy + "\n", true);
                 return;
             }
             admitted = true;
@@ -371,59 +361,35 @@ void Gateway::handle_info_refs(Conn& c, const http::RequestHead& h, const Route&
 }
 
 
-// A name the upstream resolves through a symbolic ref moves (or deletes) the
-// ref it points at: receive-pack updates the target. So each open verdict is
-// also asked of the target, and the stricter of the two stands. When the
-// upstream cannot say which names are symbolic, nothing goes (fail closed):
-// the reason is returned, and the push fails as when upstream is down.
-std::optional<std::string> Gateway::resolve_symrefs(const Linked& target, const std::string& token,
-                                                    const http::RequestHead& h, std::vector<RefVerdict>& verdicts) {
-    std::vector<std::string> names;
-    for (const auto& rv : verdicts)
-        if (rv.v.decision != policy::Decision::deny) names.push_back(rv.cmd->ref);
+// Which of the pushed names the upstream resolves through a symbolic ref
+// (decide_push then judges their targets too). When the upstream cannot say,
+// nothing goes (fail closed): the reason is returned, and the push fails as
+// when upstream is down.
+std::optional<std::string> Gateway::read_symrefs(const Linked& target, const std::string& token,
+                                                 const http::RequestHead& h, const std::vector<std::string>& names,
+                                                 PushContext& ctx) {
     auto remote = ls_refs(upstream_url(target), token, h.header("user-agent").value_or("git/cc-pushgate"), names,
                           cfg_.io_timeout);
     if (!remote) {
         if (remote.error().subject == "upstream unreachable") return remote.error().one_line();
         return "could not read the upstream's symbolic refs (" + remote.error().one_line() + ")";
     }
-    for (auto& rv : verdicts) {
-        if (rv.v.decision == policy::Decision::deny) continue;
-        auto r = remote->find(rv.cmd->ref);
-        if (r == remote->end() || r->second.symref_target.empty()) continue;
-        // ls-refs names the final target; follow what it lists, a few hops at most.
-        std::string t = r->second.symref_target;
-        for (int hop = 0; hop < 5; ++hop) {
-            auto n = remote->find(t);
-            if (n == remote->end() || n->second.symref_target.empty() || n->second.symref_target == t) break;
-            t = n->second.symref_target;
-        }
-        rv.target = t;
-        policy::Verdict tv;
-        if (t.rfind("refs/", 0) != 0) {
-            tv.decision = policy::Decision::deny;
-            tv.reason = "it points outside refs/ ('" + one_line(t, 200) + "')";
-            tv.source = "symrefs";
-        } else {
-            tv = judge(t, rv.kind);
-            if (rv.kind == "update") {
-                policy::Verdict tf = judge(t, "force");
-                policy::Verdict& f = rv.if_force ? *rv.if_force : (rv.if_force = rv.v, *rv.if_force);
-                if (tf.decision > f.decision) {
-                    f.decision = tf.decision;
-                    f.source = tf.source;
-                    f.reason = rv.cmd->ref + " is a symbolic ref to " + t + " on the upstream: " + tf.reason;
-                }
-            }
-        }
-        if (tv.decision > rv.v.decision) {
-            rv.v.decision = tv.decision;
-            rv.v.source = tv.source;
-            rv.v.reason = rv.cmd->ref + " is a symbolic ref to " + t + " on the upstream: " + tv.reason;
-        }
-        if (rv.if_force && rv.if_force->decision <= rv.v.decision) rv.if_force.reset();
-    }
+    std::map<std::string, std::string> symrefs;
+    for (const auto& [name, r] : *remote)
+        if (!r.symref_target.empty()) symrefs[name] = r.symref_target;
+    ctx.symrefs = std::move(symrefs);
     return std::nullopt;
+}
+
+// An `ask` goes to the approver (none configured: deny).
+void Gateway::ask_approver(RefPlan& r, const std::string& repo_key) const {
+    if (r.verdict.decision != policy::Decision::ask) return;
+    json q = {{"action", "push"},   {"mode", policy::to_string(cfg_.mode)},
+              {"repo", repo_key},   {"ref", r.cmd.ref},
+              {"old", r.cmd.old_oid}, {"new", r.cmd.new_oid},
+              {"kind", r.kind},     {"reason", r.verdict.reason}};
+    if (!r.symref_target.empty()) q["symrefTarget"] = r.symref_target;
+    r.verdict = policy::resolve_ask(r.verdict, q, cfg_.approver);
 }
 
 bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& route, bool close) {
@@ -472,73 +438,32 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
         return send_whole(c, 200, result_type, "", close);
     }
 
-    // 2. One verdict per ref.
+    // 2. One verdict per ref: decided from the names as pushed, then again
+    // with the upstream's symbolic refs among them.
     auto it = linked_.find(route.repo_key);
-    std::vector<RefVerdict> verdicts;
-    for (const auto& cmd : req.commands) {
-        policy::Verdict v;
-        if (it == linked_.end()) {
-            v.decision = policy::Decision::deny;
-            v.reason = "repository '" + route.repo_key + "' is not linked to this workspace";
-            v.source = "repos";
-        }
-        RefVerdict rv{&cmd, v, {}, std::string(cmd.kind()), std::nullopt, false};
-        std::string hidden = invisible_char(cmd.ref);
-        if (it != linked_.end() && !hidden.empty()) {
-            rv.v.decision = policy::Decision::deny;
-            rv.v.reason = "ref name has an invisible or bidi control character (" + hidden + ")";
-            rv.v.source = "refname";
-        } else if (it != linked_.end()) {
-            // Read-only modes deny every push: the policy decides that too.
-            rv.v = judge(cmd.ref, rv.kind);
-            // The client's old and new ids cannot say whether an update is a
-            // fast-forward; only the objects can. Where the answer matters, the
-            // pack is checked on its way through (below).
-            if (rv.kind == "update") {
-                policy::Verdict vf = judge(cmd.ref, "force");
-                if (vf.decision > rv.v.decision) rv.if_force = vf;
-            }
-        }
-        verdicts.push_back(std::move(rv));
-    }
+    PushContext ctx{route.repo_key, it != linked_.end(), cfg_.mode, &cfg_.policy, cfg_.ref_vars, std::nullopt};
+    PushPlan plan = decide_push(req, ctx);
     // The write token is fetched once per push, before anything is asked of
     // upstream; a failure rejects the refs that would have gone (below).
     std::optional<Result<std::string>> token;
     std::optional<std::string> upstream_failure;
-    bool any_open = std::any_of(verdicts.begin(), verdicts.end(),
-                                [](const RefVerdict& rv) { return rv.v.decision != policy::Decision::deny; });
-    if (any_open) {
+    if (plan.any_open()) {
         token = cfg_.tokens->token(it->second.owner, it->second.name);
-        if (*token) upstream_failure = resolve_symrefs(it->second, **token, h, verdicts);
+        if (*token) upstream_failure = read_symrefs(it->second, **token, h, plan.open_refs(), ctx);
+        if (ctx.symrefs) plan = decide_push(req, ctx);
     }
-    for (auto& rv : verdicts) {
-        if (rv.v.decision != policy::Decision::ask) continue;
-        json q = {{"action", "push"},       {"mode", policy::to_string(cfg_.mode)},
-                  {"repo", route.repo_key}, {"ref", rv.cmd->ref},
-                  {"old", rv.cmd->old_oid}, {"new", rv.cmd->new_oid},
-                  {"kind", rv.cmd->kind()}, {"reason", rv.v.reason}};
-        if (!rv.target.empty()) q["symrefTarget"] = rv.target;
-        rv.v = policy::resolve_ask(rv.v, q, cfg_.approver);
-    }
+    for (auto& r : plan.refs) ask_approver(r, route.repo_key);
     // Ancestry checks: the old tips into the mirror, a quarantine for the pack.
     // When that cannot be done, the update is judged as a force push.
     std::unique_ptr<Quarantine> quarantine;
     std::unique_lock<std::mutex> mirror_guard;
-    std::vector<RefVerdict*> to_check;
-    for (auto& rv : verdicts)
-        if (rv.if_force && rv.v.decision == policy::Decision::allow) to_check.push_back(&rv);
-    auto as_force = [&](RefVerdict& rv, const std::string& why) {
-        policy::Verdict f = *rv.if_force;
-        f.reason = why + ": " + f.reason;
-        json q = {{"action", "push"},       {"mode", policy::to_string(cfg_.mode)},
-                  {"repo", route.repo_key}, {"ref", rv.cmd->ref},
-                  {"old", rv.cmd->old_oid}, {"new", rv.cmd->new_oid},
-                  {"kind", "force"},        {"reason", f.reason}};
-        if (f.decision == policy::Decision::ask) f = policy::resolve_ask(f, q, cfg_.approver);
-        rv.v = f;
-        rv.if_force.reset();
-    };
-    if (!to_check.empty()) {
+    std::vector<RefPlan*> to_check, to_read;  // ancestry; content (paths, sizes)
+    for (auto& r : plan.refs) {
+        if (r.needs_ancestry()) to_check.push_back(&r);
+        if (r.needs_content()) to_read.push_back(&r);
+    }
+    std::string head_base;  // the upstream's default branch: what a new branch's content is read against
+    if (!to_check.empty() || !to_read.empty()) {
         std::string failure;
         if (!token || !*token) {
             failure = "no write token to fetch the old tip with";
@@ -546,11 +471,18 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
             mirror_guard = std::unique_lock<std::mutex>(mirror_lock(route.repo_key));
             auto mirror = Mirror::open(cfg_.mirror_dir, route.repo_key);
             if (!mirror) failure = mirror.error().one_line();
-            for (auto* rv : to_check) {
-                if (!failure.empty()) break;
-                const std::string& fetch_ref = rv->target.empty() ? rv->cmd->ref : rv->target;
-                if (auto e = mirror->ensure(rv->cmd->old_oid, upstream_url(it->second), fetch_ref, **token); !e)
+            auto have_old = [&](const RefPlan& r) {
+                if (!failure.empty() || r.cmd.is_create()) return;
+                const std::string& fetch_ref = r.symref_target.empty() ? r.cmd.ref : r.symref_target;
+                if (auto e = mirror->ensure(r.cmd.old_oid, upstream_url(it->second), fetch_ref, **token); !e)
                     failure = e.error().one_line();
+            };
+            for (auto* r : to_check) have_old(*r);
+            for (auto* r : to_read) have_old(*r);
+            if (failure.empty() &&
+                std::any_of(to_read.begin(), to_read.end(), [](const RefPlan* r) { return r->cmd.is_create(); })) {
+                if (auto hb = mirror->fetch_head(upstream_url(it->second), **token)) head_base = *hb;
+                else failure = hb.error().one_line();
             }
             if (failure.empty()) {
                 auto q = Quarantine::start(*mirror);
@@ -559,50 +491,42 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
             }
         }
         if (!failure.empty()) {
-            log_line(route.repo_key + ": ancestry check unavailable: " + failure);
-            for (auto* rv : to_check)
-                as_force(*rv, "treated as a force push (the ancestry check failed: " + one_line(failure, 200) + ")");
+            log_line(route.repo_key + ": ancestry and content checks unavailable: " + failure);
+            for (auto* r : to_check) {
+                settle_ancestry(*r, Result<bool>(io_error("", failure, 0)));
+                r->checked = false;
+                ask_approver(*r, route.repo_key);
+            }
+            for (auto* r : to_read) settle_content(*r, Result<policy::PushContent>(io_error("", failure, 0)), ctx);
             to_check.clear();
+            to_read.clear();
             quarantine.reset();
         }
     }
-    std::vector<Command> allowed;
-    std::vector<RefStatus> rejected;
-    std::vector<std::string> messages;
-    for (const auto& rv : verdicts) {
-        if (rv.v.decision == policy::Decision::allow) {
-            allowed.push_back(*rv.cmd);
-        } else {
-            rejected.push_back({rv.cmd->ref, false, "Control Center policy: " + rv.v.reason});
-            messages.push_back("Control Center policy denied " + rv.cmd->ref + ": " + rv.v.reason);
-        }
-    }
+    PushOutcome out = outcome(plan, req.atomic());
+    const std::vector<Command>& allowed = out.forward;
+    const std::vector<RefStatus>& rejected = out.rejected;
+    const std::vector<std::string>& messages = out.messages;
 
     json event = {{"event", "push"}, {"repo", route.repo_key}, {"atomic", req.atomic()}, {"options", req.options}};
     auto fill_refs = [&] {
-    json refs = json::array();
-    for (const auto& rv : verdicts)
-        refs.push_back({{"ref", rv.cmd->ref},
-                        {"old", rv.cmd->old_oid},
-                        {"new", rv.cmd->new_oid},
-                        {"kind", rv.kind},
-                        {"decision", policy::to_string(rv.v.decision)},
-                        {"reason", rv.v.reason},
-                        {"source", rv.v.source}});
-    for (std::size_t i = 0; i < verdicts.size(); ++i)
-        if (!verdicts[i].target.empty()) refs[i]["symrefTarget"] = verdicts[i].target;
-    for (std::size_t i = 0; i < verdicts.size(); ++i)
-        if (verdicts[i].checked) refs[i]["ancestryChecked"] = true;
-    // A name that only looks like another (case, invisible characters) is
-    // reported with the name it looks like, when that one would be judged
-    // more strictly.
-    for (std::size_t i = 0; i < verdicts.size(); ++i) {
-        std::string like = lookalike(verdicts[i].cmd->ref);
-        if (like != verdicts[i].cmd->ref && it != linked_.end() &&
-            judge(like, verdicts[i].kind).decision > judge(verdicts[i].cmd->ref, verdicts[i].kind).decision)
-            refs[i]["looksLike"] = like;
-    }
-    event["refs"] = refs;
+        json refs = json::array();
+        for (const auto& r : plan.refs) {
+            json j = {{"ref", r.cmd.ref},
+                      {"old", r.cmd.old_oid},
+                      {"new", r.cmd.new_oid},
+                      {"kind", r.kind},
+                      {"decision", policy::to_string(r.verdict.decision)},
+                      {"reason", r.verdict.reason},
+                      {"source", r.verdict.source}};
+            if (!r.symref_target.empty()) j["symrefTarget"] = r.symref_target;
+            if (r.checked) j["ancestryChecked"] = true;
+            if (r.content)
+                j["content"] = {{"files", r.content->files}, {"largestBytes", r.content->largest}};
+            if (!r.looks_like.empty()) j["looksLike"] = r.looks_like;
+            refs.push_back(std::move(j));
+        }
+        event["refs"] = refs;
     };
     auto finish_event = [&](const std::string& result, std::optional<long> upstream_status, const std::string& err) {
         fill_refs();
@@ -629,11 +553,7 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
         return ok && drained;
     };
 
-    if (allowed.empty() || (req.atomic() && !rejected.empty())) {
-        std::vector<RefStatus> lines = rejected;
-        for (const auto& a : allowed) lines.push_back({a.ref, false, "atomic transaction failed"});
-        return reject_all(lines, messages, "rejected", std::nullopt, "");
-    }
+    if (out.forward_nothing()) return reject_all(rejected, messages, "rejected", std::nullopt, "");
 
     // 3. Forward the allowed commands with the pack.
     const Linked& target = it->second;
@@ -677,25 +597,30 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
         if (failure.empty())
             if (auto s = quarantine->finish(); !s) failure = s.error().one_line();
         bool go = true;
-        for (auto* rv : to_check) {
-            rv->checked = true;
-            Result<bool> ff = failure.empty() ? quarantine->is_ancestor(rv->cmd->old_oid, rv->cmd->new_oid)
-                                              : Result<bool>(io_error("quarantine", failure, 0));
-            if (ff && *ff) {
-                rv->if_force.reset();
-                continue;
-            }
-            rv->kind = "force";
-            if (!ff) {
-                log_line(route.repo_key + ": ancestry check failed: " + ff.error().one_line());
-                as_force(*rv, "treated as a force push (the ancestry check failed: " + ff.error().one_line() + ")");
-            } else {
-                as_force(*rv, "force push (" + rv->cmd->old_oid.substr(0, 12) + " is not an ancestor of " +
-                                  rv->cmd->new_oid.substr(0, 12) + ")");
-            }
-            if (rv->v.decision != policy::Decision::allow) {
+        for (auto* r : to_check) {
+            Result<bool> ff = failure.empty() ? quarantine->is_ancestor(r->cmd.old_oid, r->cmd.new_oid)
+                                              : Result<bool>(io_error("", failure, 0));
+            if (!ff) log_line(route.repo_key + ": ancestry check failed: " + ff.error().one_line());
+            settle_ancestry(*r, ff);
+            ask_approver(*r, route.repo_key);
+            if (!r->allowed()) {
                 go = false;
-                check_rejected.push_back({rv->cmd->ref, false, "Control Center policy: " + rv->v.reason});
+                check_rejected.push_back({r->cmd.ref, false, policy_reason(r->verdict)});
+            }
+        }
+        // Content rules: what each update brings, read from the same quarantine.
+        for (auto* r : to_read) {
+            if (!r->allowed()) continue;
+            bool create = r->cmd.is_create();
+            Result<policy::PushContent> got = !failure.empty() ? Result<policy::PushContent>(io_error("", failure, 0))
+                                                               : quarantine->content(create ? head_base : r->cmd.old_oid,
+                                                                                     r->cmd.new_oid, create);
+            if (!got) log_line(route.repo_key + ": content check failed: " + got.error().one_line());
+            settle_content(*r, got, ctx);
+            ask_approver(*r, route.repo_key);
+            if (!r->allowed()) {
+                go = false;
+                check_rejected.push_back({r->cmd.ref, false, policy_reason(r->verdict)});
             }
         }
         return go;
@@ -823,7 +748,7 @@ Status serve(const GatewayConfig& cfg, const EmitFn& emit) {
     std::vector<std::string> hosts = {"127.0.0.1:" + port, "localhost:" + port, "[::1]:" + port, host + ":" + port};
     gateway->admit_only(secret, hosts);
     auto active = std::make_shared<std::atomic<std::size_t>>(0);
-    auto pending = std::make_shared<Pending>(cfg.max_pending);
+    auto pending = std::make_shared<Pending>(cfg.max_pending, cfg.max_client_connections);
     gateway->watch_pending(pending);
     asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code&, int) {
@@ -838,15 +763,18 @@ Status serve(const GatewayConfig& cfg, const EmitFn& emit) {
             }
             // Close-on-exec: a token command started by another connection's
             // thread must not inherit this client's socket.
+            boost::system::error_code pec;
+            auto peer = sock.remote_endpoint(pec);
+            std::string client = pec ? std::string("unknown") : peer.address().to_string();
             int fd = ::fcntl(sock.native_handle(), F_DUPFD_CLOEXEC, 0);
             sock.close();
             if (fd >= 0) {
                 // Threads are bounded by the two caps: pending (evicting the
                 // oldest) and admitted (503 past --max-connections).
-                pending->add(fd);
+                pending->add(fd, client);
                 ++*active;
-                std::thread([gateway, active, fd] {
-                    gateway->serve_connection(fd);
+                std::thread([gateway, active, fd, client] {
+                    gateway->serve_connection(fd, client);
                     ::shutdown(fd, SHUT_RDWR);
                     ::close(fd);
                     --*active;

@@ -43,6 +43,7 @@ struct GatewayConfig {
     std::chrono::seconds drain_timeout{120};
     std::chrono::seconds io_timeout{120};    // a client or upstream silent this long is dropped
     std::size_t max_connections = 32;        // connections past the secret check, at once
+    std::size_t max_client_connections = 16; // of those, and of those waiting for it, per peer address
     std::size_t max_pending = 64;            // connections not yet past it (the oldest is cut)
     std::chrono::seconds head_timeout{10};   // to receive a whole request head
     std::map<std::string, std::string> ref_vars;  // agent, conversation, session: ${...} in refs patterns
@@ -56,13 +57,15 @@ struct GatewayOptions {
     std::vector<std::string> repos;
     std::string worktree;                    // its origin remote is linked too
     std::string policy_file;
-    std::string mode = "chat";
+    std::string mode;                        // "": the spec's mode, else chat
+    std::string spec_file;                   // a SandboxSpec: agentId, conversationId, sessionId and mode
     std::string approver;                    // command line, split on blanks
     std::string token_command, token_file;   // split on blanks / a path
     std::string app_id, app_key_file, installation_id, api_url = "https://api.github.com";
     std::uint64_t drain_limit = 1ull << 30;
     unsigned drain_timeout_s = 120;
     unsigned head_timeout_s = 10;
+    unsigned max_connections = 32, max_client_connections = 16;
     std::string agent, conversation, session;  // fill ${agent} etc. in the policy's refs
     std::string mirror_dir;                    // default: $XDG_CACHE_HOME/cc-pushgate/mirrors
 };

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "cc/git/gateway.hpp"
+#include "cc/spec/spec.hpp"
 #include "cc/git/receive_pack.hpp"
 #include "cc/git/server.hpp"
 
@@ -71,13 +72,56 @@ Result<GatewayConfig> configure(const GatewayOptions& o) {
     if (o.head_timeout_s == 0 || o.head_timeout_s > 600)
         return input_error("--head-timeout", "must be 1 to 600 seconds");
     cfg.head_timeout = std::chrono::seconds(o.head_timeout_s);
-    for (const auto& [flag, name, value] : {std::tuple<const char*, const char*, const std::string*>{"--agent", "agent", &o.agent},
-                                            {"--conversation", "conversation", &o.conversation},
-                                            {"--session", "session", &o.session}}) {
-        if (value->empty()) continue;
-        if (auto why = policy::bad_ref_variable(*value))
-            return input_error(flag, "'" + one_line(*value, 80) + "' " + *why);
-        cfg.ref_vars[name] = *value;
+    if (o.max_connections == 0 || o.max_connections > 1024)
+        return input_error("--max-connections", "must be 1 to 1024");
+    if (o.max_client_connections == 0 || o.max_client_connections > o.max_connections)
+        return input_error("--max-client-connections", "must be 1 to --max-connections (" +
+                                                           std::to_string(o.max_connections) + ")");
+    cfg.max_connections = o.max_connections;
+    cfg.max_client_connections = o.max_client_connections;
+    std::string mode_name = o.mode;
+    // Values a SandboxSpec gives that cannot fill a ref pattern: an error only
+    // when the policy uses that variable (below).
+    std::map<std::string, std::string> spec_unusable;
+    std::optional<spec::SandboxSpec> sandbox;
+    if (!o.spec_file.empty()) {
+        auto sp = spec::load_sandbox_spec(o.spec_file);
+        if (!sp) {
+            Error e = sp.error();
+            e.code = Errc::input;
+            e.subject = "--spec '" + o.spec_file + "': " + e.subject;
+            return e;
+        }
+        sandbox = std::move(*sp);
+        std::string spec_mode(policy::to_string(sandbox->mode));
+        if (mode_name.empty()) mode_name = spec_mode;
+        else if (mode_name != spec_mode)
+            return input_error("--mode", "'" + mode_name + "' differs from the spec's mode '" + spec_mode + "'");
+    }
+    if (mode_name.empty()) mode_name = "chat";
+    for (const auto& [flag, name, value, field] :
+         {std::tuple<const char*, const char*, const std::string*, const char*>{"--agent", "agent", &o.agent, "agentId"},
+          {"--conversation", "conversation", &o.conversation, "conversationId"},
+          {"--session", "session", &o.session, "sessionId"}}) {
+        std::optional<std::string> from_spec;
+        if (sandbox) {
+            std::string n = name;
+            from_spec = n == "agent" ? sandbox->agentId : n == "conversation" ? sandbox->conversationId
+                                                                               : std::optional<std::string>(sandbox->sessionId);
+        }
+        if (!value->empty() && from_spec && *from_spec != *value)
+            return input_error(flag, "'" + one_line(*value, 80) + "' differs from the spec's " + field + " '" +
+                                         one_line(*from_spec, 80) + "'");
+        if (!value->empty()) {
+            if (auto why = policy::bad_ref_variable(*value))
+                return input_error(flag, "'" + one_line(*value, 80) + "' " + *why);
+            cfg.ref_vars[name] = *value;
+        } else if (from_spec && !from_spec->empty()) {
+            if (auto why = policy::bad_ref_variable(*from_spec))
+                spec_unusable[name] = std::string(field) + " '" + one_line(*from_spec, 80) + "' " + *why;
+            else
+                cfg.ref_vars[name] = *from_spec;
+        }
     }
     cfg.mirror_dir = o.mirror_dir;
     if (cfg.mirror_dir.empty()) {
@@ -106,8 +150,8 @@ Result<GatewayConfig> configure(const GatewayOptions& o) {
     }
     if (o.upstream.empty()) return input_error("--upstream", "is required");
     if (o.policy_file.empty()) return input_error("--policy", "is required");
-    auto mode = policy::parse_mode(o.mode);
-    if (!mode) return input_error("--mode", "unknown mode '" + o.mode + "' (chat, plan, review or orchestrate)");
+    auto mode = policy::parse_mode(mode_name);
+    if (!mode) return input_error("--mode", "unknown mode '" + mode_name + "' (chat, plan, review or orchestrate)");
     cfg.mode = *mode;
     auto pol = policy::load(o.policy_file);
     if (!pol) {
@@ -122,7 +166,9 @@ Result<GatewayConfig> configure(const GatewayOptions& o) {
     for (const auto& rule : cfg.policy.rules) {
         if (rule.decision == policy::Decision::allow) continue;
         for (const auto& name : policy::variables_used(policy::Policy{1, {rule}}))
-            if (!cfg.ref_vars.count(name))
+            if (!cfg.ref_vars.count(name) && spec_unusable.count(name))
+                return input_error("--spec", spec_unusable[name] + ", so it cannot fill ${" + name + "}");
+            else if (!cfg.ref_vars.count(name))
                 return input_error("--" + name, "is required: the policy's refs use ${" + name + "} in a " +
                                                     std::string(policy::to_string(rule.decision)) + " rule");
     }

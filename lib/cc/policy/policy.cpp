@@ -137,6 +137,16 @@ Status parse_rule(const json::json& j, const std::string& path, Rule& rule) {
     r.required("decision", decision);
     r.optional("refs", rule.refs);
     r.optional("kinds", rule.kinds);
+    r.optional("paths", rule.paths);
+    auto count = [&](const char* key, std::optional<std::uint64_t>& out) {
+        r.optional_value(key, [&](const json::json& v, const std::string& at) -> Status {
+            if (!v.is_number_unsigned()) return input_error(at, "must be a whole number of at least 0");
+            out = v.get<std::uint64_t>();
+            return ok();
+        });
+    };
+    count("sizeOver", rule.size_over);
+    count("filesOver", rule.files_over);
     r.optional("modes", modes);
     r.optional("reason", rule.reason);
     if (rule.action == "command") {
@@ -161,6 +171,14 @@ Status parse_rule(const json::json& j, const std::string& path, Rule& rule) {
         return input_error(json::join(path, "refs"), "only push rules take refs");
     if (!rule.kinds.empty() && rule.action != "push")
         return input_error(json::join(path, "kinds"), "only push rules take kinds");
+    if (rule.has_content() && rule.action != "push")
+        return input_error(json::join(path, !rule.paths.empty() ? "paths" : rule.size_over ? "sizeOver" : "filesOver"),
+                           "only push rules take content conditions");
+    for (std::size_t i = 0; i < rule.paths.size(); ++i)
+        if (rule.paths[i].empty()) return input_error(json::join(json::join(path, "paths"), i), "must not be empty");
+    if (rule.has_content() && !rule.kinds.empty() &&
+        std::all_of(rule.kinds.begin(), rule.kinds.end(), [](const std::string& k) { return k == "delete"; }))
+        return input_error(json::join(path, "kinds"), "a delete brings no content for paths, sizeOver or filesOver");
     for (std::size_t i = 0; i < rule.kinds.size(); ++i)
         if (std::find(push_kinds().begin(), push_kinds().end(), rule.kinds[i]) == push_kinds().end())
             return input_error(json::join(json::join(path, "kinds"), i),
@@ -272,6 +290,39 @@ bool ref_matches(const std::string& pattern, const std::string& ref, const std::
     return ::fnmatch(full.c_str(), ref.c_str(), 0) == 0;
 }
 
+bool path_matches(const std::string& pattern, const std::string& path) {
+    if (pattern.find('/') == std::string::npos) {
+        auto slash = path.rfind('/');
+        std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+        return ::fnmatch(pattern.c_str(), base.c_str(), 0) == 0;
+    }
+    return ::fnmatch(pattern.c_str(), path.c_str(), 0) == 0;
+}
+
+bool has_content_rules(const Policy& policy, Mode mode) {
+    return std::any_of(policy.rules.begin(), policy.rules.end(), [&](const Rule& r) {
+        return r.action == "push" && r.has_content() &&
+               (r.modes.empty() || std::find(r.modes.begin(), r.modes.end(), mode) != r.modes.end());
+    });
+}
+
+namespace {
+
+bool content_matches(const Rule& rule, const PushContent& c) {
+    if (!rule.paths.empty()) {
+        bool hit = std::any_of(c.paths.begin(), c.paths.end(), [&](const std::string& p) {
+            return std::any_of(rule.paths.begin(), rule.paths.end(),
+                               [&](const std::string& pat) { return path_matches(pat, p); });
+        });
+        if (!hit) return false;
+    }
+    if (rule.size_over && c.largest <= *rule.size_over) return false;
+    if (rule.files_over && c.files <= *rule.files_over) return false;
+    return true;
+}
+
+}  // namespace
+
 bool command_matches(const std::vector<std::vector<std::string>>& pattern, const std::vector<std::string>& argv) {
     if (pattern.empty() || argv.empty()) return false;
     auto is = [](const std::vector<std::string>& alts, const std::string& w) {
@@ -333,6 +384,8 @@ Verdict decide(const Policy& policy, const Question& q, const PushFacts& facts) 
         }
         if (!rule.kinds.empty() &&
             std::find(rule.kinds.begin(), rule.kinds.end(), facts.kind) == rule.kinds.end())
+            continue;
+        if (rule.has_content() && (!facts.content || facts.kind == "delete" || !content_matches(rule, *facts.content)))
             continue;
         Verdict v;
         v.decision = rule.decision;

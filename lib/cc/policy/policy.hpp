@@ -22,6 +22,7 @@
 // decisions, modes or fields are input errors.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -63,6 +64,13 @@ struct Rule {
     std::vector<std::string> refs;   // push only: ref globs; "main" means refs/heads/main; ${agent} etc. filled in
     std::vector<std::string> kinds;  // push only: create, update, force, delete; empty: every kind
     std::vector<Mode> modes;         // empty: every mode
+    // push only, content conditions (all given must hold): the update changes
+    // a path matching one of `paths`, brings a file larger than `size_over`
+    // bytes, changes more than `files_over` files.
+    std::vector<std::string> paths;
+    std::optional<std::uint64_t> size_over;
+    std::optional<std::uint64_t> files_over;
+    bool has_content() const { return !paths.empty() || size_over || files_over; }
     Decision decision = Decision::deny;
     std::string reason;
     // action "command" only: the pattern, and command lines it must match and
@@ -102,15 +110,26 @@ bool command_matches(const std::vector<std::vector<std::string>>& pattern, const
 // ("rules[i]"), or nullopt.
 std::optional<Verdict> decide_command(const Policy& policy, const std::vector<std::string>& argv, Mode mode);
 
-// What a push question knows besides the ref: the kind of change and the
-// session's names for ${agent}, ${conversation} and ${session} in refs.
+// What an update brings, read from its objects: the paths it changes (added,
+// modified, deleted), its largest new file and how many files it changes.
+struct PushContent {
+    std::vector<std::string> paths;
+    std::uint64_t largest = 0;
+    std::uint64_t files = 0;
+};
+
+// What a push question knows besides the ref: the kind of change, the
+// session's names for ${agent}, ${conversation} and ${session} in refs, and
+// the update's content once it was read.
 struct PushFacts {
     std::string kind;                                // create, update, force or delete; empty: unknown
     std::map<std::string, std::string> vars;         // "agent" -> "claude-1", ...
+    const PushContent* content = nullptr;            // null: not read (yet)
 };
 
 // A rule with kinds matches only a question whose kind is one of them (a
-// question without a kind skips it, as one without a ref skips refs rules).
+// question without a kind skips it, as one without a ref skips refs rules);
+// a rule with content conditions only a question whose content was read.
 Verdict decide(const Policy& policy, const Question& q, const PushFacts& facts = {});
 
 // Does a ref glob match a full ref name? A pattern without "refs/" names a
@@ -119,6 +138,14 @@ Verdict decide(const Policy& policy, const Question& q, const PushFacts& facts =
 // pattern naming one that is not given matches nothing.
 bool ref_matches(const std::string& pattern, const std::string& ref,
                  const std::map<std::string, std::string>& vars = {});
+
+// A path pattern (content rules): fnmatch, '*' crossing '/', so
+// ".github/workflows/*" covers every file below it; a pattern without '/'
+// matches a file of that name in any directory ("CODEOWNERS").
+bool path_matches(const std::string& pattern, const std::string& path);
+// Does any push rule (for this mode) have content conditions? Then updates
+// must be read before they are decided.
+bool has_content_rules(const Policy& policy, Mode mode);
 
 // The kinds of change a push rule can name, and the ${...} names refs may use.
 const std::vector<std::string>& push_kinds();

@@ -45,6 +45,7 @@ Result<SandboxSpec> sandbox_spec_from_json(const json& j) {
     r.required("sessionId", s.sessionId);
     r.required("workspaceId", s.workspaceId);
     r.optional("agentId", s.agentId);
+    r.optional("conversationId", s.conversationId);
     r.optional_value("bindMounts", [&](const json& arr, const std::string& path) -> Status {
         if (!arr.is_array()) return input_error(path, std::string("must be an array, not ") + cc::json::type_name(arr));
         for (std::size_t i = 0; i < arr.size(); ++i) {
@@ -109,6 +110,7 @@ json to_json(const SandboxSpec& s) {
     j["sessionId"] = s.sessionId;
     j["workspaceId"] = s.workspaceId;
     if (s.agentId) j["agentId"] = *s.agentId;
+    if (s.conversationId) j["conversationId"] = *s.conversationId;
     j["bindMounts"] = json::array();
     for (const auto& b : s.bindMounts)
         {

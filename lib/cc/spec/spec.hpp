@@ -31,6 +31,7 @@ struct SandboxSpec {
     std::string sessionId;
     std::string workspaceId;
     std::optional<std::string> agentId;
+    std::optional<std::string> conversationId;  // fills ${conversation} in push rules (cc-pushgate --spec)
     std::vector<BindMount> bindMounts;
     bool networkEnabled = true;
     std::vector<std::string> egressAllowlist;
