@@ -1,7 +1,8 @@
 # Short aliases over meson; meson.build is the truth.
 BUILD ?= build
 PREFIX ?= /usr/local
-MESON_SETUP = meson setup $(BUILD) --prefix=$(PREFIX) $(MESON_ARGS)
+# meson wants an absolute prefix: `make install PREFIX=out` means ./out.
+MESON_SETUP = meson setup $(BUILD) --prefix=$(abspath $(PREFIX)) $(MESON_ARGS)
 
 .PHONY: all deps build test demo bench install deb fuzz asan clean shell-diff
 
@@ -36,7 +37,14 @@ bench: deps
 	@ninja -C $(BUILD)-bench
 	@bash bench/run.sh $(BUILD)-bench
 
-install: build
+# The build directory keeps the prefix it was first configured with (and the
+# binaries carry it as their data directory): install into another PREFIX
+# reconfigures and rebuilds first.
+install: deps $(BUILD)/build.ninja
+	@want='$(abspath $(PREFIX))'; \
+	  have=$$(meson introspect $(BUILD) --buildoptions | python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))') || exit 1; \
+	  if [ "$$have" != "$$want" ]; then echo "cc: prefix $$have -> $$want: reconfiguring $(BUILD)" >&2; meson configure $(BUILD) --prefix="$$want" >/dev/null || exit 1; fi
+	@ninja -C $(BUILD)
 	@meson install -C $(BUILD) --destdir "$(DESTDIR)"
 
 deb: deps

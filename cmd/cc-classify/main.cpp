@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
         int approver_timeout_ms = 30000;
         bool jsonl = false, explain = false;
         std::vector<std::string> words;
+        cc::tool::standard_flags(app, "cc-classify");
         app.add_option("--mode", mode_name, "chat, plan, review or orchestrate (default chat)");
         app.add_option("--policy", policy_path, "policy file (JSON, version 1); '-' is stdin");
         app.add_flag("--jsonl", jsonl, "read {\"cmd\",\"mode\"} lines on stdin, write one result line each");
@@ -28,7 +29,6 @@ int main(int argc, char** argv) {
         app.add_option("--approver", approver_cmd, "program that answers allow or deny to an ask (argv split on blanks)");
         app.add_option("--approver-timeout", approver_timeout_ms, "milliseconds to wait for the approver (default 30000)");
         app.add_option("line", words, "the command line (several words are joined with spaces)");
-        app.set_version_flag("--version", std::string("cc-classify ") + CC_VERSION);
         if (auto rc = cc::tool::parse(app, argc, argv, "cc-classify")) return *rc;
         auto usage = [](const std::string& msg) {
             std::cerr << "cc-classify: " << msg << '\n';

@@ -17,7 +17,7 @@ std::string line(const nlohmann::ordered_json& j) { return j.dump(-1, ' ', false
 
 void note_fallback(const cc::fs::Opened& o, bool wanted) {
     if (wanted && o.method == cc::fs::OpenMethod::walk)
-        std::cerr << name << ": openat2 is not available; used the O_NOFOLLOW component walk\n";
+        cc::tool::log(name, "openat2 is not available; used the O_NOFOLLOW component walk");
 }
 }  // namespace
 
@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
         std::string workdir, open_read, open_write;
         std::vector<std::string> roots, paths;
         bool no_openat2 = false;
+        cc::tool::standard_flags(app, name);
         app.add_option("--workdir", workdir, "directory relative paths resolve against")->required();
         app.add_option("--root", roots, "another directory paths may lie in (repeatable)")->allow_extra_args(false);
         auto* r = app.add_option("--open-read", open_read, "open PATH confined and copy it to stdout");

@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
         cc::net::EgressOptions o;
         std::string spec, policy, network, unix_dir, fd_inbox;
         CLI::App app{"cc-egress: a session's HTTP and SOCKS5 egress proxies with an allowlist"};
-        app.set_version_flag("--version", CC_VERSION);
+        cc::tool::standard_flags(app, "cc-egress");
         app.add_option("--spec", spec, "SandboxSpec JSON file ('-' is stdin)");
         app.add_option("--policy", policy, "policy file deciding the network_access rule");
         app.add_option("--allow", o.allow, "allow a host pattern or an exact IP address, with :PORTS (default 80,443; * = any) (repeatable)")->allow_extra_args(false);
@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
         }
         auto rc = cc::net::run_egress(
             o, [](const nlohmann::json& j) { cc::tool::emit_line(j.dump()); },
-            [](const std::string& line) { std::cerr << "cc-egress: " << line << '\n'; });
+            [](const std::string& line) { cc::tool::log("cc-egress", line); });
         if (!rc) return cc::tool::report("cc-egress", rc.error());
         return *rc;
     });

@@ -12,7 +12,7 @@
 int main(int argc, char** argv) {
     return cc::tool::run("cc-pushgate", [&] {
         CLI::App app{"Push gateway: every git push goes through the policy, with a write token the agent never sees"};
-        app.set_version_flag("--version", CC_VERSION);
+        cc::tool::standard_flags(app, "cc-pushgate");
         cc::git::GatewayOptions o;
         app.add_option("--upstream", o.upstream, "Base URL; repo OWNER/NAME is BASE_URL/OWNER/NAME.git");
         app.add_option("--repo", o.repos, "A linked repository OWNER/NAME (repeat; the worktree's own repo too)");

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
     return cc::tool::run(name, [&] {
         CLI::App app{"Copy-on-write (reflink) worktrees per conversation"};
         app.require_subcommand(1);
+        cc::tool::standard_flags(app, name);
         std::string data_dir, conversation, backend = "reflink";
         std::vector<std::string> repos, agents;
         auto* create = app.add_subcommand("create", "clone every repo into a new conversation");
@@ -40,7 +41,7 @@ int main(int argc, char** argv) {
             auto b = cc::fs::parse_backend(backend);
             if (!b) return cc::tool::report(name, b.error());
             if (*b == cc::fs::Backend::git_worktree)
-                std::cerr << name << ": backend git-worktree (chosen): checks out HEAD only, no copy-on-write\n";
+                cc::tool::log(name, "backend git-worktree (chosen): checks out HEAD only, no copy-on-write");
             auto c = cc::fs::create_conversation({data_dir, conversation, repos, agents, *b});
             if (!c) return cc::tool::report(name, c.error());
             return emit(c->to_json());

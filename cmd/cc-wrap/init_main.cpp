@@ -19,12 +19,17 @@ const char* k_help =
     "  --egress-dir DIR   where inbox.sock, http.sock and socks.sock are bound\n"
     "  --socat PATH       socat binary for the bridge\n"
     "  --pty 1            make standard input the controlling terminal of a new session\n"
-    "  --help             this text\n";
+    "  --help             this text\n"
+    "  --version          print the name and version, then exit\n";
 }
 
 int main(int argc, char** argv) {
     if (argc > 1 && std::strcmp(argv[1], "--help") == 0) {
         std::cout << k_help;
+        return 0;
+    }
+    if (argc > 1 && std::strcmp(argv[1], "--version") == 0) {
+        std::cout << "cc-wrap-init " << CC_VERSION << '\n';
         return 0;
     }
     int first = argc > 1 && std::strcmp(argv[1], "--internal-sandbox-init") == 0 ? 2 : 1;

@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
     return cc::tool::run("cc-wrap", [&] {
         cc::sandbox::WrapRequest rq;
         CLI::App app{"Run a command inside the sandbox a SandboxSpec describes (bubblewrap on Linux)."};
-        app.set_version_flag("--version", CC_VERSION);
+        cc::tool::standard_flags(app, "cc-wrap");
         app.add_option("--spec", rq.specPath, "SandboxSpec JSON file, - for stdin")->required();
         app.add_option("--backend", rq.backend, "native, none or microvm (default: from the probe)");
         app.add_option("--sandbox", rq.sandboxSwitch, "on or off (env CC_SERVER_SANDBOX); off runs without a sandbox");

@@ -41,6 +41,15 @@ for tool in tools:
             print(f"FAIL {name}: --{opt} is in --help but not in {os.path.basename(page)}")
             failed += 1
     print(f"ok   {name}: {len(opts)} options checked")
+# A request macro splits its arguments on blanks and takes a double quote as
+# an argument delimiter: JSON with a blank in a .B/.BR line loses its quotes
+# (issue 18). Such examples are written with \fB...\fR on a text line.
+macro_json = re.compile(r'^\.(B|I|R|BR|RB|BI|IB|IR|RI|SM|TP|IP) .*\{"[^}]* ')
+for page in pages:
+    for n, l in enumerate(open(page), 1):
+        if macro_json.search(l):
+            print(f"FAIL {os.path.basename(page)}:{n}: JSON with a blank in a macro line loses its quotes: {l.strip()}")
+            failed += 1
 for page in pages:
     r = subprocess.run(["man", "-l", "--warnings", "-E", "UTF-8", page], capture_output=True, text=True,
                        env=dict(os.environ, MANWIDTH="80"))

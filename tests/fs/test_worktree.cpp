@@ -494,7 +494,7 @@ TEST_CASE("cc-worktree input errors exit 2 and create nothing", "[worktree][cli]
         {{"create", "--data-dir", data, "--conversation", "c", "--repo", repo, "--repo", base + "/other/app"}, "another repo has the name"},
         {{"create", "--data-dir", data, "--conversation", "c", "--repo", repo, "--agent", "a", "--agent", "a"}, "named twice"},
         {{"create", "--data-dir", data, "--conversation", "c", "--repo", repo, "--agent", "../a"}, "agent"},
-        {{"create", "--data-dir", base + "/nodata", "--conversation", "c", "--repo", repo}, "data dir cannot be resolved"},
+        {{"create", "--data-dir", base + "/nodata", "--conversation", "c", "--repo", repo}, "data dir does not exist: create it"},
         {{"create", "--data-dir", data, "--conversation", "c"}, "--repo"},
         {{"create", "--data-dir", repo, "--conversation", "c", "--repo", repo}, "must not contain each other"},
         {{"create", "--data-dir", data, "--conversation", "c", "--repo", base + "/other/app", "--backend", "git-worktree"}, "not a git checkout"},

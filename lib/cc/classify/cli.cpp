@@ -193,12 +193,10 @@ int run_jsonl(std::istream& in, const Options& opts, std::ostream& out, std::ost
                 err << "cc-classify: stdin line " << n << ": " << e.one_line() << '\n';
                 status = 2;
             };
+            // The line number is fail()'s prefix (and the result's "line"): the
+            // error itself names no subject, or it would be said twice.
             auto doc = json::parse(text, "");
-            if (!doc) {  // the subject is only spelled out when needed
-                Error e = doc.error();
-                e.subject = "stdin line " + std::to_string(n);
-                return fail(e);
-            }
+            if (!doc) return fail(doc.error());
             json::ObjectReader rd(*doc, "");
             std::string cmd;
             std::optional<std::string> mode_name;

@@ -37,11 +37,13 @@ Result<std::string> read_fd(int fd, const std::string& name) {
 Result<std::string> read_input(const std::string& path) {
     if (path == "-") return read_fd(0, "stdin");
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return io_error("'" + path + "'", "cannot open");
+    // A file named on the command line that is missing, unreadable or a
+    // directory is bad input (exit 2 in every tool), not a failure of the tool.
+    if (fd < 0) return Error{Errc::input, "cannot open", "'" + path + "'", errno};
     struct stat st {};
     if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
         ::close(fd);
-        return io_error("'" + path + "'", "is a directory", 0);
+        return input_error("'" + path + "'", "is a directory");
     }
     auto r = read_fd(fd, "'" + path + "'");
     ::close(fd);

@@ -8,7 +8,9 @@
 
 namespace cc::io {
 
-// Whole contents of `path`, or of stdin when path is "-". Errors name the file.
+// Whole contents of `path`, or of stdin when path is "-". Errors name the file;
+// a file that cannot be opened (missing, unreadable, a directory) is an input
+// error (Errc::input, exit 2), a failing read an I/O error.
 Result<std::string> read_input(const std::string& path);
 
 // Write via a temporary file in the same directory and rename(2), so a reader

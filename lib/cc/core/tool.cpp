@@ -11,7 +11,14 @@
 namespace cc::tool {
 
 namespace {
-struct StdoutClosed {};
+bool quiet_ = false;
+}
+
+void set_quiet(bool on) { quiet_ = on; }
+bool quiet() { return quiet_; }
+
+void log(const char* name, const std::string& line) {
+    if (!quiet_) std::cerr << name << ": " << line << '\n';
 }
 
 int report(const char* name, const Error& e, int otherwise) {

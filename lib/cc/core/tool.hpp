@@ -34,4 +34,11 @@ int report(const char* name, const Error& e, int otherwise = exit_failure);
 // Write a line to stdout and flush; returns false when stdout is gone (EPIPE).
 bool emit_line(const std::string& line);
 
+// --quiet (every tool): no log lines on stderr when all goes well. Errors are
+// printed regardless; log() checks the switch so a tool's notes need not.
+void set_quiet(bool on);
+bool quiet();
+// "<name>: <line>" on stderr unless --quiet.
+void log(const char* name, const std::string& line);
+
 }  // namespace cc::tool

@@ -251,6 +251,18 @@ Result<Opened> Confinement::open(const std::string& path, Access access, const O
     if (!base) return Error{Errc::internal, "no base for an allowed path", "'" + path + "'", 0};
     std::string rel = o.verdict.resolved == base->path ? "." : o.verdict.resolved.substr(base->path == "/" ? 1 : base->path.size() + 1);
 
+    // A trailing slash asks for a directory, and only regular files are ever
+    // opened: answer as the kernel would (ENOTDIR for a file, EISDIR when
+    // creating), never open the file without its slash.
+    if (path.back() == '/') {
+        struct stat st {};
+        if (::fstatat(base->fd.get(), rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            if (S_ISDIR(st.st_mode)) return refused(path, reason_not_regular);
+            return io_error("'" + path + "'", "cannot open", ENOTDIR);
+        }
+        return io_error("'" + path + "'", "cannot open", access == Access::write && errno == ENOENT ? EISDIR : errno);
+    }
+
     // O_NONBLOCK: a FIFO planted at the path must not hang the tool before
     // the file type is checked. O_NOFOLLOW: the last component too.
     int common = O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK;

@@ -36,6 +36,9 @@ std::string basename_of(const std::string& p) {
 Result<std::string> real_dir(const std::string& p, const std::string& what) {
     if (p.empty()) return input_error(what, "must not be empty");
     char* r = ::realpath(p.c_str(), nullptr);
+    if (!r && errno == ENOENT && what == "data dir")  // made once by the operator, on the right filesystem
+        return input_error(q(p), "data dir does not exist: create it on a reflink filesystem (XFS with reflink=1, "
+                                 "btrfs) on the repos' device; see cc-worktree(1)");
     if (!r) return Error{Errc::input, what + " cannot be resolved", q(p), errno};
     std::string out = r;
     std::free(r);

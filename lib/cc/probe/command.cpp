@@ -1,5 +1,7 @@
 #include "cc/probe/command.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <ostream>
 
 #include "cc/probe/diagnose.hpp"
@@ -20,6 +22,14 @@ int run_command(const CommandOptions& opts, const HostFacts& host, std::ostream&
     std::optional<spec::Backend> requested;
     std::string choice_line;
     if (opts.backend) {
+        // A stored name nobody knows is read as "none" (no sandbox); asked
+        // about by hand, it is far more likely a typo, and said to be one.
+        static const char* const known[] = {"native", "none", "microvm", "docker"};
+        if (std::find(std::begin(known), std::end(known), *opts.backend) == std::end(known)) {
+            err << "cc-probe: --backend: unknown backend name '" << *opts.backend
+                << "' (native, none or microvm; docker is read as native)\n";
+            return 2;
+        }
         requested = spec::parse_stored_backend(*opts.backend);
         auto choice = choose_backend(p, requested);
         nlohmann::json b{{"stored", *opts.backend}, {"parsed", std::string(spec::to_string(*requested))}};

@@ -29,7 +29,7 @@
 
 namespace cc::sandbox::detail {
 
-inline void log(const std::string& line) { std::cerr << "cc-wrap: " << line << '\n'; }
+inline void log(const std::string& line) { tool::log("cc-wrap", line); }  // silent under --quiet
 
 inline int fail(const Error& e) {
     std::cerr << "cc-wrap: " << e.one_line() << '\n';

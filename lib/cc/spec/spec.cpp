@@ -1,5 +1,9 @@
 #include "cc/spec/spec.hpp"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+
 #include "cc/core/io.hpp"
 #include "cc/core/json_reader.hpp"
 
@@ -102,7 +106,19 @@ Result<SandboxSpec> parse_sandbox_spec(const std::string& text, const std::strin
 Result<SandboxSpec> load_sandbox_spec(const std::string& path) {
     auto text = io::read_input(path);
     if (!text) return text.error();
-    return parse_sandbox_spec(*text, path == "-" ? "stdin" : "'" + path + "'");
+    std::string subject = path == "-" ? "stdin" : "'" + path + "'";
+    auto spec = parse_sandbox_spec(*text, subject);
+    if (!spec) return spec;
+    // A bind of a path that is not there is a mistake in the spec: said here,
+    // naming the field, rather than by the backend mid-launch.
+    for (std::size_t i = 0; i < spec->bindMounts.size(); ++i) {
+        struct stat st {};
+        const std::string& host = spec->bindMounts[i].hostPath;
+        if (::stat(host.c_str(), &st) != 0)
+            return Error{Errc::input, "'" + host + "' cannot be bound",
+                         subject + ": bindMounts[" + std::to_string(i) + "].hostPath", errno};
+    }
+    return spec;
 }
 
 json to_json(const SandboxSpec& s) {
