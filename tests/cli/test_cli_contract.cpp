@@ -141,7 +141,13 @@ TEST_CASE("issue 18: --quiet leaves out the log lines of a successful run") {
     auto quiet = run({bin("cc-wrap"), "--quiet", "--spec", spec, "--backend", "none", "--print", "--", "true"});
     CHECK(quiet.status == 0);
     CHECK(quiet.err.empty());
-    CHECK(quiet.out == loud.out);
+    // The same plan, but for the runtime directory's name (a fresh one per run).
+    auto plan_of = [](std::string s) {
+        auto j = nlohmann::json::parse(s, nullptr, false);
+        if (j.is_object()) j.erase("runtimeDir");
+        return j;
+    };
+    CHECK(plan_of(quiet.out) == plan_of(loud.out));
     // Errors are still said.
     auto bad = run({bin("cc-wrap"), "--quiet", "--spec", dir + "/none.json", "--", "true"});
     CHECK(bad.status == 2);
