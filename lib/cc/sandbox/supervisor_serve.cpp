@@ -604,7 +604,17 @@ void answer(State& st, const seccomp_notif& req, const Outcome& o) {
         add.flags = SECCOMP_ADDFD_FLAG_SEND;
         add.srcfd = static_cast<std::uint32_t>(o.fd);
         add.newfd_flags = o.cloexec ? O_CLOEXEC : 0;
-        if (::ioctl(st.listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add) < 0) st.failed++;
+        if (::ioctl(st.listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add) < 0) {
+            st.failed++;
+            ::close(o.fd);
+            if (errno == ENOENT) return;  // the caller is gone
+            // Never leave a caller waiting: the call fails instead.
+            seccomp_notif_resp resp{};
+            resp.id = req.id;
+            resp.error = -EIO;
+            ::ioctl(st.listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+            return;
+        }
         ::close(o.fd);
         return;
     }
