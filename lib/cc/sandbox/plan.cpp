@@ -1,100 +1,19 @@
-#include "cc/sandbox/plan.hpp"
+#include "cc/sandbox/plan_builder.hpp"
 
 #include "cc/sandbox/seatbelt.hpp"
 
-#include <algorithm>
-#include <cstdio>
-#include <set>
-
 namespace cc::sandbox {
+namespace detail {
 
-namespace {
-
-using spec::Backend;
-
-const std::vector<std::string> k_secrets = {
-    "~/.ssh", "~/.aws", "~/.gnupg", "~/.config/gh", "~/.config/hub", "~/.kube", "~/.docker/config.json",
-    "~/.netrc", "~/.git-credentials", "~/.npmrc", "~/.yarnrc.yml", "~/.pypirc", "~/.config/gcloud", "~/.azure",
-    "~/.oci", "~/.password-store", "~/.vault-token", "~/.terraform.d/credentials.tfrc.json",
-    "~/.cargo/credentials", "~/.cargo/credentials.toml", "~/.gem/credentials", "~/.local/share/keyrings",
-    "~/Library/Keychains",
-    // git's second credential store, and the agent CLIs' own login tokens
-    // (their settings are write-denied below; the tokens are not to be read).
-    "~/.config/git/credentials", "~/.claude/.credentials.json", "~/.codex/auth.json", "~/.gemini/oauth_creds.json",
-    "~/.config/op", "~/.pgpass", "~/.my.cnf", "~/.s3cfg", "~/.boto", "~/.m2/settings.xml",
-    "~/.gradle/gradle.properties", "~/.composer/auth.json", "~/.config/composer/auth.json",
-};
-
-// Files whose next read by the host runs code: shell start files and the
-// agent CLIs' own configuration (hooks, permission settings).
-const std::vector<std::string> k_home_write = {
-    "~/.bashrc", "~/.bash_profile", "~/.bash_login", "~/.bash_logout", "~/.profile",
-    "~/.zshrc", "~/.zshenv", "~/.zprofile", "~/.zlogin", "~/.zlogout",
-    "~/.claude", "~/.claude.json", "~/.codex", "~/.gemini",
-    // git's own configuration (hooks paths, fsmonitor and pager programs),
-    // files the start files commonly source, and the other places a login
-    // or an editor, terminal multiplexer or desktop session runs code from.
-    "~/.gitconfig", "~/.config/git", "~/.bash_aliases", "~/.config/fish", "~/.tmux.conf", "~/.vimrc",
-    "~/.config/nvim", "~/.config/systemd", "~/.config/autostart", "~/.xprofile", "~/.xsessionrc",
-    "~/.pam_environment", "~/.config/environment.d",
-};
-
-// The same agent CLIs read per-repository settings from the checkout (hooks
-// and permission rules run code on the host's next session there).
-const std::vector<std::string> k_repo_agent_config = {".claude", ".mcp.json", ".codex", ".gemini"};
-
-const std::vector<std::string> k_filename = {".env", ".env.*", "*.key", "*.pem"};
-
-// System files a process running as uid 0 inside could otherwise read.
-const std::vector<std::string> k_etc_secrets = {
-    "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
-    "/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key",
-    "/etc/ssh/ssh_host_dsa_key", "/etc/ssl/private", "/etc/security/opasswd", "/etc/krb5.keytab",
-    "/etc/NetworkManager/system-connections", "/etc/wireguard", "/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets",
-};
-
-const std::vector<std::string> k_system_dirs = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"};
-
-struct Builder {
-    const PlanInput& in;
-    const HostPaths& host;
-    Plan plan;
-    std::string mask_dir, mask_file;
-
-    // --- mount bookkeeping -------------------------------------------------
-    bool writable_op(const Mount& m) const { return m.op == "bind" || m.op == "tmpfs"; }
-    bool is_mount_op(const Mount& m) const { return m.op == "bind" || m.op == "ro-bind" || m.op == "tmpfs"; }
-
-    // The mount that decides what is at guest path g: the deepest mount whose
-    // destination contains g; among equals the last one. Binds and tmpfs
-    // only, or (any_op) also symlinks, /proc and /dev; never remount-ro,
-    // which changes a flag, not what is there.
-    // Indices, not pointers: mounts are appended while sightings are in use.
-    static constexpr std::size_t npos = static_cast<std::size_t>(-1);
-    std::size_t cover(const std::string& g, bool any_op = false) const {
-        std::size_t best = npos;
-        for (std::size_t i = 0; i < plan.mounts.size(); ++i) {
-            const auto& m = plan.mounts[i];
-            if (!(any_op ? m.op != "remount-ro" : is_mount_op(m)) || !is_within(g, m.dest)) continue;
-            if (best == npos || depth(m.dest) >= depth(plan.mounts[best].dest)) best = i;
-        }
-        return best;
-    }
-    bool has_dest(const std::string& g) const {
+auto Builder::has_dest(const std::string& g) const -> bool {
         return std::any_of(plan.mounts.begin(), plan.mounts.end(), [&](const Mount& m) { return m.dest == g; });
-    }
-    void add(std::string op, std::string src, std::string dest, std::string why) {
-        plan.mounts.push_back({std::move(op), std::move(src), std::move(dest), std::move(why)});
-    }
+}
 
-    // Guest paths where host path h is visible, with the mount showing it.
-    struct Sighting {
-        std::string guest;
-        std::string host;  // h as the mount's source spells it
-        std::size_t via;
-        const Mount& mount(const Plan& p) const { return p.mounts[via]; }
-    };
-    std::vector<Sighting> sightings(const std::string& h) const {
+auto Builder::add(std::string op, std::string src, std::string dest, std::string why) -> void {
+        plan.mounts.push_back({std::move(op), std::move(src), std::move(dest), std::move(why)});
+}
+
+auto Builder::sightings(const std::string& h) const -> std::vector<Sighting> {
         std::vector<Sighting> out;
         for (std::size_t i = 0; i < plan.mounts.size(); ++i) {
             const auto& m = plan.mounts[i];
@@ -112,12 +31,9 @@ struct Builder {
             }
         }
         return out;
-    }
+}
 
-    // A mount point cannot be renamed or removed (EBUSY), so binding every
-    // directory between the writable mount and the protected path over
-    // itself stops "rename the parent, put a fresh tree in its place".
-    void pin_ancestors(const Sighting& s) {
+auto Builder::pin_ancestors(const Sighting& s) -> void {
         const Mount via = s.mount(plan);
         std::vector<std::string> chain;
         for (std::string g = parent_of(s.guest); depth(g) > depth(via.dest); g = parent_of(g)) chain.push_back(g);
@@ -127,88 +43,9 @@ struct Builder {
             add("bind", via.src + g.substr(via.dest.size()), g,
                 "pin parent of " + s.guest + " (a mount point cannot be renamed away)");
         }
-    }
+}
 
-    // --- rules -------------------------------------------------------------
-    // Calls fn(spelling, kind on the host, sighting) for every place a rule's
-    // spellings are visible; records the spellings no bind shows. fn returns
-    // a Status so a rule that cannot be enforced stops the plan.
-    template <typename Fn>
-    Status each_sighting(DenyRule& d, Fn&& fn) {
-        for (const auto& sp : d.spellings) {
-            auto seen = sightings(sp);
-            if (seen.empty()) d.enforcement.push_back(sp + ": not visible (outside every bind)");
-            Kind k = seen.empty() ? Kind::missing : host.kind(sp);
-            for (const auto& s : seen)
-                if (auto st = fn(sp, k, s); !st) return st;
-        }
-        return ok();
-    }
-
-    void read_deny(const std::string& rule, const std::string& source) {
-        DenyRule d{"read", rule, source, is_glob(rule), spellings(rule, in.home, host), {}};
-        (void)each_sighting(d, [&](const std::string&, Kind k, const Sighting& s) -> Status {
-            if (k == Kind::missing) {
-                d.enforcement.push_back(s.guest + ": absent on the host");
-            } else if (k == Kind::dir) {
-                add("ro-bind", mask_dir, s.guest, "read-deny " + rule);
-                d.enforcement.push_back(s.guest + ": masked (empty mode-000 directory)");
-            } else {
-                add("ro-bind", mask_file, s.guest, "read-deny " + rule);
-                d.enforcement.push_back(s.guest + ": masked (empty mode-000 file)");
-            }
-            return ok();
-        });
-        plan.denies.push_back(std::move(d));
-    }
-
-    // missing_ok: a protected checkout that does not exist has nothing to
-    // protect; a missing start file or hooks dir inside a writable bind could
-    // be created, and covering it would need a mount point on the host.
-    std::vector<std::string> missing_targets_;
-    WriteRules rules_;  // for the write supervisor, when the kernel offers it
-    std::vector<std::string> writable_in_protected_;  // guest paths of binds said writableInProtected
-    Status write_deny(const std::string& rule, const std::string& source, bool missing_ok) {
-        DenyRule d{"write", rule, source, false, spellings(rule, in.home, host), {}};
-        auto st = each_sighting(d, [&](const std::string& sp, Kind k, const Sighting& s) -> Status {
-            const Mount via = s.mount(plan);
-            if (!writable_op(via)) {
-                d.enforcement.push_back(s.guest + ": read-only bind");
-                return ok();
-            }
-            if (in.writeSupervisor) {
-                WriteRules::PathRule pr{s.guest, rule, source, {}};
-                for (const auto& w : writable_in_protected_)
-                    if (is_within(w, s.guest)) pr.except.push_back(w);
-                rules_.paths.push_back(std::move(pr));
-            }
-            if (k == Kind::missing) {
-                if (in.writeSupervisor) {
-                    d.enforcement.push_back(s.guest + ": absent on the host; the write supervisor refuses creating it");
-                    return ok();
-                }
-                if (missing_ok) {
-                    d.enforcement.push_back(s.guest + ": absent on the host");
-                    return ok();
-                }
-                // Collected, and refused once with every one named (build()).
-                missing_targets_.push_back("'" + sp + "' (" + rule + ", in writable bind '" + via.dest + "')");
-                d.enforcement.push_back(s.guest + ": absent on the host, and cannot be covered");
-                return ok();
-            }
-            pin_ancestors(s);
-            add("ro-bind", s.host, s.guest, "write-deny " + rule);
-            d.enforcement.push_back(s.guest + ": read-only bind over the writable bind, parents pinned" +
-                                    std::string(in.writeSupervisor ? "; the write supervisor refuses replacing it" : ""));
-            return ok();
-        });
-        if (!st) return st;
-        plan.denies.push_back(std::move(d));
-        return ok();
-    }
-
-    // --- phases ------------------------------------------------------------
-    void system_mounts() {
+auto Builder::system_mounts() -> void {
         for (const auto& dir : k_system_dirs) {
             if (auto link = host.read_link(dir)) {
                 add("symlink", *link, dir, "as on the host");
@@ -221,11 +58,9 @@ struct Builder {
         add("tmpfs", "", "/tmp", "private /tmp");
         add("tmpfs", "", "/var/tmp", "private /var/tmp");
         add("tmpfs", "", "/run", "private /run (holds /run/cc)");
-    }
+}
 
-    bool read_only_mode() const { return in.profile == Profile::dispatch && policy::is_read_only(in.spec.mode); }
-
-    void spec_mounts() {
+auto Builder::spec_mounts() -> void {
         std::vector<spec::BindMount> binds = in.spec.bindMounts;
         std::stable_sort(binds.begin(), binds.end(),
                          [](const auto& a, const auto& b) { return depth(a.guestPath) < depth(b.guestPath); });
@@ -256,217 +91,9 @@ struct Builder {
             for (const auto& s : seen)
                 if (!writable_op(s.mount(plan))) add("bind", s.host, s.guest, "runnerStateDirs: writable in every mode");
         }
-    }
+}
 
-    // Two things an earlier run could have arranged, refused before anything
-    // runs: a bind source that passes through a symlink lying inside another
-    // writable bind (the agent replaced a directory the next run binds with a
-    // link to ~/.ssh or /etc), and cc-wrap's runtime directory (its masks and
-    // the egress inbox) inside any bind.
-    Status bind_sources_safe() {
-        std::vector<std::string> writable;
-        for (const auto& m : plan.mounts)
-            if (m.op == "bind") writable.push_back(m.src);
-        for (const auto& b : in.spec.bindMounts) {
-            std::string src = normalise(b.hostPath, in.home);
-            std::string prefix;
-            std::size_t pos = 1;
-            while (pos <= src.size()) {
-                std::size_t next = src.find('/', pos);
-                prefix = src.substr(0, next);
-                if (auto link = host.read_link(prefix)) {
-                    for (const auto& w : writable)
-                        if (w != prefix && is_within(prefix, w) && !is_within(w, prefix))
-                            return unavailable_error(
-                                "bind '" + src + "'",
-                                "its path passes through the symlink '" + prefix + "' -> '" + *link +
-                                    "', which lies inside writable bind '" + w +
-                                    "' (a command could have planted it); refusing to follow it");
-                }
-                if (next == std::string::npos) break;
-                pos = next + 1;
-            }
-        }
-        // A writable bind inside a protected checkout would make part of it
-        // writable again, below the read-only bind that protects it.
-        for (const auto& b : in.spec.bindMounts) {
-            if (b.readOnly || read_only_mode()) continue;
-            std::string src = normalise(b.hostPath, in.home);
-            for (const auto& p : in.spec.protectedPaths)
-                for (const auto& sp : spellings(p, in.home, host))
-                    if (is_within(src, sp)) {
-                        if (!b.writableInProtected)
-                            return input_error("bindMounts '" + src + "'",
-                                               "a writable bind inside protectedPath '" + p +
-                                                   "' would make that part of it writable; bind it read-only, or "
-                                                   "say writableInProtected on the bind");
-                        plan.notes.push_back("writableInProtected: '" + src + "' is writable inside protectedPath '" +
-                                             p + "' (at " + normalise(b.guestPath, in.home) + ")");
-                        writable_in_protected_.push_back(normalise(b.guestPath, in.home));
-                    }
-        }
-        if (!in.runtimeDir.empty())
-            for (const auto& m : plan.mounts)
-                if ((m.op == "bind" || m.op == "ro-bind") && is_within(in.runtimeDir, m.src) &&
-                    m.src.rfind(in.runtimeDir, 0) != 0)
-                    return unavailable_error("runtime directory '" + in.runtimeDir + "'",
-                                             "it lies inside bind '" + m.src + "' (" + m.dest +
-                                                 "): set XDG_RUNTIME_DIR or TMPDIR outside every bind");
-        return ok();
-    }
-
-    // .git directories at the top of a writable bind and up to two levels down
-    // (the workdir itself, repos/<name>).
-    // `.git` files seen on the way (a worktree's or submodule's "gitdir:"
-    // pointer): rewritten, they send the host's next git to a directory the
-    // command filled with hooks and config.
-    mutable std::set<std::string> git_files_;
-    std::vector<std::string> git_dirs_in(const std::string& root) const {
-        std::vector<std::string> out;
-        std::vector<std::pair<std::string, int>> todo = {{root, 0}};
-        while (!todo.empty()) {
-            auto [dir, level] = todo.back();
-            todo.pop_back();
-            if (host.kind(dir + "/.git") == Kind::dir) out.push_back(dir + "/.git");
-            else if (!host.read_link(dir + "/.git") && host.kind(dir + "/.git") == Kind::file)
-                git_files_.insert(dir + "/.git");
-            if (level >= 2) continue;
-            for (const auto& name : host.list(dir)) {
-                if (name.empty() || name[0] == '.') continue;
-                std::string child = dir == "/" ? "/" + name : dir + "/" + name;
-                if (!host.read_link(child) && host.kind(child) == Kind::dir) todo.push_back({child, level + 1});
-            }
-        }
-        std::sort(out.begin(), out.end());
-        return out;
-    }
-
-    Status deny_rules() {
-        // System secrets, wherever a bind shows them (/etc itself, or a bind
-        // of / or /etc elsewhere).
-        for (const auto& f : k_etc_secrets) read_deny(f, "system secrets");
-        // Home secrets, under cc-wrap's own $HOME and under every other home
-        // a bind shows (a bind of /home, or of a user's home or part of it).
-        for (const auto& s : k_secrets) read_deny(s, "secrets");
-        for (const auto& h : other_homes())
-            for (const auto& s : k_secrets) read_deny(h + s.substr(1), "secrets (home " + h + ")");
-        for (const auto& p : in.spec.protectedPaths)
-            if (auto st = write_deny(p, "protectedPaths", true); !st) return st;
-        if (in.profile == Profile::dispatch) {
-            for (const auto& p : k_home_write)
-                if (auto st = write_deny(p, "mandatory", true && !home_writable()); !st) return st;
-            // Another user's home a bind shows: their start files run code as
-            // them on their next login, so they are covered the same way.
-            for (const auto& h : other_homes())
-                for (const auto& p : k_home_write)
-                    if (auto st = write_deny(h + p.substr(1), "mandatory (home " + h + ")", !writable_at(h)); !st)
-                        return st;
-            std::vector<std::string> roots;
-            for (const auto& m : plan.mounts)
-                if (m.op == "bind") roots.push_back(m.src);
-            std::set<std::string> seen;
-            for (const auto& r : roots)
-                for (const auto& g : git_dirs_in(r))
-                    if (seen.insert(g).second) {
-                        if (auto st = write_deny(g + "/hooks", "mandatory", false); !st) return st;
-                        if (auto st = write_deny(g + "/config", "mandatory", false); !st) return st;
-                        // Per-repository agent settings: covered when present;
-                        // a missing one cannot be covered without a host
-                        // placeholder, which cc-wrap never creates (the deny
-                        // rule's enforcement says "absent on the host").
-                        std::string repo = g.substr(0, g.size() - 5);
-                        for (const auto& name : k_repo_agent_config)
-                            if (auto st = write_deny(repo + "/" + name, "mandatory (repository agent settings)", true); !st)
-                                return st;
-                    }
-            for (const auto& f : git_files_)
-                if (auto st = write_deny(f, "mandatory (gitdir pointer file)", true); !st) return st;
-        }
-        for (const auto& p : in.denyWrite) {
-            if (p.find('/') == std::string::npos || is_glob(p)) continue;  // filename rules below
-            if (auto st = write_deny(p, "--deny-write", true); !st) return st;
-        }
-        return filename_rules();
-    }
-
-    // Homes other than $HOME that some bind's source reaches: /root and
-    // /home/<user> below or above a bind source.
-    std::vector<std::string> other_homes() const {
-        std::set<std::string> out;
-        auto consider = [&](const std::string& h) {
-            if (h != in.home && host.kind(h) == Kind::dir) out.insert(h);
-        };
-        for (const auto& m : plan.mounts) {
-            if (m.op != "bind" && m.op != "ro-bind") continue;
-            for (const std::string& base : {std::string("/home"), std::string("/root")}) {
-                if (base == "/root") {
-                    if (is_within("/root", m.src) || is_within(m.src, "/root")) consider("/root");
-                    continue;
-                }
-                if (is_within(base, m.src)) {  // the bind shows all of /home
-                    for (const auto& name : host.list(base)) consider(base + "/" + name);
-                } else if (is_within(m.src, base) && m.src != base) {  // inside one user's home
-                    std::string rest = m.src.substr(base.size() + 1);
-                    consider(base + "/" + rest.substr(0, rest.find('/')));
-                }
-            }
-        }
-        return {out.begin(), out.end()};
-    }
-
-    bool home_writable() const { return writable_at(in.home); }
-    // Is host directory h shown writable by some bind?
-    bool writable_at(const std::string& h) const {
-        if (h == in.home) {
-            std::size_t c = cover(in.home);
-            return c != npos && plan.mounts[c].op == "bind";
-        }
-        for (const auto& s : sightings(h))
-            if (s.mount(plan).op == "bind") return true;
-        return false;
-    }
-
-    // Bubblewrap can cover existing paths, not names created later.
-    Status filename_rules() {
-        std::vector<std::pair<std::string, std::string>> rules;
-        if (in.profile == Profile::dispatch && in.backend == Backend::native) {
-            for (const auto& g : k_filename) {
-                if (in.dropFilenameDenies)
-                    plan.filenameDeniesDropped.push_back(g);
-                else
-                    rules.emplace_back(g, "standard dispatch policy");
-            }
-        }
-        for (const auto& p : in.denyWrite)
-            if (p.find('/') == std::string::npos || is_glob(p)) rules.emplace_back(p, "--deny-write");
-        if (!plan.filenameDeniesDropped.empty())
-            plan.notes.push_back("standard filename write-denies dropped by --drop-filename-denies: files named .env, "
-                                 ".env.*, *.key, *.pem can be created in writable binds");
-        std::string writable;
-        for (const auto& m : plan.mounts)
-            if (m.op == "bind") { writable = m.dest; break; }
-        for (const auto& [rule, source] : rules) {
-            DenyRule d{"write", rule, source, true, {rule}, {}};
-            if (in.backend == Backend::none) {
-                d.enforcement.push_back("not enforced: backend none has no sandbox");
-            } else if (in.writeSupervisor && in.mechanism != "seatbelt") {
-                rules_.names.push_back({rule, source});
-                d.enforcement.push_back("the write supervisor refuses creating, writing, renaming or removing a file of "
-                                        "that name" + (writable.empty() ? std::string() : " (writable bind '" + writable + "')"));
-            } else if (!writable.empty()) {
-                return unavailable_error("filename write-deny '" + rule + "' (" + source + ")",
-                                         "bubblewrap cannot refuse files created later under that name in writable "
-                                         "bind '" + writable + "'; refusing to run with a weaker policy "
-                                         "(--drop-filename-denies to run without the standard set, or a read-only mode)");
-            } else {
-                d.enforcement.push_back("nothing host-backed is writable");
-            }
-            plan.denies.push_back(std::move(d));
-        }
-        return ok();
-    }
-
-    void proxy_wiring() {
+auto Builder::proxy_wiring() -> void {
         auto& p = plan.proxy;
         if (in.backend == Backend::none) {
             p.transport = "none";
@@ -492,9 +119,9 @@ struct Builder {
             add("ro-bind", in.egress.httpUnix, std::string(guest_egress_dir) + "/http.sock", "cc-egress HTTP proxy socket");
             add("ro-bind", in.egress.socksUnix, std::string(guest_egress_dir) + "/socks.sock", "cc-egress SOCKS5 proxy socket");
         }
-    }
+}
 
-    void environment() {
+auto Builder::environment() -> void {
         if (in.inheritEnv) {
             plan.env = in.hostEnv;
             plan.inheritEnv = true;
@@ -525,18 +152,9 @@ struct Builder {
             // git runs GIT_SSH_COMMAND through the shell; OpenBSD nc speaks SOCKS5.
             plan.env["GIT_SSH_COMMAND"] = "ssh -o ProxyCommand='nc -X 5 -x " + socks + " %h %p'";
         }
-    }
+}
 
-    // --- the command, seen from inside ---------------------------------------
-    // What is at guest path g: found on the host at `host`, certainly missing,
-    // or unknown (under /proc, /dev, or too many links): then the init step
-    // decides inside.
-    enum class Seen { found, missing, unknown };
-    struct Sight {
-        Seen seen = Seen::unknown;
-        std::string host;
-    };
-    Sight guest_lookup(std::string g) const {
+auto Builder::guest_lookup(std::string g) const -> Sight {
         for (int hops = 0; hops < 40; ++hops) {
             g = normalise(g, "");
             std::size_t c = cover(g, true);
@@ -572,12 +190,9 @@ struct Builder {
             return {Seen::found, h};
         }
         return {};
-    }
+}
 
-    // Can bubblewrap exec the command by itself, with the same answer the
-    // init step would give? Only when the command is certainly found inside
-    // and executable: an ELF binary, or a script whose interpreter is one.
-    void decide_init_step() {
+auto Builder::decide_init_step() -> void {
         if (plan.proxy.transport == "socat-bridge") {
             plan.initWhy = "the socat bridge is started inside";
             return;
@@ -625,9 +240,9 @@ struct Builder {
         } else {
             plan.initWhy = "'" + cmd + "' is not certainly executable inside: the init step reports 126/127";
         }
-    }
+}
 
-    std::vector<std::string> init_argv(const std::string& exe) const {
+auto Builder::init_argv(const std::string& exe) const -> std::vector<std::string> {
         std::vector<std::string> a = {exe, "--internal-sandbox-init", "--transport", plan.proxy.transport};
         if (in.pty) a.insert(a.end(), {"--pty", "1"});
         if (plan.landlockAbi > 0) {
@@ -645,9 +260,9 @@ struct Builder {
         a.push_back("--");
         a.insert(a.end(), in.command.begin(), in.command.end());
         return a;
-    }
+}
 
-    void bwrap_argv() {
+auto Builder::bwrap_argv() -> void {
         auto& a = plan.argv;
         // --new-session stops TIOCSTI injection into the caller's terminal;
         // with --pty the child's terminal is its own, so it keeps job control.
@@ -679,17 +294,9 @@ struct Builder {
         } else {
             a.insert(a.end(), in.command.begin(), in.command.end());
         }
-    }
+}
 
-    static int port_of(const std::string& addr, int fallback) {
-        auto c = addr.rfind(':');
-        if (c == std::string::npos) return fallback;
-        try { return std::stoi(addr.substr(c + 1)); } catch (...) { return fallback; }
-    }
-
-    // macOS: the child shares the host's loopback and talks to cc-egress's
-    // own ports; the profile limits it to those. Unverified on hardware.
-    Result<Plan> seatbelt_plan() {
+auto Builder::seatbelt_plan() -> Result<Plan> {
         if (auto st = seatbelt_check(in); !st) return st.error();
         auto& p = plan.proxy;
         if (in.profile == Profile::terminal) {
@@ -721,11 +328,9 @@ struct Builder {
         plan.argv.insert(plan.argv.end(), init.begin(), init.end());
         plan.chdir = in.spec.guestWorkdir.value_or("");
         return plan;
-    }
+}
 
-    // As root the command is an ordinary uid: a writable bind it cannot write
-    // works as a read-only one. Said out loud, since the mount says otherwise.
-    void writable_by_identity() {
+auto Builder::writable_by_identity() -> void {
         if (!plan.identity.drop) return;
         for (const auto& m : plan.mounts) {
             if (m.op != "bind") continue;
@@ -738,13 +343,9 @@ struct Builder {
                                      std::to_string(o->gid) + ", mode " + octal(o->mode) + ") is not writable by uid " +
                                      std::to_string(id.uid) + ", which the command runs as (" + id.why + ")");
         }
-    }
-    // Run by root, bubblewrap itself runs as the sandbox's uid and finds each
-    // bind source by its path (it resolves even a descriptor's path again):
-    // every directory above a source must let that uid pass. A workspace
-    // under a mode-0700 directory (/root) is refused here, naming it, rather
-    // than by bubblewrap after the sandbox started to be built.
-    Status sources_reachable() const {
+}
+
+auto Builder::sources_reachable() const -> Status {
         if (!plan.identity.drop) return ok();
         const auto& id = plan.identity;
         for (const auto& m : plan.mounts) {
@@ -765,15 +366,9 @@ struct Builder {
             }
         }
         return ok();
-    }
+}
 
-    static std::string octal(unsigned m) {
-        char b[8];
-        std::snprintf(b, sizeof b, "%04o", m & 07777);
-        return b;
-    }
-
-    Result<Plan> build() {
+auto Builder::build() -> Result<Plan> {
         plan.spec = in.spec;
         plan.identity = in.identity;
         plan.backend = in.backend;
@@ -874,10 +469,11 @@ struct Builder {
         if (auto st = sources_reachable(); !st) return st.error();
         bwrap_argv();
         return plan;
-    }
-};
+}
 
-}  // namespace
+}  // namespace detail
+
+using namespace detail;
 
 std::string_view to_string(Profile p) { return p == Profile::terminal ? "terminal" : "dispatch"; }
 
