@@ -194,15 +194,23 @@ struct Job {
 
     std::string proc(const std::string& rest) const { return "/proc/" + std::to_string(tid) + rest; }
 
+    // The caller's /proc/TID/status (its first 4 KiB: Umask, NSpid, NStgid).
+    std::string status() {
+        std::string out;
+        int fd = ::open(proc("/status").c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return out;
+        char buf[4096];
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        ::close(fd);
+        if (n > 0) out.assign(buf, static_cast<std::size_t>(n));
+        return out;
+    }
+
     bool ns_ids() {
         if (nspid > 0) return true;
-        int fd = ::open(proc("/status").c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return false;
-        char buf[4096];
-        ssize_t n = ::read(fd, buf, sizeof buf - 1);
-        ::close(fd);
-        if (n <= 0) return false;
-        std::string_view s(buf, static_cast<std::size_t>(n));
+        const std::string text = status();
+        std::string_view s(text);
+        if (s.empty()) return false;
         auto last = [&](std::string_view key) -> int {
             auto p = s.find(key);
             if (p == std::string_view::npos) return -1;
@@ -219,13 +227,9 @@ struct Job {
     // The caller's umask, for calls that create (the supervisor's thread has
     // its own, set to match).
     bool take_umask() {
-        int fd = ::open(proc("/status").c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return false;
-        char buf[4096];
-        ssize_t n = ::read(fd, buf, sizeof buf - 1);
-        ::close(fd);
-        if (n <= 0) return false;
-        std::string_view s(buf, static_cast<std::size_t>(n));
+        const std::string text = status();
+        std::string_view s(text);
+        if (s.empty()) return false;
         auto p = s.find("Umask:");
         if (p == std::string_view::npos) return false;
         mode_t m = static_cast<mode_t>(std::strtol(std::string(s.substr(p + 6, 8)).c_str(), nullptr, 8));
