@@ -153,6 +153,53 @@ TEST_CASE("write supervisor: with the listener gone, every notified call fails (
     ::close(*filter);
 }
 
+TEST_CASE("write supervisor: the filter arrives through a pipe; an empty pipe installs nothing", "[supervisor]") {
+    // cc-wrap writes the program once bubblewrap is starting; if cc-wrap
+    // fails or dies first, the init step reads an empty pipe and refuses.
+    int p[2];
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    ::close(p[1]);
+    int sp[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == 0);
+    std::string err;
+    CHECK_FALSE(cc::sandbox::install_write_filter(p[0], sp[1], err));
+    CHECK(err == "the write filter descriptor holds no BPF program");
+    ::close(p[0]);
+    // The same pipe, filled by export_write_filter, installs the filter and
+    // hands a listener over (in a child: the filter stays with it).
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    REQUIRE(cc::sandbox::export_write_filter(p[1]));
+    ::close(p[1]);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        std::string e;
+        _exit(cc::sandbox::install_write_filter(p[0], sp[1], e) ? 0 : 90);
+    }
+    ::close(p[0]);
+    int st = 0;
+    REQUIRE(::waitpid(pid, &st, 0) == pid);
+    CHECK(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 0);
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl;
+    msg.msg_controllen = sizeof ctl;
+    REQUIRE(::recvmsg(sp[0], &msg, MSG_DONTWAIT) == 1);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    REQUIRE(c != nullptr);
+    CHECK(c->cmsg_type == SCM_RIGHTS);
+    int listener = -1;
+    std::memcpy(&listener, CMSG_DATA(c), sizeof listener);
+    CHECK(listener >= 0);
+    if (listener >= 0) ::close(listener);
+    ::close(sp[0]);
+    ::close(sp[1]);
+}
+
 TEST_CASE("write supervisor: the standard policy runs on Linux; filename rules refused at creation", "[supervisor][launch]") {
     if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
     if (!write_supervisor()) CC_SKIP("this kernel has no seccomp user notification with descriptor injection");
