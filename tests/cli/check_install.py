@@ -45,7 +45,14 @@ try:
     for rel in ("policy/default.json", "schema/sandbox-spec.schema.json"):
         if not os.path.exists(os.path.join(share, rel)):
             fail("share/cc/" + rel + " not installed")
-    print(f"ok   {len(tools)} tools, man pages and share/cc installed under {opts['prefix']}")
+    doc = os.path.join(base, opts["datadir"], "doc", "cc")
+    for rel in ("README.md", "examples/session.sh", "examples/policy.json", "examples/spec.json",
+                "examples/claude-settings.json", "examples/allowlist.txt"):
+        if not os.path.exists(os.path.join(doc, rel)):
+            fail("doc/cc/" + rel + " not installed")
+    if os.path.exists(os.path.join(share, "examples")):
+        fail("share/cc/examples installed as data (it belongs under doc/cc)")
+    print(f"ok   {len(tools)} tools, man pages, share/cc and doc/cc installed under {opts['prefix']}")
 finally:
     shutil.rmtree(dest, ignore_errors=True)
 
