@@ -231,7 +231,12 @@ public:
                 kill_all();
                 killed_ = true;
                 if (rq_.events) emit(ev_.line("killed", {{"reason", "timeout"}, {"signal", 9}, {"timeout", rq_.timeout}}));
-                else log("timeout after " + std::to_string(rq_.timeout) + " s: sandbox killed");
+                else {
+                    // As given: "timeout after 1 s", "after 0.25 s" (never 1.000000).
+                    std::ostringstream secs;
+                    secs << rq_.timeout;
+                    log("timeout after " + secs.str() + " s: sandbox killed");
+                }
             });
         }
         io_.run();
