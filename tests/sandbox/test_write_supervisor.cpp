@@ -300,6 +300,29 @@ TEST_CASE("write supervisor: other ways to the same file", "[supervisor][launch]
     CHECK_FALSE(fs::exists(t.work + "/.env.o"));
 }
 
+TEST_CASE("write supervisor: the caller's /proc/self/cwd and /proc/PID/root are the paths they name", "[supervisor][launch]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!write_supervisor()) CC_SKIP("this kernel has no seccomp user notification with descriptor injection");
+    Tree t("sup-procdirs");
+    if (cc::test::is_root()) Tree::give_to_nobody(t.work);
+    // Without cc-wrap a .env can be made through either spelling.
+    auto free_run = run({"sh", "-c", "cd '" + t.outside + "' && echo S > /proc/self/cwd/.env && echo T > /proc/$$/root'" +
+                                     t.outside + "/.env.r'"});
+    REQUIRE(free_run.status == 0);
+    CHECK(slurp(t.outside + "/.env") == "S\n");
+    auto r = wrap_std(t, "cd '" + t.work + "'; echo ok > /proc/self/cwd/a.txt; echo rc=$?; echo ok > /proc/$$/root'" + t.work +
+                         "/b.txt'; echo rc=$?; echo S > /proc/self/cwd/.env; echo rc=$?; echo S > /proc/$$/root'" + t.work +
+                         "/.env'; echo rc=$?; mkdir /proc/self/cwd/d; echo rc=$?");
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out == "rc=0\nrc=0\nrc=2\nrc=2\nrc=0\n");
+    CHECK(slurp(t.work + "/a.txt") == "ok\n");
+    CHECK(slurp(t.work + "/b.txt") == "ok\n");
+    CHECK(fs::is_directory(t.work + "/d"));
+    CHECK_FALSE(fs::exists(t.work + "/.env"));
+    CHECK(r.err.find("/proc/self/cwd/.env: Permission denied") != std::string::npos);
+}
+
 TEST_CASE("write supervisor: ordinary work is unaffected", "[supervisor][launch]") {
     if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
     if (!write_supervisor()) CC_SKIP("this kernel has no seccomp user notification with descriptor injection");
