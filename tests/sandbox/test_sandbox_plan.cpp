@@ -181,18 +181,9 @@ bool is_mount_point(const Plan& p, const std::string& g) {
     return false;
 }
 
-std::string golden_path(const std::string& name) { return cc::test::source_dir() + "/tests/sandbox/golden/" + name; }
 
 void check_golden(const std::string& name, const std::string& text) {
-    std::string path = golden_path(name);
-    if (std::getenv("CC_UPDATE_GOLDEN")) {
-        std::ofstream(path) << text;
-        return;
-    }
-    std::ifstream f(path);
-    REQUIRE(f.good());
-    std::string want((std::istreambuf_iterator<char>(f)), {});
-    CHECK(text == want);
+    cc::test::check_golden("tests/sandbox/golden/" + name, text);
 }
 
 }  // namespace
@@ -463,7 +454,9 @@ TEST_CASE("violations are read off stderr lines", "[violation]") {
         }
         REQUIRE(v);
         CHECK(v->target == r.target);
-        if (std::string(r.action) != "unknown") CHECK(v->action == r.action);
+        // "unknown" is an answer too: the line names no operation, and the
+        // event must not guess one.
+        CHECK(v->action == r.action);
     }
 }
 

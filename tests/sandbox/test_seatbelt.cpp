@@ -173,15 +173,7 @@ struct Ask {
 };
 
 void check_golden(const std::string& name, const std::string& text) {
-    std::string path = cc::test::source_dir() + "/tests/sandbox/golden/" + name;
-    if (std::getenv("CC_UPDATE_GOLDEN")) {
-        std::ofstream(path) << text;
-        return;
-    }
-    std::ifstream f(path);
-    REQUIRE(f.good());
-    std::string want((std::istreambuf_iterator<char>(f)), {});
-    CHECK(text == want);
+    cc::test::check_golden("tests/sandbox/golden/" + name, text);
 }
 
 bool is_device_filter(const sbpl::Node& f) {

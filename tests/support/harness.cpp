@@ -8,6 +8,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <future>
 
 extern char** environ;
@@ -102,5 +104,18 @@ RunResult run(const std::vector<std::string>& argv, const std::string& input) {
 bool is_root() { return ::geteuid() == 0; }
 
 bool have_program(const std::string& name) { return !bp::search_path(name).empty(); }
+
+void check_golden(const std::string& path, const std::string& text) {
+    std::string full = source_dir() + "/" + path;
+    if (std::getenv("CC_UPDATE_GOLDEN")) {
+        std::ofstream(full) << text;
+        mark_skipped("CC_UPDATE_GOLDEN: rewrote " + path);
+        return;
+    }
+    std::ifstream f(full);
+    REQUIRE(f.good());
+    std::string want((std::istreambuf_iterator<char>(f)), {});
+    CHECK(text == want);
+}
 
 }  // namespace cc::test

@@ -46,6 +46,11 @@ RunResult run(const std::vector<std::string>& argv, const std::string& input);
 bool is_root();
 bool have_program(const std::string& name);
 
+// Compare `text` with the golden file `path` (relative to the source tree).
+// With CC_UPDATE_GOLDEN set the file is rewritten instead and the test
+// counts as skipped: an update run proves nothing, so it never passes.
+void check_golden(const std::string& path, const std::string& text);
+
 }  // namespace cc::test
 
 #define CC_SKIP(reason)                     \
