@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cc/classify/cli.hpp"
+#include "cc/classify/knowledge.hpp"
 #include "cc/core/cli.hpp"
 #include "cc/core/tool.hpp"
 #include "cc/policy/approver.hpp"
@@ -38,6 +39,9 @@ int main(int argc, char** argv) {
         auto mode = cc::policy::parse_mode(mode_name);
         if (!mode) return usage("--mode: unknown mode '" + mode_name + "' (chat, plan, review or orchestrate)");
         opts.mode = *mode;
+        // The command data (share/cc/classify/*.json): a bad file is bad input.
+        if (auto k = cc::classify::install_knowledge(cc::classify::knowledge_dir()); !k)
+            return cc::tool::report("cc-classify", k.error(), cc::tool::exit_usage);
         if (!policy_path.empty()) {
             auto p = cc::policy::load(policy_path);
             if (!p) return cc::tool::report("cc-classify", p.error(), cc::tool::exit_usage);

@@ -197,8 +197,8 @@ TEST_CASE("run_jsonl: every line answered in order, whatever the block boundarie
     }
 }
 
-// Issue 14: the reading of last resort for a line the parser rejected.
-TEST_CASE("issue 14: a misread line is never judged weaker than its commands alone") {
+// the reading of last resort for a line the parser rejected.
+TEST_CASE("a misread line is never judged weaker than its commands alone") {
     auto pieces = cc::classify::find_actions_lexically("echo 'a; sudo id' | if x; then \"rm\" -rf / ; fi");
     std::vector<std::vector<std::string>> argvs;
     for (const auto& f : pieces) argvs.push_back(f.argv);
@@ -220,7 +220,7 @@ TEST_CASE("issue 14: a misread line is never judged weaker than its commands alo
     CHECK(plain.commands.size() == 2);
 }
 
-TEST_CASE("issue 14: the words bash produces by brace expansion and IFS splitting are judged") {
+TEST_CASE("the words bash produces by brace expansion and IFS splitting are judged") {
     auto p = cc::policy::default_policy();
     auto r = cc::classify::classify("{sudo,id}", Mode::chat, p);
     CHECK(r.decision == Decision::deny);
@@ -237,7 +237,7 @@ TEST_CASE("issue 14: the words bash produces by brace expansion and IFS splittin
     CHECK(cc::classify::classify("echo " + many, Mode::plan, p).decision == Decision::allow);
 }
 
-TEST_CASE("issue 14: brace expansion and IFS splitting (expansions.hpp)") {
+TEST_CASE("brace expansion and IFS splitting (expansions.hpp)") {
     using V = std::vector<std::string>;
     auto braces = [](const std::string& w) {
         V out;
@@ -269,9 +269,9 @@ TEST_CASE("issue 14: brace expansion and IFS splitting (expansions.hpp)") {
     CHECK(ifs("$IFSX") == V{"(none)"});
 }
 
-// Issue 14: command rules in the policy file, applied to the command as its
+// command rules in the policy file, applied to the command as its
 // tool sees it (after wrappers and global options), with examples checked.
-TEST_CASE("issue 14: command rules decide the resolved command, in every mode") {
+TEST_CASE("command rules decide the resolved command, in every mode") {
     auto p = cc::policy::parse(R"({"version":1,"rules":[
         {"action":"command","match":["git","push",["--force","-f"]],"decision":"deny","reason":"no force pushes",
          "examples":{"match":["git -C repo push -f origin main"],"notMatch":["git push origin main"]}},
@@ -310,7 +310,7 @@ TEST_CASE("issue 14: command rules decide the resolved command, in every mode") 
     CHECK(cc::classify::classify("git push", Mode::chat, *lift).decision == Decision::allow);
 }
 
-TEST_CASE("issue 14: a command rule whose example disagrees fails, naming the example") {
+TEST_CASE("a command rule whose example disagrees fails, naming the example") {
     auto wrong = cc::policy::parse(R"({"rules":[
         {"action":"command","match":["git","reset","--hard"],"decision":"ask",
          "examples":{"match":["git reset --hard","sudo git -C x reset --hard HEAD"],"notMatch":["git reset --soft","git reset HEAD --hard"]}}]})", "t");
@@ -326,7 +326,7 @@ TEST_CASE("issue 14: a command rule whose example disagrees fails, naming the ex
     CHECK(m->one_line() == "rules[0].examples.match[0]: 'npm run publish-docs' does not match the rule");
 }
 
-TEST_CASE("issue 14: command rule patterns: name, then later words in order") {
+TEST_CASE("command rule patterns: name, then later words in order") {
     using cc::policy::command_matches;
     std::vector<std::vector<std::string>> force = {{"git"}, {"push"}, {"--force", "-f"}};
     CHECK(command_matches(force, {"git", "push", "origin", "main", "--force"}));

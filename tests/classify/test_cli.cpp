@@ -6,7 +6,10 @@
 
 #include <boost/process.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <future>
 
@@ -245,11 +248,11 @@ TEST_CASE("--help names every option; --version") {
     CHECK_THAT(v.out, Catch::StartsWith("cc-classify "));
 }
 
-// Issue 14: the one-argument form classifies its argument byte for byte. CLI11
+// The one-argument form classifies its argument byte for byte. CLI11
 // reads "[a,b]" as a list (brackets dropped, commas split), so before the fix
 // "[sudo,id]" was classified as "sudo id"; the two forms must agree on every
 // row of the case table, in a read-only mode where most rows differ.
-TEST_CASE("issue 14: the command-line form and --jsonl agree on the whole case table") {
+TEST_CASE("the command-line form and --jsonl agree on the whole case table") {
     std::ifstream in(cc::test::source_dir() + "/tests/classify/cases.tsv");
     REQUIRE(in);
     std::vector<std::string> lines;
@@ -289,7 +292,7 @@ TEST_CASE("issue 14: the command-line form and --jsonl agree on the whole case t
     CHECK(valued["mode"] == "review");
 }
 
-TEST_CASE("issue 14: --policy with a command rule whose example disagrees is exit 2, naming the example") {
+TEST_CASE("--policy with a command rule whose example disagrees is exit 2, naming the example") {
     std::string dir = cc::test::scratch_dir();
     std::ofstream(dir + "/rules.json")
         << R"({"rules":[{"action":"command","match":["git","push",["--force","-f"]],"decision":"deny",)"
@@ -315,7 +318,7 @@ TEST_CASE("issue 14: --policy with a command rule whose example disagrees is exi
     CHECK_THAT(stray.err, Catch::Contains("match"));
 }
 
-TEST_CASE("issue 14: --explain names the rule or default that decided each sub-command") {
+TEST_CASE("--explain names the rule or default that decided each sub-command") {
     std::string dir = cc::test::scratch_dir();
     std::ofstream(dir + "/force.json")
         << R"({"rules":[{"action":"command","match":["git","push",["--force","-f"]],"decision":"deny","reason":"no force pushes"}]})";
@@ -324,18 +327,84 @@ TEST_CASE("issue 14: --explain names the rule or default that decided each sub-c
     CHECK(e.out ==
           "allow  ls\n"
           "       classes none; known to only read\n"
+          "       data readers.json (ls)\n"
           "deny   sudo git -C r push -f\n"
           "       classes destroy_work, privilege_escalation, push; decided by rules[0]: no force pushes\n"
           "       resolved to git push -f\n"
+          "       data wrappers.json (sudo), git.json (git)\n"
           "       sudo runs a command as another user\n"
           "       git push --force overwrites the remote's commits\n"
           "       git push\n"
           "line: deny in chat mode (rules[0]): no force pushes\n");
     auto plain = run({bin("cc-classify"), "--explain", "--mode", "plan", "git status"});
     CHECK(plain.status == 0);
-    CHECK(plain.out == "allow  git status\n       classes none; known to only read\n"
+    CHECK(plain.out == "allow  git status\n       classes none; known to only read\n       data git.json (git)\n"
                        "line: allow in plan mode: every command is known to only read\n");
     auto bad = run({bin("cc-classify"), "--explain", "--jsonl"});
     CHECK(bad.status == 2);
     CHECK(bad.err == "cc-classify: --explain: only with a command line\n");
+}
+
+// The command data (share/cc/classify/*.json) is read at start: an operator
+// adds a tool with a file, and a bad file is exit 2 naming the file and field.
+TEST_CASE("command data: a tool added without a rebuild; a bad file is exit 2, one line") {
+    std::string share = cc::test::source_dir() + "/share/cc";
+    std::string data = cc::test::scratch_dir() + "/data";
+    REQUIRE(std::system(("rm -rf '" + data + "' && mkdir -p '" + data + "' && cp -r '" + share + "/classify' '" + data +
+                         "/'").c_str()) == 0);
+    auto with = [&](const std::vector<std::string>& argv) {
+        cc::test::RunOptions o;
+        o.env["CC_DATA_DIR"] = data;
+        return run(argv, o);
+    };
+    // Before: unknown, so run_code (denied in plan mode).
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "mytool status"}).status == 11);
+    std::ofstream(data + "/classify/local.json")
+        << R"({"version":1,"commands":[{"names":["mytool"],"subcommands":[{"names":["status","log"],"classes":[]},)"
+           R"({"names":["sync"],"classes":["network_access","write_files"]}],"valueOptions":{"short":"C"}},)"
+           R"({"names":["peek"],"readOnly":true},{"names":["beam"],"classes":["network_write"]}]})";
+    auto status = with({bin("cc-classify"), "--mode", "plan", "mytool -C dir status"});
+    CHECK(status.status == 0);
+    auto sync = json::parse(with({bin("cc-classify"), "mytool sync"}).out);
+    CHECK(sync["classes"] == json::array({"network_access", "write_files"}));
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "mytool frobnicate"}).status == 11);
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "sudo peek x"}).status == 11);  // a wrapper still counts
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "peek x | grep y"}).status == 0);
+    CHECK(json::parse(with({bin("cc-classify"), "beam x"}).out)["classes"] == json::array({"network_write"}));
+    auto explained = with({bin("cc-classify"), "--explain", "--", "mytool sync"});
+    CHECK_THAT(explained.out, Catch::Contains("       data local.json (mytool)\n"));
+
+    // Each way a file can be wrong: exit 2, nothing on stdout, one line naming the file and the field.
+    const std::vector<std::pair<std::string, std::string>> bad = {
+        {R"({"version":1,"commands":[{"names":["x"],"readOnly":true,"colour":"red"}]})", "commands[0].colour: unknown field"},
+        {R"({"version":1,"commands":[{"names":["x"],"classes":["launch_missiles"]}]})", "commands[0].classes[0]: unknown class 'launch_missiles'"},
+        {R"({"version":1,"commands":[{"names":["x"],"reader":"telepathy"}]})", "commands[0].reader: unknown reader 'telepathy'"},
+        {R"({"version":1,"commands":[{"names":["git"],"readOnly":true}]})", "commands[0].names: 'git' is already listed in git.json"},
+        {R"({"version":1,"commands":[{"names":["x"]}]})", "commands[0]: needs exactly one of"},
+        {R"({"version":1,"commands":[{"names":["x"],"readOnly":true,"classes":["run_code"]}]})", "commands[0]: needs exactly one of"},
+        {R"({"version":2,"commands":[]})", "version: must be 1"},
+        {R"({"version":1,"commands":[{"names":["/bin/x"],"readOnly":true}]})", "has a '/'"},
+        {R"({"version":1,"commands":[{"names":["x"],"subcommands":[{"names":["a"]}]}]})", "commands[0].subcommands[0].classes: is required"},
+        {R"({"version":1,"commands":[{"names":["x"],"reader":"sudo","bare":["run_code"]}]})", "\"bare\", \"otherwise\" and \"valueOptions\" go with"},
+        {R"({"version":1,"commands":[{"names":["x"],"readOnly":true}],)", "local.json"},
+    };
+    for (const auto& [text, message] : bad) {
+        INFO(text);
+        std::ofstream(data + "/classify/local.json", std::ios::trunc) << text;
+        for (const std::vector<std::string>& argv : {std::vector<std::string>{bin("cc-classify"), "ls"},
+                                                     std::vector<std::string>{bin("cc-classify"), "--jsonl"},
+                                                     std::vector<std::string>{bin("cc-classify"), "--hook", "claude"}}) {
+            auto r = with(argv);
+            CHECK(r.status == 2);
+            CHECK(r.out.empty());
+            CHECK_THAT(r.err, Catch::StartsWith("cc-classify: '" + data + "/classify/local.json': "));
+            CHECK_THAT(r.err, Catch::Contains(message));
+            CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        }
+    }
+    REQUIRE(std::remove((data + "/classify/local.json").c_str()) == 0);
+    REQUIRE(std::system(("rm -rf '" + data + "/classify'/*.json").c_str()) == 0);
+    auto empty = with({bin("cc-classify"), "ls"});
+    CHECK(empty.status == 2);
+    CHECK(empty.err == "cc-classify: command data directory '" + data + "/classify': holds no *.json file\n");
 }

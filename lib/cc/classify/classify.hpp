@@ -39,6 +39,9 @@ struct Finding {
     // env, timeout, ...) and the tool's global options (git -C dir), the
     // name without its directory. Empty when no command was resolved.
     std::vector<std::string> resolved;
+    // The command data entries that read it, outermost first ("wrappers.json
+    // (sudo)", "git.json (git)"), for --explain; filled with `resolved`.
+    std::vector<std::string> data;
     // Classes came from around the command (a redirection, a variable that
     // makes it run other code): a command rule may add to them, never lift them.
     bool context_classes = false;
@@ -84,7 +87,9 @@ std::optional<Error> check_command_rules(const policy::Policy& policy);
 
 // Step 2. A line that does not parse (or is too long, or nested too deep) is
 // judged on what could be read, plus the `unparsable` class.
-Result classify(std::string_view line, policy::Mode mode, const policy::Policy& policy);
+// `explain` fills Finding::resolved and Finding::data for every sub-command
+// (as command rules do), for --explain.
+Result classify(std::string_view line, policy::Mode mode, const policy::Policy& policy, bool explain = false);
 
 // {"decision","mode","classes","reason","source","commands":[...],"parseError"?},
 // keys in that order (ordered_json: also cheaper to build for small objects).

@@ -91,6 +91,7 @@ std::string explain(const Result& r) {
         out += '\n';
         if (!s.finding.resolved.empty() && s.finding.resolved != s.finding.argv)
             out += "       resolved to " + joined(s.finding.resolved, " ") + '\n';
+        if (!s.finding.data.empty()) out += "       data " + joined(s.finding.data, ", ") + '\n';
         for (const auto& n : s.finding.notes) out += "       " + n + '\n';
     }
     out += "line: " + std::string(policy::to_string(r.decision)) + " in " + std::string(policy::to_string(r.mode)) +
@@ -99,7 +100,7 @@ std::string explain(const Result& r) {
 }
 
 int run_explain(const std::string& line, const Options& opts, std::string& text) {
-    Result r = classify(line, opts.mode, opts.policy);
+    Result r = classify(line, opts.mode, opts.policy, true);
     resolve(r, line, opts.resolver);
     text = explain(r);
     return exit_status(r.decision);
