@@ -259,7 +259,7 @@ void Analyzer::command(const Args& a, std::size_t k, Finding& f, const Ctx& ctx,
         return git_sub(c, k, std::string(name.substr(4)));
     }
     const CommandEntry* e = known_.find(name);
-    if (e && resolve) f.data.push_back(e->file + " (" + e->name + ")");
+    if (e && resolve) f.data.push_back(std::string(e->file) + " (" + std::string(e->name) + ")");
     if (e && e->reader >= 0) return (this->*reader(e->reader))(c);
     if (e && e->has_subcommands) return subcommand_tool(c, *e);
     if (name == "export" || name == "declare" || name == "typeset" || name == "local" || name == "readonly")
@@ -269,7 +269,7 @@ void Analyzer::command(const Args& a, std::size_t k, Finding& f, const Ctx& ctx,
                                  " makes later commands run other code");
     if (e && e->read_only) return;
     if (e) {
-        for (const auto& cls : e->classes) add(f, cls, std::string(name) + " is " + cls);
+        for (sv cls : e->classes) add(f, cls, std::string(name) + " is " + std::string(cls));
         return;
     }
     if (starts_with(name, "python")) return python(c);

@@ -233,9 +233,9 @@ void Analyzer::git_sub(Call& c, std::size_t k, const std::string& sub) {
     }
     // The rest is data: git.json lists each plain subcommand's classes.
     const CommandEntry* e = known_.find("git");
-    const CommandEntry::Sub* listed = e ? e->subcommand(sub) : nullptr;
+    const Names* listed = e ? e->subcommand(sub) : nullptr;
     if (!listed) return add(c.f, kRun, "'git " + sub + "' is not a known git command (an alias or an extension)");
-    if (listed->classes->empty()) {
+    if (listed->empty()) {
         if (has_flag(a, from, a.size(), 'O', {"--open-files-in-pager", "--ext-diff", "--textconv"}) &&
             (sub == "grep" || sub == "diff" || sub == "log" || sub == "show"))
             return add(c.f, kRun, "git " + sub + " runs a configured or named program");
@@ -244,7 +244,7 @@ void Analyzer::git_sub(Call& c, std::size_t k, const std::string& sub) {
         }
         return;
     }
-    for (const auto& cls : *listed->classes) note(cls);
+    for (sv cls : *listed) note(cls);
 }
 
 void Analyzer::git_push(Call& c, std::size_t from) {

@@ -41,10 +41,11 @@ void Analyzer::subcommand_tool(Call& c, const CommandEntry& e) {
     }
     std::string what = tool + " " + c.a[p[0]].text;
     if (const auto* s = e.subcommand(c.a[p[0]].text)) {
-        for (const auto& cls : *s->classes) add(c.f, cls, what);
+        for (sv cls : *s) add(c.f, cls, what);
         return;
     }
-    for (const auto& cls : e.otherwise) add(c.f, cls, "'" + what + "' is not known to only read");
+    if (!e.has_otherwise) return add(c.f, kRun, "'" + what + "' is not known to only read");
+    for (sv cls : e.otherwise) add(c.f, cls, "'" + what + "' is not known to only read");
 }
 
 void Analyzer::npm(Call& c) {

@@ -10,9 +10,14 @@
 #include "cc/classify/knowledge.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -53,7 +58,7 @@ const Path root{};
 // would otherwise check and return at each step.
 class Reader {
 public:
-    explicit Reader(sv text) : s_(text) {}
+    Reader(sv text, std::deque<std::string>& decoded) : s_(text), decoded_(decoded) {}
 
     [[noreturn]] void fail(const Path& at, const std::string& message) const { throw Fail{input_error(at.str(), message)}; }
     [[noreturn]] void syntax(const char* what) const {
@@ -87,18 +92,22 @@ public:
         }
     }
 
-    std::string string(const Path& at) {
+    // A view into the text; a string with escapes is decoded into storage
+    // that lives as long as the Knowledge.
+    sv string(const Path& at) {
         if (peek() != '"') fail(at, std::string("must be a string, not ") + type());
-        ++k_;
-        std::string out;
+        std::size_t start = ++k_, run = k_;
+        while (run < s_.size() && plain(s_[run])) ++run;
+        if (run < s_.size() && s_[run] == '"') {
+            k_ = run + 1;
+            return s_.substr(start, run - start);
+        }
+        std::string out(s_.substr(start, run - start));
+        k_ = run;
         for (;;) {
-            std::size_t run = k_;  // plain bytes are copied a run at a time
-            while (run < s_.size() && s_[run] != '"' && s_[run] != '\\' && static_cast<unsigned char>(s_[run]) >= 0x20) ++run;
-            out.append(s_.data() + k_, run - k_);
-            k_ = run;
             if (k_ >= s_.size()) syntax("unterminated string");
             unsigned char c = static_cast<unsigned char>(s_[k_++]);
-            if (c == '"') return out;
+            if (c == '"') return decoded_.emplace_back(std::move(out));
             if (c < 0x20) syntax("control character in a string");
             if (c != '\\') {
                 out.push_back(static_cast<char>(c));
@@ -144,11 +153,11 @@ public:
     void object(const Path& at, Fn&& fn) {
         if (peek() != '{') fail(at, std::string("must be an object, not ") + type());
         ++k_;
-        std::array<std::string, 10> seen;  // no object here has more fields
+        std::array<sv, 10> seen;  // no object here has more fields
         std::size_t n = 0;
         if (peek() == '}') return void(++k_);
         for (;;) {
-            std::string key = string(at);
+            sv key = string(at);
             Path here{&at, key};
             if (std::find(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(n), key) != seen.begin() + static_cast<std::ptrdiff_t>(n))
                 fail(here, "is given twice");
@@ -226,48 +235,64 @@ private:
         }
     }
 
+    static bool plain(char c) {  // a byte that stands for itself in a string
+        static constexpr auto table = [] {
+            std::array<bool, 256> t{};
+            for (int i = 0x20; i < 256; ++i) t[static_cast<std::size_t>(i)] = i != '"' && i != '\\';
+            return t;
+        }();
+        return table[static_cast<unsigned char>(c)];
+    }
+
     sv s_;
+    std::deque<std::string>& decoded_;
     std::size_t k_ = 0;
 };
 
 // ["a", "b"]: non-empty strings; classes must be known ones.
-void strings(Reader& r, const Path& at, std::vector<std::string>& out, bool classes) {
+template <typename Out>
+void strings(Reader& r, const Path& at, Out& out, bool classes) {
     r.array(at, [&](const Path& here) {
-        std::string s = r.string(here);
+        sv s = r.string(here);
         if (s.empty()) r.fail(here, "must not be empty");
-        if (classes && !policy::find_class(s)) r.fail(here, "unknown class '" + s + "' (cc-classify(1) lists them)");
-        out.push_back(std::move(s));
+        if (classes && !policy::find_class(s)) r.fail(here, "unknown class '" + std::string(s) + "' (cc-classify(1) lists them)");
+        out.emplace_back(s);
     });
 }
 
 void sub_groups(Reader& r, const Path& at, CommandEntry& e) {
     e.has_subcommands = true;
-    std::vector<std::size_t> group_of;  // per name in e.sub_names
+    std::vector<std::pair<sv, std::uint32_t>> subs;
     r.array(at, [&](const Path& here) {
-        std::vector<std::string> classes;
-        std::size_t names_before = e.sub_names.size();
-        bool has_classes = false;
-        r.object(here, [&](const std::string& key, const Path& p) {
-            if (key == "names") strings(r, p, e.sub_names, false);
-            else if (key == "classes") has_classes = true, strings(r, p, classes, true);
-            else r.fail(p, "unknown field");
+        auto group = static_cast<std::uint32_t>(e.groups.size());
+        Names& classes = e.groups.emplace_back();
+        std::size_t before = subs.size();
+        bool has_names = false, has_classes = false;
+        r.object(here, [&](sv key, const Path& p) {
+            if (key == "names") {
+                has_names = true;
+                r.array(p, [&](const Path& q) {
+                    sv n = r.string(q);
+                    if (n.empty()) r.fail(q, "must not be empty");
+                    subs.emplace_back(n, group);
+                });
+            } else if (key == "classes") {
+                has_classes = true;
+                strings(r, p, classes, true);
+            } else {
+                r.fail(p, "unknown field");
+            }
         });
-        if (e.sub_names.size() == names_before) r.fail(Path{&here, "names"}, "is required (one or more names)");
+        if (!has_names || subs.size() == before) r.fail(Path{&here, "names"}, "is required (one or more names)");
         if (!has_classes) r.fail(Path{&here, "classes"}, "is required ([] for a subcommand that only reads)");
-        group_of.resize(e.sub_names.size(), e.sub_classes.size());
-        e.sub_classes.push_back(std::move(classes));
     });
-    // Both storages are complete: the views into them stay valid from here on.
-    e.subcommands.reserve(e.sub_names.size());
-    for (std::size_t i = 0; i < e.sub_names.size(); ++i) e.subcommands.push_back({e.sub_names[i], &e.sub_classes[group_of[i]]});
-    std::sort(e.subcommands.begin(), e.subcommands.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-    for (std::size_t i = 1; i < e.subcommands.size(); ++i)
-        if (e.subcommands[i].name == e.subcommands[i - 1].name)
-            r.fail(at, "'" + std::string(e.subcommands[i].name) + "' is listed twice");
+    e.subcommands.reserve(subs.size());
+    for (const auto& [n, group] : subs)
+        if (!e.subcommands.insert(n, group)) r.fail(at, "'" + std::string(n) + "' is listed twice");
 }
 
 void value_options(Reader& r, const Path& at, CommandEntry& e) {
-    r.object(at, [&](const std::string& key, const Path& p) {
+    r.object(at, [&](sv key, const Path& p) {
         if (key == "short") {
             e.short_value_options = r.string(p);
         } else if (key == "long") {
@@ -280,27 +305,75 @@ void value_options(Reader& r, const Path& at, CommandEntry& e) {
     });
 }
 
+std::uint64_t hash(sv s) {  // FNV-1a
+    std::uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    return h;
+}
+
 }  // namespace
 
-const CommandEntry::Sub* CommandEntry::subcommand(std::string_view s) const {
-    auto it = std::lower_bound(subcommands.begin(), subcommands.end(), s,
-                               [](const Sub& x, std::string_view k) { return x.name < k; });
-    return it != subcommands.end() && it->name == s ? &*it : nullptr;
+void NameTable::reserve(std::size_t n) {
+    std::size_t want = 16;
+    while (want < 2 * n) want *= 2;
+    names_.reserve(n);
+    if (want <= slots_.size()) return;
+    slots_.assign(want, 0);
+    std::size_t mask = want - 1;
+    for (std::size_t k = 0; k < names_.size(); ++k) {
+        std::size_t i = hash(names_[k].first) & mask;
+        while (slots_[i]) i = (i + 1) & mask;
+        slots_[i] = static_cast<std::uint32_t>(k + 1);
+    }
 }
 
-const CommandEntry* Knowledge::find(std::string_view name) const {
-    auto it = names_.find(name);
-    return it != names_.end() ? it->second : nullptr;
+bool NameTable::insert(sv name, std::uint32_t value, std::uint32_t* had) {
+    if (2 * (names_.size() + 1) > slots_.size()) reserve(2 * (names_.size() + 1));
+    std::size_t mask = slots_.size() - 1;
+    std::size_t i = hash(name) & mask;
+    for (; slots_[i]; i = (i + 1) & mask)
+        if (names_[slots_[i] - 1].first == name) {
+            if (had) *had = names_[slots_[i] - 1].second;
+            return false;
+        }
+    names_.emplace_back(name, value);
+    slots_[i] = static_cast<std::uint32_t>(names_.size());
+    return true;
 }
 
-Status Knowledge::add(const std::string& text, const std::string& file) { return parse(text, file); }
+const std::uint32_t* NameTable::find(sv name) const {
+    if (slots_.empty()) return nullptr;
+    std::size_t mask = slots_.size() - 1;
+    for (std::size_t i = hash(name) & mask; slots_[i]; i = (i + 1) & mask)
+        if (names_[slots_[i] - 1].first == name) return &names_[slots_[i] - 1].second;
+    return nullptr;
+}
 
-Status Knowledge::parse(const std::string& text, const std::string& file) {
-    Reader r(text);
-    std::size_t before = entries_.size();
+const Names* CommandEntry::subcommand(sv s) const {
+    const std::uint32_t* g = subcommands.find(s);
+    return g ? &groups[*g] : nullptr;
+}
+
+const CommandEntry* Knowledge::find(sv name) const {
+    const std::uint32_t* e = names_.find(name);
+    return e ? &entries_[*e] : nullptr;
+}
+
+Status Knowledge::add(std::string text, const std::string& file) {
+    std::size_t before = entries_.size(), texts_before = texts_.size(), decoded_before = decoded_.size();
+    sv body = texts_.emplace_back(std::move(text));
+    sv path = texts_.emplace_back(file);
+    sv base = path.substr(path.rfind('/') + 1);
+    Reader r(body, decoded_);
+    std::vector<std::pair<sv, std::uint32_t>> names;  // added only once the whole file is good
+    names.reserve(body.size() / 16);
+    // One entry per "names" key at most: reserved once, never moved while read.
+    std::size_t keys = 0;
+    for (std::size_t at = body.find("\"names\""); at != sv::npos; at = body.find("\"names\"", at + 7)) ++keys;
+    entries_.reserve(entries_.size() + keys);
     try {
         bool has_version = false, has_commands = false;
-        r.object(root, [&](const std::string& key, const Path& p) {
+        r.object(root, [&](sv key, const Path& p) {
             if (key == "version") {
                 has_version = true;
                 if (r.integer(p) != 1) r.fail(p, "must be 1");
@@ -309,18 +382,26 @@ Status Knowledge::parse(const std::string& text, const std::string& file) {
             } else if (key == "commands") {
                 has_commands = true;
                 r.array(p, [&](const Path& at) {
-                    auto owned = std::make_unique<CommandEntry>();
-                    CommandEntry& e = *owned;
-                    e.file = file.substr(file.rfind('/') + 1);
-                    e.path = file;
-                    e.index = entries_.size() - before;
-                    std::vector<std::string>& names = e.names;
-                    std::vector<std::string> otherwise;
-                    std::string reader;
+                    auto self = static_cast<std::uint32_t>(entries_.size());
+                    CommandEntry& e = entries_.emplace_back();  // no reference to it outlives this entry
+                    e.file = base;
+                    e.path = path;
+                    e.index = entries_.size() - 1 - before;
+                    std::size_t first_name = names.size();
+                    Names otherwise;
+                    sv reader;
                     bool has_reader = false, has_classes = false, has_bare = false, has_otherwise = false,
                          has_values = false;
-                    r.object(at, [&](const std::string& k, const Path& q) {
-                        if (k == "names") strings(r, q, names, false);
+                    r.object(at, [&](sv k, const Path& q) {
+                        if (k == "names") {
+                            r.array(q, [&](const Path& x) {
+                                sv n = r.string(x);
+                                if (n.empty()) r.fail(x, "must not be empty");
+                                if (n.find('/') != sv::npos)
+                                    r.fail(x, "'" + std::string(n) + "' has a '/' (commands are named without their directory)");
+                                names.emplace_back(n, self);
+                            });
+                        }
                         else if (k == "readOnly") e.read_only = r.boolean(q);
                         else if (k == "classes") has_classes = true, strings(r, q, e.classes, true);
                         else if (k == "reader") has_reader = true, reader = r.string(q);
@@ -330,26 +411,19 @@ Status Knowledge::parse(const std::string& text, const std::string& file) {
                         else if (k == "valueOptions") has_values = true, value_options(r, q, e);
                         else r.fail(q, "unknown field");
                     });
-                    if (names.empty()) r.fail(Path{&at, "names"}, "is required (one or more command names)");
-                    for (const auto& n : names)
-                        if (n.find('/') != std::string::npos)
-                            r.fail(Path{&at, "names"}, "'" + n + "' has a '/' (commands are named without their directory)");
-                    if (has_otherwise) e.otherwise = std::move(otherwise);
+                    if (names.size() == first_name) r.fail(Path{&at, "names"}, "is required (one or more command names)");
+                    if (has_otherwise) e.otherwise = std::move(otherwise), e.has_otherwise = true;
                     if (has_reader) {
                         e.reader = detail::reader_index(reader);
-                        if (e.reader < 0) r.fail(Path{&at, "reader"}, "unknown reader '" + reader + "' (cc-classify(1) lists them)");
+                        if (e.reader < 0) r.fail(Path{&at, "reader"}, "unknown reader '" + std::string(reader) + "' (cc-classify(1) lists them)");
                     }
                     if (e.read_only + has_classes + (has_reader || e.has_subcommands) != 1)
                         r.fail(at, "needs exactly one of \"readOnly\": true, \"classes\", \"reader\" or \"subcommands\"");
                     if (e.has_subcommands && has_reader && reader != "git")
-                        r.fail(Path{&at, "subcommands"}, "the reader '" + reader + "' does not read a subcommand list");
+                        r.fail(Path{&at, "subcommands"}, "the reader '" + std::string(reader) + "' does not read a subcommand list");
                     if ((has_bare || has_otherwise || has_values) && (!e.has_subcommands || has_reader))
                         r.fail(at, "\"bare\", \"otherwise\" and \"valueOptions\" go with \"subcommands\" and no reader");
-                    e.name = names.front();
-                    for (const auto& n : names)
-                        if (auto [it, added] = names_.emplace(n, &e); !added)
-                            r.fail(Path{&at, "names"}, "'" + n + "' is already listed in " + it->second->file + " (a name is listed once)");
-                    entries_.push_back(std::move(owned));
+                    e.name = names[first_name].first;
                 });
             } else {
                 r.fail(p, "unknown field");
@@ -358,16 +432,56 @@ Status Knowledge::parse(const std::string& text, const std::string& file) {
         r.end();
         if (!has_version) r.fail(Path{&root, "version"}, "is required (1)");
         if (!has_commands) r.fail(Path{&root, "commands"}, "is required (an array of entries)");
+        // A name listed twice (here or in an earlier file): nothing of this
+        // file is added, so check them all before adding any.
+        NameTable here;
+        here.reserve(names.size());
+        for (const auto& [n, e] : names) {
+            std::uint32_t had = 0;
+            const CommandEntry* before_here = find(n);
+            if (!here.insert(n, e, &had) || before_here)
+                throw Fail{input_error("commands[" + std::to_string(entries_[e].index) + "].names",
+                                       "'" + std::string(n) + "' is already listed in " +
+                                           std::string(before_here ? before_here->file : entries_[had].file) +
+                                           " (a name is listed once)")};
+        }
     } catch (Fail& f) {
-        // Nothing of a file that failed is kept.
-        for (std::size_t i = before; i < entries_.size(); ++i)
-            for (const auto& n : entries_[i]->names) names_.erase(n);
         entries_.resize(before);
+        decoded_.resize(decoded_before);
         f.error.subject = "'" + file + "': " + f.error.subject;
+        texts_.resize(texts_before);
         return f.error;
     }
+    names_.reserve(names_.size() + names.size());
+    for (const auto& [n, e] : names) names_.insert(n, e);
     return ok();
 }
+
+namespace {
+
+// The file in one read of its size (io::read_input reads through a 64 KiB
+// buffer on the stack: more pages touched at every start).
+cc::Result<std::string> read_whole(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 24)) {
+        if (fd >= 0) ::close(fd);
+        return io::read_input(path);  // its errors name the file
+    }
+    std::string out(static_cast<std::size_t>(st.st_size), '\0');
+    std::size_t got = 0;
+    while (got < out.size()) {
+        ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+    }
+    ::close(fd);
+    if (got != out.size()) return io::read_input(path);  // changed under us: read it the slow way
+    return out;
+}
+
+}  // namespace
 
 cc::Result<Knowledge> Knowledge::load(const std::string& dir) {
     std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
@@ -383,9 +497,9 @@ cc::Result<Knowledge> Knowledge::load(const std::string& dir) {
     k.names_.reserve(2048);
     for (const auto& f : files) {
         std::string path = dir + "/" + f;
-        auto text = io::read_input(path);
+        auto text = read_whole(path);
         if (!text) return text.error();
-        if (auto s = k.parse(*text, path); !s) return s.error();
+        if (auto s = k.add(std::move(*text), path); !s) return s.error();
     }
     return k;
 }

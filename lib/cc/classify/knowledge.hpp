@@ -16,45 +16,60 @@
 // "reader" names built-in code that reads the command's arguments (which
 // option takes a value, where the wrapped command starts); "subcommands"
 // without a reader maps the first word after the options to its classes.
+//
+// cc-classify reads all of it on every start, so it is read in one pass with
+// no document tree: the strings are views into the files' text, the names go
+// into open-addressing hash tables (knowledge.cpp).
 #pragma once
 
-#include <memory>
+#include <cstdint>
+#include <deque>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "cc/core/result.hpp"
 
 namespace cc::classify {
 
-struct CommandEntry {
-    CommandEntry() = default;
-    CommandEntry(const CommandEntry&) = delete;  // Sub holds views into the entry's own storage
-    CommandEntry& operator=(const CommandEntry&) = delete;
+using Names = std::vector<std::string_view>;
 
-    std::string file;   // "git.json", for --explain
-    std::string path;   // the file as it was read, for errors
-    std::size_t index = 0;  // in the file's "commands"
-    std::string name;   // the entry's first name, for --explain
+// Name -> index, open addressing over a dense array: small, so that a
+// process that reads it once touches few pages (each first touch is a page
+// fault, which costs more than the hashing).
+class NameTable {
+public:
+    void reserve(std::size_t n);
+    // False (and nothing stored) when the name is there already; `*had` is its value.
+    bool insert(std::string_view name, std::uint32_t value, std::uint32_t* had = nullptr);
+    const std::uint32_t* find(std::string_view name) const;
+    std::size_t size() const { return names_.size(); }
+
+private:
+    std::vector<std::pair<std::string_view, std::uint32_t>> names_;
+    std::vector<std::uint32_t> slots_;  // 0: empty; else 1 + index in names_
+};
+
+struct CommandEntry {
+    std::string_view file;    // "git.json", for --explain
+    std::string_view path;    // the file as it was read, for errors
+    std::size_t index = 0;    // in the file's "commands"
+    std::string_view name;    // the entry's first name, for --explain
     bool read_only = false;
-    std::vector<std::string> classes;  // given whatever the arguments
-    int reader = -1;                   // built-in reader, or -1
-    struct Sub {
-        std::string_view name;  // in sub_names
-        const std::vector<std::string>* classes;  // empty: only reads
-    };
-    std::vector<Sub> subcommands;  // sorted by name
+    Names classes;            // given whatever the arguments
+    int reader = -1;          // built-in reader, or -1
     bool has_subcommands = false;
-    std::vector<std::string> names;                  // as listed
-    std::vector<std::string> sub_names;              // storage of Sub::name
-    std::vector<std::vector<std::string>> sub_classes;  // storage of Sub::classes, one per group
-    std::vector<std::string> bare;                     // no subcommand given
-    std::vector<std::string> otherwise = {"run_code"};  // a subcommand not listed
-    std::string short_value_options;                   // "oc": -o and -c take a value
+    Names bare;                          // no subcommand given
+    Names otherwise;                     // a subcommand not listed (unless given: run_code)
+    bool has_otherwise = false;
+    std::string_view short_value_options;  // "oc": -o and -c take a value
     std::vector<std::string> long_value_options;
 
-    const Sub* subcommand(std::string_view s) const;
+    // The classes of a listed subcommand (empty: it only reads), or null.
+    const Names* subcommand(std::string_view s) const;
+
+    std::vector<Names> groups;  // one per "subcommands" group
+    NameTable subcommands;      // -> index in groups
 };
 
 class Knowledge {
@@ -62,21 +77,19 @@ public:
     const CommandEntry* find(std::string_view name) const;
     std::size_t size() const { return names_.size(); }
 
-    Knowledge() = default;
-    Knowledge(Knowledge&&) = default;
-    Knowledge& operator=(Knowledge&&) = default;
-
     // Every *.json file of `dir`, in name order.
     static cc::Result<Knowledge> load(const std::string& dir);
-    // One file's text, as if it were `file` in the directory (tests).
-    Status add(const std::string& text, const std::string& file);
+    // One file's text, as if it were `file` in the directory (tests). Nothing
+    // of a file that fails is kept (its entries are checked whole before any
+    // of its names is added).
+    Status add(std::string text, const std::string& file);
 
 private:
-    // Entries are held by pointer so that the names (string_views into
-    // CommandEntry::names) stay put as entries are added.
-    std::vector<std::unique_ptr<CommandEntry>> entries_;
-    std::unordered_map<std::string_view, const CommandEntry*> names_;
-    Status parse(const std::string& text, const std::string& file);
+    // Deques: what the views point into never moves as more is added.
+    std::deque<std::string> texts_;    // the files, and their paths
+    std::deque<std::string> decoded_;  // strings that had escapes
+    std::vector<CommandEntry> entries_;
+    NameTable names_;  // -> index in entries_
 };
 
 // The data directory cc-classify reads: $CC_DATA_DIR/classify, else the
