@@ -341,6 +341,18 @@ bool NameTable::insert(sv name, std::uint32_t value, std::uint32_t* had) {
     return true;
 }
 
+void NameTable::truncate(std::size_t n) {
+    if (n >= names_.size()) return;
+    names_.resize(n);
+    std::fill(slots_.begin(), slots_.end(), 0);
+    std::size_t mask = slots_.size() - 1;
+    for (std::size_t k = 0; k < names_.size(); ++k) {
+        std::size_t i = hash(names_[k].first) & mask;
+        while (slots_[i]) i = (i + 1) & mask;
+        slots_[i] = static_cast<std::uint32_t>(k + 1);
+    }
+}
+
 const std::uint32_t* NameTable::find(sv name) const {
     if (slots_.empty()) return nullptr;
     std::size_t mask = slots_.size() - 1;
@@ -360,7 +372,8 @@ const CommandEntry* Knowledge::find(sv name) const {
 }
 
 Status Knowledge::add(std::string text, const std::string& file) {
-    std::size_t before = entries_.size(), texts_before = texts_.size(), decoded_before = decoded_.size();
+    std::size_t before = entries_.size(), texts_before = texts_.size(), decoded_before = decoded_.size(),
+                names_before = names_.size();
     sv body = texts_.emplace_back(std::move(text));
     sv path = texts_.emplace_back(file);
     sv base = path.substr(path.rfind('/') + 1);
@@ -432,28 +445,24 @@ Status Knowledge::add(std::string text, const std::string& file) {
         r.end();
         if (!has_version) r.fail(Path{&root, "version"}, "is required (1)");
         if (!has_commands) r.fail(Path{&root, "commands"}, "is required (an array of entries)");
-        // A name listed twice (here or in an earlier file): nothing of this
-        // file is added, so check them all before adding any.
-        NameTable here;
-        here.reserve(names.size());
+        // A name listed twice (here or in an earlier file). Nothing of a file
+        // that fails is kept: its names are taken out again below.
+        names_.reserve(names_before + names.size());
         for (const auto& [n, e] : names) {
             std::uint32_t had = 0;
-            const CommandEntry* before_here = find(n);
-            if (!here.insert(n, e, &had) || before_here)
+            if (!names_.insert(n, e, &had))
                 throw Fail{input_error("commands[" + std::to_string(entries_[e].index) + "].names",
-                                       "'" + std::string(n) + "' is already listed in " +
-                                           std::string(before_here ? before_here->file : entries_[had].file) +
+                                       "'" + std::string(n) + "' is already listed in " + std::string(entries_[had].file) +
                                            " (a name is listed once)")};
         }
     } catch (Fail& f) {
+        names_.truncate(names_before);
         entries_.resize(before);
         decoded_.resize(decoded_before);
         f.error.subject = "'" + file + "': " + f.error.subject;
         texts_.resize(texts_before);
         return f.error;
     }
-    names_.reserve(names_.size() + names.size());
-    for (const auto& [n, e] : names) names_.insert(n, e);
     return ok();
 }
 

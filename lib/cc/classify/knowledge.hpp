@@ -44,6 +44,8 @@ public:
     bool insert(std::string_view name, std::uint32_t value, std::uint32_t* had = nullptr);
     const std::uint32_t* find(std::string_view name) const;
     std::size_t size() const { return names_.size(); }
+    // Back to the first `n` names inserted (a file that failed is taken out).
+    void truncate(std::size_t n);
 
 private:
     std::vector<std::pair<std::string_view, std::uint32_t>> names_;
