@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <istream>
-#include <iterator>
 #include <ostream>
 
 #include "cc/core/json_reader.hpp"
@@ -47,8 +46,6 @@ void resolve(Result& r, std::string_view line, const Resolver& resolver) {
     r.source = v.source;
     r.resolved = true;
 }
-
-int hook_once(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err);
 
 std::vector<std::string> line_words(int argc, const char* const* argv,
                                     std::initializer_list<std::string_view> value_options) {
@@ -224,61 +221,6 @@ int run_jsonl(std::istream& in, const Options& opts, std::ostream& out, std::ost
     }
     flush();
     return status;
-}
-
-int run_hook(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err) {
-    // The agent CLI runs the command when a hook exits with anything but 0 or
-    // 2, so no failure here may end in another status: fail closed.
-    try {
-        return hook_once(in, opts, out, err);
-    } catch (const std::exception& e) {
-        err << "cc-classify: hook: " << e.what() << '\n';
-        return 2;
-    }
-}
-
-int hook_once(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err) {
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto bad = [&](const std::string& msg) {
-        err << "cc-classify: hook input: " << msg << '\n';
-        return 2;
-    };
-    auto doc = json::parse(text, "stdin");
-    if (!doc) return bad(doc.error().one_line());
-    // The hook payload belongs to the agent CLI and grows new fields; only the
-    // fields read here are checked.
-    const auto& j = *doc;
-    if (!j.is_object()) return bad("must be a JSON object");
-    if (j.contains("hook_event_name") &&
-        (!j["hook_event_name"].is_string() || j["hook_event_name"].get<std::string>() != "PreToolUse"))
-        return bad("hook_event_name: only PreToolUse is supported");
-    if (!j.contains("tool_name") || !j["tool_name"].is_string()) return bad("tool_name: must be a string");
-    if (j["tool_name"].get<std::string>() != "Bash") return 0;  // not a shell command: no opinion
-    if (!j.contains("tool_input") || !j["tool_input"].is_object()) return bad("tool_input: must be an object");
-    const auto& ti = j["tool_input"];
-    if (!ti.contains("command") || !ti["command"].is_string()) return bad("tool_input.command: must be a string");
-    std::string cmd = ti["command"].get<std::string>();
-    policy::Mode mode = opts.mode;
-    // The agent CLI's own plan mode is read-only too: never looser than it.
-    if (j.contains("permission_mode") && j["permission_mode"] == "plan" && mode == policy::Mode::chat)
-        mode = policy::Mode::plan;
-    Result r = classify(cmd, mode, opts.policy);
-    if (r.decision == Decision::ask) {
-        if (opts.resolver) {
-            resolve(r, cmd, opts.resolver);
-        } else {
-            r.decision = Decision::deny;
-            r.reason += "; no approver is connected, so ask is deny";
-        }
-    }
-    nlohmann::ordered_json o;
-    o["hookSpecificOutput"]["hookEventName"] = "PreToolUse";
-    o["hookSpecificOutput"]["permissionDecision"] = r.decision == Decision::allow ? "allow" : "deny";
-    o["hookSpecificOutput"]["permissionDecisionReason"] =
-        "cc-classify (" + std::string(policy::to_string(mode)) + " mode): " + r.reason;
-    out << dump(o) << '\n';
-    out.flush();
-    return 0;
 }
 
 }  // namespace cc::classify
