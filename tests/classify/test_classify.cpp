@@ -336,3 +336,36 @@ TEST_CASE("command rule patterns: name, then later words in order") {
     CHECK_FALSE(command_matches(force, {"hub", "push", "-f"}));
     CHECK_FALSE(command_matches(force, {}));
 }
+
+// --jsonl and the one-line form write results with append_json(), not by
+// dumping to_json(): the bytes must be the same, on every row of the table in
+// every mode and on strings JSON has to escape or that are not UTF-8.
+TEST_CASE("append_json writes exactly what dumping to_json writes") {
+    std::ifstream in(cc::test::source_dir() + "/tests/classify/cases.tsv");
+    REQUIRE(in);
+    std::vector<std::string> lines = {"echo \"q\" 'back\\slash' $'\\x01\\x1f\\x7f' \t", "echo \xff\xfe \xc3\x28 \xed\xa0\x80 ok",
+                                      "echo \xe2\x82\xac \xf0\x9f\x98\x80 \xf4\x90\x80\x80 \xe0\x80\xaf", "git push 'a\nb'",
+                                      "echo 'unterminated", "printf '\\b\\f\\r' | sh"};
+    for (std::string row; std::getline(in, row);) {
+        if (row.empty() || row[0] == '#') continue;
+        lines.push_back(unescape(row.substr(row.find('\t', row.find('\t', row.find('\t') + 1) + 1) + 1)));
+    }
+    REQUIRE(lines.size() > 400);
+    auto policy = cc::policy::default_policy();
+    std::vector<nlohmann::json> ids = {nlohmann::json(7), nlohmann::json("x\"y"), nlohmann::json::parse(R"({"b":1,"a":[1.5,null]})")};
+    int compared = 0;
+    for (const auto& line : lines)
+        for (Mode m : {Mode::chat, Mode::plan, Mode::review, Mode::orchestrate}) {
+            INFO(line);
+            auto r = cc::classify::classify(line, m, policy);
+            r.resolved = compared % 7 == 0;  // "approver": true, now and then
+            std::string direct;
+            const nlohmann::json* id = compared % 3 == 0 ? &ids[static_cast<std::size_t>(compared / 3) % ids.size()] : nullptr;
+            cc::classify::append_json(direct, r, id);
+            auto tree = cc::classify::to_json(r);
+            if (id) tree["id"] = *id;
+            CHECK(direct == tree.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+            ++compared;
+        }
+    CHECK(compared == static_cast<int>(lines.size()) * 4);
+}

@@ -36,7 +36,8 @@ void Analyzer::subcommand_tool(Call& c, const CommandEntry& e) {
     std::string tool(c.name());
     if (p.empty()) {
         if (!has_flag(c.a, from, c.a.size(), 'v', {"--version", "--help"}) && !has_flag(c.a, from, c.a.size(), 'h', {}))
-            for (const auto& cls : e.bare) add(c.f, cls, tool + " with no subcommand");
+            for (sv cls : e.bare)
+                add(c.f, cls, cls == kInstall ? tool + " installs dependencies" : tool + " with no subcommand is " + std::string(cls));
         return;
     }
     std::string what = tool + " " + c.a[p[0]].text;

@@ -97,4 +97,9 @@ Result classify(std::string_view line, policy::Mode mode, const policy::Policy& 
 nlohmann::ordered_json to_json(const Result& r);
 nlohmann::ordered_json to_json(Result&& r);
 
+// The same JSON as text, appended to `out` without building the tree (the
+// bytes of to_json(r).dump() with invalid UTF-8 replaced; --jsonl's "id", when
+// given, last). What the one-line form and --jsonl print.
+void append_json(std::string& out, const Result& r, const nlohmann::json* id = nullptr);
+
 }  // namespace cc::classify

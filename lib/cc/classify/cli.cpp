@@ -68,9 +68,9 @@ std::vector<std::string> line_words(int argc, const char* const* argv,
 int run_line(const std::string& line, const Options& opts, std::string& json) {
     Result r = classify(line, opts.mode, opts.policy);
     resolve(r, line, opts.resolver);
-    int status = exit_status(r.decision);
-    json = dump(to_json(std::move(r)));
-    return status;
+    json.clear();
+    append_json(json, r);
+    return exit_status(r.decision);
 }
 
 std::string explain(const Result& r) {
@@ -166,12 +166,6 @@ int run_jsonl(std::istream& in, const Options& opts, std::ostream& out, std::ost
     constexpr std::size_t batch_bytes = 64 * 1024;
     std::string text, batch;
     batch.reserve(batch_bytes + 4096);
-    nlohmann::detail::serializer<nlohmann::ordered_json> to_batch(
-        nlohmann::detail::output_adapter<char, std::string>(batch), ' ', nlohmann::json::error_handler_t::replace);
-    auto emit = [&](const nlohmann::ordered_json& j) {
-        to_batch.dump(j, false, false, 0);
-        batch.push_back('\n');
-    };
     std::size_t n = 0;
     int status = 0;
     auto flush = [&] {
@@ -212,9 +206,9 @@ int run_jsonl(std::istream& in, const Options& opts, std::ostream& out, std::ost
             Result r = classify(cmd, mode, opts.policy);
             if (r.decision == Decision::ask && opts.resolver) flush();  // the approver may take its time
             resolve(r, cmd, opts.resolver);
-            nlohmann::ordered_json j = to_json(std::move(r));
-            if (auto id = doc->find("id"); id != doc->end()) j["id"] = std::move(*id);
-            emit(j);
+            auto id = doc->find("id");
+            append_json(batch, r, id != doc->end() ? &*id : nullptr);
+            batch.push_back('\n');
         }();
         if (batch.size() >= batch_bytes) flush();
         if (!out) return status;
