@@ -472,10 +472,11 @@ namespace {
 // buffer on the stack: more pages touched at every start).
 cc::Result<std::string> read_whole(const std::string& path) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return io::read_input(path);  // its errors name the file
     struct stat st {};
-    if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 24)) {
-        if (fd >= 0) ::close(fd);
-        return io::read_input(path);  // its errors name the file
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 24)) {
+        ::close(fd);
+        return input_error("'" + path + "'", "is not a regular file of at most 16 MiB");
     }
     std::string out(static_cast<std::size_t>(st.st_size), '\0');
     std::size_t got = 0;
@@ -486,7 +487,7 @@ cc::Result<std::string> read_whole(const std::string& path) {
         got += static_cast<std::size_t>(n);
     }
     ::close(fd);
-    if (got != out.size()) return io::read_input(path);  // changed under us: read it the slow way
+    if (got != out.size()) return io_error("'" + path + "'", "changed while it was read", EIO);
     return out;
 }
 
