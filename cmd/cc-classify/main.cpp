@@ -1,14 +1,21 @@
 // cc-classify: judge a shell command line before it runs.
 //   cc-classify [--mode M] [--policy FILE] [--approver CMD] [--] LINE...
 //   cc-classify --jsonl < lines.jsonl
-//   cc-classify --hook claude < pretooluse.json
+//   cc-classify --hook claude|codex|gemini [--emit-ask] [--wrap-with SPEC] < pretooluse.json
 #include <CLI/CLI.hpp>
 #include <ext/stdio_filebuf.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <climits>
+#include <cstdlib>
 #include <iostream>
 
 #include "cc/classify/cli.hpp"
+#include "cc/classify/hook.hpp"
+#include "cc/classify/knowledge.hpp"
 #include "cc/core/cli.hpp"
 #include "cc/core/tool.hpp"
 #include "cc/policy/approver.hpp"
@@ -16,16 +23,21 @@
 int main(int argc, char** argv) {
     return cc::tool::run("cc-classify", [&]() -> int {
         CLI::App app{"Classify a shell command line into action classes and decide allow, ask or deny."};
-        std::string mode_name = "chat", policy_path, hook, approver_cmd;
-        int approver_timeout_ms = 30000;
-        bool jsonl = false, explain = false;
+        std::string mode_name = "chat", policy_path, hook, approver_cmd, wrap_spec;
+        int approver_timeout_ms = 30000, hook_timeout_ms = 0;
+        bool jsonl = false, explain = false, emit_ask = false;
         std::vector<std::string> words;
         cc::tool::standard_flags(app, "cc-classify");
         app.add_option("--mode", mode_name, "chat, plan, review or orchestrate (default chat)");
         app.add_option("--policy", policy_path, "policy file (JSON, version 1); '-' is stdin");
         app.add_flag("--jsonl", jsonl, "read {\"cmd\",\"mode\"} lines on stdin, write one result line each");
         app.add_flag("--explain", explain, "print which rule or default decided each sub-command, and why, as text");
-        app.add_option("--hook", hook, "speak an agent CLI's pre-execution hook protocol on stdin/stdout (claude)");
+        app.add_option("--hook", hook, "speak an agent CLI's pre-tool hook protocol on stdin/stdout (claude, codex or gemini)");
+        app.add_flag("--emit-ask", emit_ask, "--hook claude: answer an ask with \"ask\", so the CLI asks its user");
+        app.add_option("--wrap-with", wrap_spec, "--hook: rewrite an allowed command to run under cc-wrap --spec SPEC");
+        app.add_option("--hook-timeout", hook_timeout_ms,
+                       "--hook: deny (exit 2) when no answer is ready after this many milliseconds (default 5000, "
+                       "or the approver's timeout plus 2000)");
         app.add_option("--approver", approver_cmd, "program that answers allow or deny to an ask (argv split on blanks)");
         app.add_option("--approver-timeout", approver_timeout_ms, "milliseconds to wait for the approver (default 30000)");
         app.add_option("line", words, "the command line (several words are joined with spaces)");
@@ -34,10 +46,37 @@ int main(int argc, char** argv) {
             std::cerr << "cc-classify: " << msg << '\n';
             return cc::tool::exit_usage;
         };
+        // A hook never fails open: from here a crash or a hang is exit 2 (a block).
+        cc::classify::HookOptions hook_opts;
+        if (!hook.empty()) {
+            auto proto = cc::classify::parse_hook_protocol(hook);
+            if (!proto) return usage("--hook: unknown protocol '" + hook + "' (claude, codex or gemini)");
+            hook_opts.protocol = *proto;
+            hook_opts.emit_ask = emit_ask;
+            if (hook_timeout_ms <= 0) hook_timeout_ms = approver_cmd.empty() ? 5000 : std::max(approver_timeout_ms, 0) + 2000;
+            cc::classify::arm_hook_failsafe(hook_timeout_ms);
+        } else if (emit_ask || !wrap_spec.empty() || hook_timeout_ms != 0) {
+            return usage("--emit-ask, --wrap-with and --hook-timeout go with --hook");
+        }
+        if (emit_ask && (hook_opts.protocol != cc::classify::HookProtocol::claude || !approver_cmd.empty()))
+            return usage("--emit-ask: only with --hook claude and no --approver (the CLI asks its user)");
+        if (!wrap_spec.empty()) {
+            // Absolute, and there now: the CLI runs the command from its own directory.
+            char* real = ::realpath(wrap_spec.c_str(), nullptr);
+            if (!real || ::access(real, R_OK) != 0) {
+                std::free(real);
+                return usage("--wrap-with: cannot read the SandboxSpec '" + wrap_spec + "'");
+            }
+            hook_opts.wrap_spec = real;
+            std::free(real);
+        }
         cc::classify::Options opts;
         auto mode = cc::policy::parse_mode(mode_name);
         if (!mode) return usage("--mode: unknown mode '" + mode_name + "' (chat, plan, review or orchestrate)");
         opts.mode = *mode;
+        // The command data (share/cc/classify/*.json): a bad file is bad input.
+        if (auto k = cc::classify::install_knowledge(cc::classify::knowledge_dir()); !k)
+            return cc::tool::report("cc-classify", k.error(), cc::tool::exit_usage);
         if (!policy_path.empty()) {
             auto p = cc::policy::load(policy_path);
             if (!p) return cc::tool::report("cc-classify", p.error(), cc::tool::exit_usage);
@@ -47,10 +86,9 @@ int main(int argc, char** argv) {
             }
             opts.policy = std::move(*p);
         }
-        if (!hook.empty() && hook != "claude") return usage("--hook: unknown protocol '" + hook + "' (claude)");
         if (approver_timeout_ms <= 0) return usage("--approver-timeout: must be a positive number of milliseconds");
         int forms = (jsonl ? 1 : 0) + (!hook.empty() ? 1 : 0) + (!words.empty() ? 1 : 0);
-        if (forms != 1) return usage("give exactly one of a command line, '--jsonl' or '--hook claude'");
+        if (forms != 1) return usage("give exactly one of a command line, '--jsonl' or '--hook PROTOCOL'");
         if (explain && words.empty()) return usage("--explain: only with a command line");
         if (!approver_cmd.empty() || !hook.empty()) {
             auto approver = cc::policy::approver_from_command(approver_cmd, std::chrono::milliseconds(approver_timeout_ms));
@@ -66,9 +104,10 @@ int main(int argc, char** argv) {
             std::istream in(&stdin_buf);
             return cc::classify::run_jsonl(in, opts, std::cout, std::cerr);
         }
-        if (!hook.empty()) return cc::classify::run_hook(std::cin, opts, std::cout, std::cerr);
+        if (!hook.empty()) return cc::classify::run_hook(std::cin, opts, hook_opts, std::cout, std::cerr);
         // The words byte for byte (CLI11 would have rewritten "[a,b]").
-        words = cc::classify::line_words(argc, argv, {"--mode", "--policy", "--hook", "--approver", "--approver-timeout"});
+        words = cc::classify::line_words(argc, argv, {"--mode", "--policy", "--hook", "--approver", "--approver-timeout",
+                                                      "--wrap-with", "--hook-timeout"});
         std::string line;
         for (const auto& w : words) line += (line.empty() ? "" : " ") + w;
         std::string json;

@@ -39,11 +39,28 @@ for a in answers:
         print(f"FAIL result for id {a.get('id')}: {e.message}")
         failed += 1
         break
-for cmd in ("git push", "ls", "sudo id", "echo 'x"):
-    payload = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": cmd}}
-    h = subprocess.run([tool, "--hook", "claude"], input=json.dumps(payload), capture_output=True, text=True)
-    for e in hook.iter_errors(json.loads(h.stdout)):
-        print(f"FAIL hook output for {cmd!r}: {e.message}")
-        failed += 1
-print(f"{'FAIL' if failed else 'ok  '} {len(answers)} results and 4 hook answers checked against the schemas")
+spec = os.path.join(schemas, "..", "policy", "default.json")  # any readable file stands in for a SandboxSpec
+checked = 0
+for proto, extra in (("claude", []), ("claude", ["--emit-ask"]), ("claude", ["--wrap-with", spec]),
+                     ("codex", []), ("codex", ["--wrap-with", spec]), ("gemini", []), ("gemini", ["--wrap-with", spec])):
+    for cmd in ("git push", "ls", "sudo id", "echo 'x"):
+        if proto == "gemini":
+            payload = {"hook_event_name": "BeforeTool", "tool_name": "run_shell_command", "tool_input": {"command": cmd}}
+        else:
+            payload = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": cmd}}
+        h = subprocess.run([tool, "--hook", proto] + extra, input=json.dumps(payload), capture_output=True, text=True)
+        if h.returncode != 0:
+            print(f"FAIL --hook {proto} {extra} for {cmd!r}: status {h.returncode}")
+            failed += 1
+            continue
+        if not h.stdout and proto == "codex" and not extra:
+            continue  # codex: an allow is no output
+        checked += 1
+        for e in hook.iter_errors(json.loads(h.stdout)):
+            print(f"FAIL --hook {proto} {extra} output for {cmd!r}: {e.message}")
+            failed += 1
+if checked < 25:
+    print(f"FAIL only {checked} hook answers were checked")
+    failed += 1
+print(f"{'FAIL' if failed else 'ok  '} {len(answers)} results and {checked} hook answers checked against the schemas")
 sys.exit(1 if failed else 0)

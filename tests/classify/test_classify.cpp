@@ -197,8 +197,8 @@ TEST_CASE("run_jsonl: every line answered in order, whatever the block boundarie
     }
 }
 
-// Issue 14: the reading of last resort for a line the parser rejected.
-TEST_CASE("issue 14: a misread line is never judged weaker than its commands alone") {
+// the reading of last resort for a line the parser rejected.
+TEST_CASE("a misread line is never judged weaker than its commands alone") {
     auto pieces = cc::classify::find_actions_lexically("echo 'a; sudo id' | if x; then \"rm\" -rf / ; fi");
     std::vector<std::vector<std::string>> argvs;
     for (const auto& f : pieces) argvs.push_back(f.argv);
@@ -220,7 +220,7 @@ TEST_CASE("issue 14: a misread line is never judged weaker than its commands alo
     CHECK(plain.commands.size() == 2);
 }
 
-TEST_CASE("issue 14: the words bash produces by brace expansion and IFS splitting are judged") {
+TEST_CASE("the words bash produces by brace expansion and IFS splitting are judged") {
     auto p = cc::policy::default_policy();
     auto r = cc::classify::classify("{sudo,id}", Mode::chat, p);
     CHECK(r.decision == Decision::deny);
@@ -237,7 +237,7 @@ TEST_CASE("issue 14: the words bash produces by brace expansion and IFS splittin
     CHECK(cc::classify::classify("echo " + many, Mode::plan, p).decision == Decision::allow);
 }
 
-TEST_CASE("issue 14: brace expansion and IFS splitting (expansions.hpp)") {
+TEST_CASE("brace expansion and IFS splitting (expansions.hpp)") {
     using V = std::vector<std::string>;
     auto braces = [](const std::string& w) {
         V out;
@@ -269,9 +269,9 @@ TEST_CASE("issue 14: brace expansion and IFS splitting (expansions.hpp)") {
     CHECK(ifs("$IFSX") == V{"(none)"});
 }
 
-// Issue 14: command rules in the policy file, applied to the command as its
+// command rules in the policy file, applied to the command as its
 // tool sees it (after wrappers and global options), with examples checked.
-TEST_CASE("issue 14: command rules decide the resolved command, in every mode") {
+TEST_CASE("command rules decide the resolved command, in every mode") {
     auto p = cc::policy::parse(R"({"version":1,"rules":[
         {"action":"command","match":["git","push",["--force","-f"]],"decision":"deny","reason":"no force pushes",
          "examples":{"match":["git -C repo push -f origin main"],"notMatch":["git push origin main"]}},
@@ -310,7 +310,7 @@ TEST_CASE("issue 14: command rules decide the resolved command, in every mode") 
     CHECK(cc::classify::classify("git push", Mode::chat, *lift).decision == Decision::allow);
 }
 
-TEST_CASE("issue 14: a command rule whose example disagrees fails, naming the example") {
+TEST_CASE("a command rule whose example disagrees fails, naming the example") {
     auto wrong = cc::policy::parse(R"({"rules":[
         {"action":"command","match":["git","reset","--hard"],"decision":"ask",
          "examples":{"match":["git reset --hard","sudo git -C x reset --hard HEAD"],"notMatch":["git reset --soft","git reset HEAD --hard"]}}]})", "t");
@@ -326,7 +326,7 @@ TEST_CASE("issue 14: a command rule whose example disagrees fails, naming the ex
     CHECK(m->one_line() == "rules[0].examples.match[0]: 'npm run publish-docs' does not match the rule");
 }
 
-TEST_CASE("issue 14: command rule patterns: name, then later words in order") {
+TEST_CASE("command rule patterns: name, then later words in order") {
     using cc::policy::command_matches;
     std::vector<std::vector<std::string>> force = {{"git"}, {"push"}, {"--force", "-f"}};
     CHECK(command_matches(force, {"git", "push", "origin", "main", "--force"}));
@@ -335,4 +335,37 @@ TEST_CASE("issue 14: command rule patterns: name, then later words in order") {
     CHECK_FALSE(command_matches(force, {"git", "-f", "push"}));
     CHECK_FALSE(command_matches(force, {"hub", "push", "-f"}));
     CHECK_FALSE(command_matches(force, {}));
+}
+
+// --jsonl and the one-line form write results with append_json(), not by
+// dumping to_json(): the bytes must be the same, on every row of the table in
+// every mode and on strings JSON has to escape or that are not UTF-8.
+TEST_CASE("append_json writes exactly what dumping to_json writes") {
+    std::ifstream in(cc::test::source_dir() + "/tests/classify/cases.tsv");
+    REQUIRE(in);
+    std::vector<std::string> lines = {"echo \"q\" 'back\\slash' $'\\x01\\x1f\\x7f' \t", "echo \xff\xfe \xc3\x28 \xed\xa0\x80 ok",
+                                      "echo \xe2\x82\xac \xf0\x9f\x98\x80 \xf4\x90\x80\x80 \xe0\x80\xaf", "git push 'a\nb'",
+                                      "echo 'unterminated", "printf '\\b\\f\\r' | sh"};
+    for (std::string row; std::getline(in, row);) {
+        if (row.empty() || row[0] == '#') continue;
+        lines.push_back(unescape(row.substr(row.find('\t', row.find('\t', row.find('\t') + 1) + 1) + 1)));
+    }
+    REQUIRE(lines.size() > 400);
+    auto policy = cc::policy::default_policy();
+    std::vector<nlohmann::json> ids = {nlohmann::json(7), nlohmann::json("x\"y"), nlohmann::json::parse(R"({"b":1,"a":[1.5,null]})")};
+    int compared = 0;
+    for (const auto& line : lines)
+        for (Mode m : {Mode::chat, Mode::plan, Mode::review, Mode::orchestrate}) {
+            INFO(line);
+            auto r = cc::classify::classify(line, m, policy);
+            r.resolved = compared % 7 == 0;  // "approver": true, now and then
+            std::string direct;
+            const nlohmann::json* id = compared % 3 == 0 ? &ids[static_cast<std::size_t>(compared / 3) % ids.size()] : nullptr;
+            cc::classify::append_json(direct, r, id);
+            auto tree = cc::classify::to_json(r);
+            if (id) tree["id"] = *id;
+            CHECK(direct == tree.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+            ++compared;
+        }
+    CHECK(compared == static_cast<int>(lines.size()) * 4);
 }

@@ -6,9 +6,15 @@
 
 #include <boost/process.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <future>
+#include <thread>
+
+#include <signal.h>
 
 #include <nlohmann/json.hpp>
 
@@ -238,18 +244,19 @@ TEST_CASE("--hook claude: PreToolUse in, hookSpecificOutput out, byte for byte")
 TEST_CASE("--help names every option; --version") {
     auto h = run({bin("cc-classify"), "--help"});
     CHECK(h.status == 0);
-    for (const char* o : {"--mode", "--policy", "--jsonl", "--explain", "--hook", "--approver", "--approver-timeout", "--version"})
+    for (const char* o : {"--mode", "--policy", "--jsonl", "--explain", "--hook", "--approver", "--approver-timeout", "--version",
+                          "--emit-ask", "--wrap-with", "--hook-timeout"})
         CHECK_THAT(h.out, Catch::Contains(o));
     auto v = run({bin("cc-classify"), "--version"});
     CHECK(v.status == 0);
     CHECK_THAT(v.out, Catch::StartsWith("cc-classify "));
 }
 
-// Issue 14: the one-argument form classifies its argument byte for byte. CLI11
+// The one-argument form classifies its argument byte for byte. CLI11
 // reads "[a,b]" as a list (brackets dropped, commas split), so before the fix
 // "[sudo,id]" was classified as "sudo id"; the two forms must agree on every
 // row of the case table, in a read-only mode where most rows differ.
-TEST_CASE("issue 14: the command-line form and --jsonl agree on the whole case table") {
+TEST_CASE("the command-line form and --jsonl agree on the whole case table") {
     std::ifstream in(cc::test::source_dir() + "/tests/classify/cases.tsv");
     REQUIRE(in);
     std::vector<std::string> lines;
@@ -289,7 +296,7 @@ TEST_CASE("issue 14: the command-line form and --jsonl agree on the whole case t
     CHECK(valued["mode"] == "review");
 }
 
-TEST_CASE("issue 14: --policy with a command rule whose example disagrees is exit 2, naming the example") {
+TEST_CASE("--policy with a command rule whose example disagrees is exit 2, naming the example") {
     std::string dir = cc::test::scratch_dir();
     std::ofstream(dir + "/rules.json")
         << R"({"rules":[{"action":"command","match":["git","push",["--force","-f"]],"decision":"deny",)"
@@ -315,7 +322,7 @@ TEST_CASE("issue 14: --policy with a command rule whose example disagrees is exi
     CHECK_THAT(stray.err, Catch::Contains("match"));
 }
 
-TEST_CASE("issue 14: --explain names the rule or default that decided each sub-command") {
+TEST_CASE("--explain names the rule or default that decided each sub-command") {
     std::string dir = cc::test::scratch_dir();
     std::ofstream(dir + "/force.json")
         << R"({"rules":[{"action":"command","match":["git","push",["--force","-f"]],"decision":"deny","reason":"no force pushes"}]})";
@@ -324,18 +331,286 @@ TEST_CASE("issue 14: --explain names the rule or default that decided each sub-c
     CHECK(e.out ==
           "allow  ls\n"
           "       classes none; known to only read\n"
+          "       data readers.json (ls)\n"
           "deny   sudo git -C r push -f\n"
           "       classes destroy_work, privilege_escalation, push; decided by rules[0]: no force pushes\n"
           "       resolved to git push -f\n"
+          "       data wrappers.json (sudo), git.json (git)\n"
           "       sudo runs a command as another user\n"
           "       git push --force overwrites the remote's commits\n"
           "       git push\n"
           "line: deny in chat mode (rules[0]): no force pushes\n");
     auto plain = run({bin("cc-classify"), "--explain", "--mode", "plan", "git status"});
     CHECK(plain.status == 0);
-    CHECK(plain.out == "allow  git status\n       classes none; known to only read\n"
+    CHECK(plain.out == "allow  git status\n       classes none; known to only read\n       data git.json (git)\n"
                        "line: allow in plan mode: every command is known to only read\n");
     auto bad = run({bin("cc-classify"), "--explain", "--jsonl"});
     CHECK(bad.status == 2);
     CHECK(bad.err == "cc-classify: --explain: only with a command line\n");
+}
+
+// The command data (share/cc/classify/*.json) is read at start: an operator
+// adds a tool with a file, and a bad file is exit 2 naming the file and field.
+TEST_CASE("command data: a tool added without a rebuild; a bad file is exit 2, one line") {
+    std::string share = cc::test::source_dir() + "/share/cc";
+    std::string data = cc::test::scratch_dir() + "/data";
+    REQUIRE(std::system(("rm -rf '" + data + "' && mkdir -p '" + data + "' && cp -r '" + share + "/classify' '" + data +
+                         "/'").c_str()) == 0);
+    auto with = [&](const std::vector<std::string>& argv) {
+        cc::test::RunOptions o;
+        o.env["CC_DATA_DIR"] = data;
+        return run(argv, o);
+    };
+    // Before: unknown, so run_code (denied in plan mode).
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "mytool status"}).status == 11);
+    std::ofstream(data + "/classify/local.json")
+        << R"({"version":1,"commands":[{"names":["mytool"],"subcommands":[{"names":["status","log"],"classes":[]},)"
+           R"({"names":["sync"],"classes":["network_access","write_files"]}],"valueOptions":{"short":"C"}},)"
+           R"({"names":["peek"],"readOnly":true},{"names":["beam"],"classes":["network_write"]}]})";
+    auto status = with({bin("cc-classify"), "--mode", "plan", "mytool -C dir status"});
+    CHECK(status.status == 0);
+    auto sync = json::parse(with({bin("cc-classify"), "mytool sync"}).out);
+    CHECK(sync["classes"] == json::array({"network_access", "write_files"}));
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "mytool frobnicate"}).status == 11);
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "sudo peek x"}).status == 11);  // a wrapper still counts
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "peek x | grep y"}).status == 0);
+    CHECK(json::parse(with({bin("cc-classify"), "beam x"}).out)["classes"] == json::array({"network_write"}));
+    auto explained = with({bin("cc-classify"), "--explain", "--", "mytool sync"});
+    CHECK_THAT(explained.out, Catch::Contains("       data local.json (mytool)\n"));
+
+    // Each way a file can be wrong: exit 2, nothing on stdout, one line naming the file and the field.
+    const std::vector<std::pair<std::string, std::string>> bad = {
+        {R"({"version":1,"commands":[{"names":["x"],"readOnly":true,"colour":"red"}]})", "commands[0].colour: unknown field"},
+        {R"({"version":1,"commands":[{"names":["x"],"classes":["launch_missiles"]}]})", "commands[0].classes[0]: unknown class 'launch_missiles'"},
+        {R"({"version":1,"commands":[{"names":["x"],"reader":"telepathy"}]})", "commands[0].reader: unknown reader 'telepathy'"},
+        {R"({"version":1,"commands":[{"names":["git"],"readOnly":true}]})", "commands[0].names: 'git' is already listed in git.json"},
+        {R"({"version":1,"commands":[{"names":["x"]}]})", "commands[0]: needs exactly one of"},
+        {R"({"version":1,"commands":[{"names":["x"],"readOnly":true,"classes":["run_code"]}]})", "commands[0]: needs exactly one of"},
+        {R"({"version":2,"commands":[]})", "version: must be 1"},
+        {R"({"version":1,"commands":[{"names":["/bin/x"],"readOnly":true}]})", "has a '/'"},
+        {R"({"version":1,"commands":[{"names":["x"],"subcommands":[{"names":["a"]}]}]})", "commands[0].subcommands[0].classes: is required"},
+        {R"({"version":1,"commands":[{"names":["x"],"reader":"sudo","bare":["run_code"]}]})", "\"bare\", \"otherwise\" and \"valueOptions\" go with"},
+        {R"({"version":1,"commands":[{"names":["x"],"readOnly":true}],)", "local.json"},
+    };
+    for (const auto& [text, message] : bad) {
+        INFO(text);
+        std::ofstream(data + "/classify/local.json", std::ios::trunc) << text;
+        for (const std::vector<std::string>& argv : {std::vector<std::string>{bin("cc-classify"), "ls"},
+                                                     std::vector<std::string>{bin("cc-classify"), "--jsonl"},
+                                                     std::vector<std::string>{bin("cc-classify"), "--hook", "claude"}}) {
+            auto r = with(argv);
+            CHECK(r.status == 2);
+            CHECK(r.out.empty());
+            CHECK_THAT(r.err, Catch::StartsWith("cc-classify: '" + data + "/classify/local.json': "));
+            CHECK_THAT(r.err, Catch::Contains(message));
+            CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        }
+    }
+    REQUIRE(std::remove((data + "/classify/local.json").c_str()) == 0);
+    REQUIRE(std::system(("rm -rf '" + data + "/classify'/*.json").c_str()) == 0);
+    auto empty = with({bin("cc-classify"), "ls"});
+    CHECK(empty.status == 2);
+    CHECK(empty.err == "cc-classify: command data directory '" + data + "/classify': holds no *.json file\n");
+}
+
+// The payloads as each CLI sends them (Claude Code and Codex: PreToolUse with
+// session_id, transcript_path, cwd, permission_mode, tool_name, tool_input,
+// tool_use_id, Codex adding turn_id and model; Gemini CLI: BeforeTool with
+// session_id, transcript_path, cwd, timestamp, tool_name, tool_input).
+namespace {
+
+std::string claude_call(const std::string& cmd) {
+    return json({{"session_id", "abc123"}, {"transcript_path", "/tmp/t.jsonl"}, {"cwd", "/work"},
+                 {"permission_mode", "default"}, {"hook_event_name", "PreToolUse"}, {"tool_name", "Bash"},
+                 {"tool_input", {{"command", cmd}, {"description", "d"}, {"timeout", 120000}}},
+                 {"tool_use_id", "toolu_01ABC"}})
+        .dump();
+}
+
+std::string codex_call(const std::string& tool, const std::string& cmd) {
+    return json({{"session_id", "019a-thread"}, {"turn_id", "turn-1"}, {"transcript_path", nullptr}, {"cwd", "/work"},
+                 {"hook_event_name", "PreToolUse"}, {"model", "gpt-test"}, {"permission_mode", "default"},
+                 {"tool_name", tool}, {"tool_input", {{"command", cmd}}}, {"tool_use_id", "call-1"}})
+        .dump();
+}
+
+std::string gemini_call(const std::string& tool, const std::string& cmd) {
+    return json({{"session_id", "s1"}, {"transcript_path", "/tmp/g.json"}, {"cwd", "/work"},
+                 {"hook_event_name", "BeforeTool"}, {"timestamp", "2026-12-03T00:00:00.000Z"}, {"tool_name", tool},
+                 {"tool_input", {{"command", cmd}, {"description", "d"}}}})
+        .dump();
+}
+
+}  // namespace
+
+TEST_CASE("--hook claude: ask passed to the CLI's prompt with --emit-ask; updatedInput with --wrap-with") {
+    std::string spec = cc::test::scratch_dir() + "/spec dir's.json";
+    std::ofstream(spec) << "{}";
+    auto ask = run({bin("cc-classify"), "--hook", "claude", "--emit-ask"}, claude_call("git push origin main"));
+    CHECK(ask.status == 0);
+    CHECK(ask.out ==
+          "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"ask\","
+          "\"permissionDecisionReason\":\"cc-classify (chat mode): push to refs/heads/main needs approval in chat "
+          "mode\"}}\n");
+    auto wrapped = run({bin("cc-classify"), "--hook", "claude", "--wrap-with", spec}, claude_call("ls -la"));
+    CHECK(wrapped.status == 0);
+    CHECK(wrapped.out ==
+          "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"allow\","
+          "\"permissionDecisionReason\":\"cc-classify (chat mode): every command is known to only read\","
+          "\"updatedInput\":{\"command\":\"cc-wrap --spec '" + spec.substr(0, spec.find('\'')) + "'\\\\''s.json' -- bash -c "
+          "'ls -la'\",\"description\":\"d\",\"timeout\":120000}}}\n");
+    // A deny is never rewritten; an ask shown to the user shows the wrapped call.
+    auto deny = run({bin("cc-classify"), "--hook", "claude", "--wrap-with", spec}, claude_call("sudo ls"));
+    CHECK_THAT(deny.out, Catch::Contains("\"permissionDecision\":\"deny\""));
+    CHECK_THAT(deny.out, !Catch::Contains("updatedInput"));
+    auto both = json::parse(run({bin("cc-classify"), "--hook", "claude", "--emit-ask", "--wrap-with", spec},
+                                claude_call("git push")).out);
+    CHECK(both["hookSpecificOutput"]["permissionDecision"] == "ask");
+    CHECK_THAT(both["hookSpecificOutput"]["updatedInput"]["command"].get<std::string>(), Catch::EndsWith("-- bash -c 'git push'"));
+    // Usage errors: exit 2 before reading anything.
+    CHECK(run({bin("cc-classify"), "--hook", "codex", "--emit-ask"}, claude_call("ls")).status == 2);
+    CHECK(run({bin("cc-classify"), "--hook", "claude", "--emit-ask", "--approver", "true"}, claude_call("ls")).status == 2);
+    auto missing = run({bin("cc-classify"), "--hook", "claude", "--wrap-with", "/nonexistent/spec.json"}, claude_call("ls"));
+    CHECK(missing.status == 2);
+    CHECK(missing.err == "cc-classify: --wrap-with: cannot read the SandboxSpec '/nonexistent/spec.json'\n");
+    CHECK(run({bin("cc-classify"), "--wrap-with", spec, "ls"}).status == 2);
+}
+
+// The rewrite runs the very line that was judged: bash reads the wrapped
+// command back into cc-wrap's argv with the original as one argument.
+TEST_CASE("--wrap-with: the original command survives the quoting byte for byte") {
+    std::string dir = cc::test::scratch_dir() + "/wrapbin";
+    REQUIRE(std::system(("mkdir -p '" + dir + "'").c_str()) == 0);
+    {
+        std::ofstream stub(dir + "/cc-wrap");
+        stub << "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done\n";
+    }
+    ::chmod((dir + "/cc-wrap").c_str(), 0755);
+    std::string spec = cc::test::scratch_dir() + "/s'p ec.json";
+    std::ofstream(spec) << "{}";
+    for (const std::string& cmd : {std::string("ls 'a b' \"c\"; echo 'it'\\''s'"), std::string("echo $'x\\'y' && printf '%s\\n' \"$HOME\""),
+                                   std::string("cat <<'EOF'\nline ' two\nEOF"), std::string("echo \xc3\xbf \t tab"),
+                                   std::string("echo '''' \"'\" \\' ")}) {
+        INFO(cmd);
+        auto r = run({bin("cc-classify"), "--hook", "codex", "--wrap-with", spec}, codex_call("Bash", cmd));
+        REQUIRE(r.status == 0);
+        auto j = json::parse(r.out);
+        REQUIRE(j["hookSpecificOutput"]["permissionDecision"] == "allow");
+        std::string wrapped = j["hookSpecificOutput"]["updatedInput"]["command"];
+        cc::test::RunOptions o;
+        o.env["PATH"] = dir + ":/usr/bin:/bin";
+        auto argv = run({"/bin/bash", "-c", wrapped}, o);
+        REQUIRE(argv.status == 0);
+        std::string expected = std::string("--spec\0", 7) + spec + '\0' + std::string("--\0bash\0-c\0", 11) + cmd + '\0';
+        CHECK(argv.out == expected);
+    }
+    // A NUL would cut the argument short of the line judged: denied.
+    auto nul = run({bin("cc-classify"), "--hook", "codex", "--wrap-with", spec},
+                   std::string("{\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"ls\\u0000; sudo rm -rf /\"}}"));
+    CHECK_THAT(nul.out, Catch::Contains("\"permissionDecision\":\"deny\""));
+}
+
+TEST_CASE("--hook codex: deny and allow-with-updatedInput in Codex's wire format, byte for byte") {
+    auto deny = run({bin("cc-classify"), "--hook", "codex"}, codex_call("Bash", "git push origin main"));
+    CHECK(deny.status == 0);
+    CHECK(deny.out ==
+          "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"deny\","
+          "\"permissionDecisionReason\":\"cc-classify (chat mode): push to refs/heads/main needs approval in chat "
+          "mode; no approver is connected, so ask is deny\"}}\n");
+    // Codex takes a bare allow as a failed hook: an allow is no output at all,
+    // and the call goes on to Codex's own approval.
+    auto allow = run({bin("cc-classify"), "--hook", "codex"}, codex_call("Bash", "ls -la"));
+    CHECK(allow.status == 0);
+    CHECK(allow.out.empty());
+    CHECK(allow.err.empty());
+    std::string spec = cc::test::scratch_dir() + "/codex-spec.json";
+    std::ofstream(spec) << "{}";
+    auto wrapped = run({bin("cc-classify"), "--hook", "codex", "--wrap-with", spec}, codex_call("Bash", "ls -la"));
+    CHECK(wrapped.out ==
+          "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"allow\","
+          "\"updatedInput\":{\"command\":\"cc-wrap --spec '" + spec + "' -- bash -c 'ls -la'\"}}}\n");
+    auto plan = run({bin("cc-classify"), "--hook", "codex", "--mode", "plan"}, codex_call("Bash", "npm install"));
+    CHECK_THAT(plan.out, Catch::Contains("\"permissionDecision\":\"deny\""));
+    auto other = run({bin("cc-classify"), "--hook", "codex"}, codex_call("apply_patch", "x"));
+    CHECK(other.status == 0);
+    CHECK(other.out.empty());
+    auto wrong = run({bin("cc-classify"), "--hook", "codex"},
+                     std::string("{\"hook_event_name\":\"PostToolUse\",\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"ls\"}}"));
+    CHECK(wrong.status == 2);
+    CHECK(wrong.err == "cc-classify: hook input: hook_event_name: only PreToolUse is supported\n");
+}
+
+TEST_CASE("--hook gemini: BeforeTool decision and reason, byte for byte") {
+    auto deny = run({bin("cc-classify"), "--hook", "gemini"}, gemini_call("run_shell_command", "sudo id"));
+    CHECK(deny.status == 0);
+    CHECK(deny.out == "{\"decision\":\"deny\",\"reason\":\"cc-classify (chat mode): privilege_escalation is not allowed "
+                      "in chat mode\"}\n");
+    auto allow = run({bin("cc-classify"), "--hook", "gemini"}, gemini_call("run_shell_command", "git status"));
+    CHECK(allow.out == "{\"decision\":\"allow\",\"reason\":\"cc-classify (chat mode): every command is known to only "
+                       "read\"}\n");
+    auto ask = run({bin("cc-classify"), "--hook", "gemini"}, gemini_call("run_shell_command", "git push"));
+    CHECK_THAT(ask.out, Catch::StartsWith("{\"decision\":\"deny\""));
+    std::string spec = cc::test::scratch_dir() + "/gemini-spec.json";
+    std::ofstream(spec) << "{}";
+    auto wrapped = run({bin("cc-classify"), "--hook", "gemini", "--wrap-with", spec}, gemini_call("run_shell_command", "ls"));
+    CHECK(wrapped.out == "{\"decision\":\"allow\",\"reason\":\"cc-classify (chat mode): every command is known to only "
+                         "read\",\"hookSpecificOutput\":{\"hookEventName\":\"BeforeTool\",\"tool_input\":{\"command\":"
+                         "\"cc-wrap --spec '" + spec + "' -- bash -c 'ls'\"}}}\n");
+    auto other = run({bin("cc-classify"), "--hook", "gemini"}, gemini_call("read_file", "x"));
+    CHECK(other.status == 0);
+    CHECK(other.out == "{}\n");
+    auto wrong = run({bin("cc-classify"), "--hook", "gemini"}, claude_call("ls"));
+    CHECK(wrong.status == 2);
+    CHECK(wrong.err == "cc-classify: hook input: hook_event_name: only BeforeTool is supported\n");
+}
+
+// Every CLI runs the call when its hook fails any other way than exit 2, so
+// malformed input, a crash and a hang must all end in exit 2 with a reason.
+TEST_CASE("a hook never fails open: bad input, a crash or a timeout is exit 2 in every protocol") {
+    namespace bp = boost::process;
+    for (const char* proto : {"claude", "codex", "gemini"}) {
+        INFO(proto);
+        for (const std::string& bad : {std::string("nope"), std::string("[]"), std::string("{\"tool_name\":3}")}) {
+            auto r = run({bin("cc-classify"), "--hook", proto}, bad);
+            CHECK(r.status == 2);
+            CHECK(r.out.empty());
+            CHECK_THAT(r.err, Catch::StartsWith("cc-classify: hook input: "));
+        }
+        // A hang: the payload never ends. The hook denies on its own deadline.
+        bp::opstream to;
+        bp::ipstream err;
+        auto start = std::chrono::steady_clock::now();
+        bp::child hang(bin("cc-classify"), "--hook", proto, "--hook-timeout", "300", bp::std_in < to,
+                       bp::std_out > bp::null, bp::std_err > err);
+        to << "{\"tool_name\":" << std::flush;
+        hang.wait();
+        auto took = std::chrono::steady_clock::now() - start;
+        CHECK(hang.exit_code() == 2);
+        CHECK(took >= std::chrono::milliseconds(250));
+        CHECK(took < std::chrono::seconds(20));
+        std::string line;
+        std::getline(err, line);
+        CHECK(line == "cc-classify: hook: no answer within 300 ms (--hook-timeout); the call is denied");
+        // A crash (here a signal from outside, as a fault inside would raise):
+        // still exit 2 with a reason, never a status the CLI lets through.
+        for (int sig : {SIGSEGV, SIGABRT, SIGBUS}) {
+            bp::opstream to2;
+            bp::ipstream err2;
+            bp::child crash(bin("cc-classify"), "--hook", proto, bp::std_in < to2, bp::std_out > bp::null, bp::std_err > err2);
+            to2 << "{" << std::flush;
+            std::this_thread::sleep_for(std::chrono::milliseconds(150));
+            ::kill(crash.id(), sig);
+            crash.wait();
+            CHECK(crash.exit_code() == 2);
+            std::string why;
+            std::getline(err2, why);
+            CHECK(why == "cc-classify: hook: ended by signal " + std::to_string(sig) + "; the call is denied");
+        }
+    }
+    // The default deadline leaves room for the approver's own timeout.
+    auto slow = script("slow-approver.sh", "cat >/dev/null; sleep 1; echo allow");
+    auto approved = run({bin("cc-classify"), "--hook", "claude", "--approver", slow, "--approver-timeout", "3000"},
+                        claude_call("git push"));
+    CHECK(approved.status == 0);
+    CHECK_THAT(approved.out, Catch::Contains("\"permissionDecision\":\"allow\""));
 }

@@ -48,7 +48,7 @@ try:
         if not os.path.exists(os.path.join(base, opts["mandir"], rel)):
             fail(rel + " not installed")
     share = os.path.join(base, opts["datadir"], "cc")
-    for rel in ("policy/default.json", "schema/sandbox-spec.schema.json"):
+    for rel in ("policy/default.json", "schema/sandbox-spec.schema.json", "classify/git.json", "classify/readers.json"):
         if not os.path.exists(os.path.join(share, rel)):
             fail("share/cc/" + rel + " not installed")
     for t in tools:
@@ -64,6 +64,13 @@ try:
             fail("doc/cc/" + rel + " not installed")
     if os.path.exists(os.path.join(share, "examples")):
         fail("share/cc/examples installed as data (it belongs under doc/cc)")
+    # cc-classify reads its command data from the installed share/cc: every
+    # family's file is there and loads (a git status only reads in plan mode).
+    if "cc-classify" in tools:
+        r = subprocess.run([os.path.join(base, opts["bindir"], "cc-classify"), "--mode", "plan", "git status && ls"],
+                           capture_output=True, text=True, env=dict(os.environ, CC_DATA_DIR=share))
+        if r.returncode != 0:
+            fail(f"installed cc-classify with the installed command data: status {r.returncode}, {r.stderr.strip()}")
     print(f"ok   {len(tools)} tools, man pages, share/cc and doc/cc installed under {opts['prefix']}")
 finally:
     shutil.rmtree(dest, ignore_errors=True)

@@ -198,9 +198,9 @@ TEST_CASE("fuzz regressions (tests/shell/fuzz-regressions)") {
     CHECK_FALSE(s.ok);
 }
 
-// Issue 14: the extent of ${...} follows bash's matched-pair reader. Each line
+// the extent of ${...} follows bash's matched-pair reader. Each line
 // was checked against bash 5.2 (tests/shell/bash-corpus.txt holds them too).
-TEST_CASE("issue 14: ${...} ends where bash ends it") {
+TEST_CASE("${...} ends where bash ends it") {
     // A lone '{' in a default opens nothing: the first '}' closes.
     CHECK(commands(parse("echo ${x:-{}; sudo rm -rf /; echo }")) ==
           V{"echo|${x:-{}", "sudo|rm|-rf|/", "echo|}"});
@@ -217,7 +217,7 @@ TEST_CASE("issue 14: ${...} ends where bash ends it") {
     CHECK_FALSE(parse("echo ${x:-{").ok);
 }
 
-TEST_CASE("issue 14: coproc in all its forms") {
+TEST_CASE("coproc in all its forms") {
     for (const char* line : {"coproc sudo id", "coproc { sudo id; }", "coproc X { sudo id; }", "coproc (sudo id)",
                              "coproc X (sudo id)", "coproc X [[ $(sudo id) ]]", "coproc >/dev/null sudo id"}) {
         INFO(line);
@@ -236,7 +236,7 @@ TEST_CASE("issue 14: coproc in all its forms") {
     CHECK(commands(parse("echo coproc")) == V{"echo|coproc"});
 }
 
-TEST_CASE("issue 14: time and ! with no command") {
+TEST_CASE("time and ! with no command") {
     for (const char* line : {"time", "!", "time -p", "! !", "time; id", "!\nid", "{ time; }", "time -- id", "time -p -- id"}) {
         INFO(line);
         CHECK(parse(line).ok);
@@ -249,7 +249,7 @@ TEST_CASE("issue 14: time and ! with no command") {
     CHECK_FALSE(parse("(time)").ok);
 }
 
-TEST_CASE("issue 14: function names bash would refuse still parse") {
+TEST_CASE("function names bash would refuse still parse") {
     for (const char* line : {"\"sudo\"() { id; }", "$x() { id; }", "function \"sudo\" { id; }", "function $'sudo' { id; }"}) {
         INFO(line);
         auto s = parse(line);
@@ -261,7 +261,7 @@ TEST_CASE("issue 14: function names bash would refuse still parse") {
     CHECK(q.root.children[0].children[0].words[0].quoted);
 }
 
-TEST_CASE("issue 14: a backslash-newline joins here-document lines before the delimiter is matched") {
+TEST_CASE("a backslash-newline joins here-document lines before the delimiter is matched") {
     // bash ends this body at "E\<nl>OF" and runs the next line as a command.
     auto s = parse("cat <<EOF\nE\\\nOF\nsudo id\nEOF\n");
     CHECK(commands(s) == V{"cat", "sudo|id", "EOF"});
@@ -273,7 +273,7 @@ TEST_CASE("issue 14: a backslash-newline joins here-document lines before the de
     CHECK(commands(parse("cat <<EOF\nx \\\\\nEOF\nsudo id\n")) == V{"cat", "sudo|id"});
 }
 
-TEST_CASE("issue 14: extglob groups and [[ =~ ]] groups are read whole") {
+TEST_CASE("extglob groups and [[ =~ ]] groups are read whole") {
     // A quoted ')' inside an extglob group does not end it.
     CHECK(commands(parse("ls @(a|')'|b) ; sudo id ; echo ')'")) == V{"ls|@(a|')'|b)", "sudo|id", "echo|)"});
     CHECK(commands(parse("ls !(x) +(a|b) *(c) ?(d)")) == V{"ls|!(x)|+(a|b)|*(c)|?(d)"});
@@ -289,7 +289,7 @@ TEST_CASE("issue 14: extglob groups and [[ =~ ]] groups are read whole") {
     CHECK(commands(parse("[[ $x =~ ($(sudo id)) ]]")) == V{"sudo|id"});
 }
 
-TEST_CASE("issue 14: backslash-newline is removed where bash removes it, before tokens are read") {
+TEST_CASE("backslash-newline is removed where bash removes it, before tokens are read") {
     CHECK(commands(parse("true &\\\n& sudo id")) == V{"true", "sudo|id"});
     CHECK(parse("true &\\\n& sudo id").root.children.at(1).op == "&&");
     CHECK(commands(parse("i\\\nf true; then sudo id; fi")) == V{"true", "sudo|id"});
@@ -316,9 +316,9 @@ TEST_CASE("issue 14: backslash-newline is removed where bash removes it, before 
     CHECK_FALSE(parse("true &\\\n& sudo id", raw).ok);
 }
 
-// Issue 14: parse -> print -> parse gives the same tree, on every line the
+// parse -> print -> parse gives the same tree, on every line the
 // tests know (the fuzzer checks the same property on what it finds).
-TEST_CASE("issue 14: the printer's output parses back to the same tree") {
+TEST_CASE("the printer's output parses back to the same tree") {
     std::vector<std::string> lines = {
         "a && b || c; d & e\nf",
         "! a | b |& c",
@@ -372,13 +372,13 @@ TEST_CASE("issue 14: the printer's output parses back to the same tree") {
     CHECK(why == "list: 1 children != 2");
 }
 
-TEST_CASE("issue 14: $'...' as bash decodes it: \\u, \\U, \\c, and a NUL ends the string") {
+TEST_CASE("$'...' as bash decodes it: \\u, \\U, \\c, and a NUL ends the string") {
     CHECK(commands(parse("$'\\u0073udo' $'\\U00000073' $'\\u00e9' $'\\cA' $'\\u'")) ==
           V{"sudo|s|\xc3\xa9|\x01|\\u"});
     CHECK(commands(parse("$'sudo\\0junk'x $'\\x00'")) == V{"sudox|"});
 }
 
-TEST_CASE("issue 14: a here-document inside backquotes ends with them (found by the round-trip fuzzer)") {
+TEST_CASE("a here-document inside backquotes ends with them (found by the round-trip fuzzer)") {
     // bash runs the next line as a command; it is not the body.
     CHECK(commands(parse("echo `cat <<EOF`\nsudo id\nEOF\n")) == V{"echo|`cat <<EOF`", "cat", "sudo|id", "EOF"});
     // In $( ) the body is read after the line, as bash 5.2 does.
@@ -403,11 +403,11 @@ std::string first_heredoc_body(const Script& s) {
 
 }  // namespace
 
-// Issue 14: bash 5.2 reads the body of a here-document opened inside $( ) from
+// bash 5.2 reads the body of a here-document opened inside $( ) from
 // the lines after the one that closed the substitution (`echo "[$(cat <<EOF)]"`
 // then `hello`, `EOF` prints "[hello]"). The printer printed the word as
 // written and dropped that body, which lies outside the word.
-TEST_CASE("issue 14: a here-document opened in $( ) keeps its body through print") {
+TEST_CASE("a here-document opened in $( ) keeps its body through print") {
     for (std::string line : {std::string("echo \"[$(cat <<EOF)]\"\nhello\nEOF\necho after\n"),
                              std::string("x=$(bash <<A) y\nsudo id\nA\n"),
                              std::string("cat <<A $(cat <<B)\none\nA\ntwo\nB\n"),

@@ -2,9 +2,9 @@
 // analysis sees the usual spelling of an action, through wrappers, nested
 // shell strings and tool options; it cannot see what a script file, a variable
 // or a remote API does, and says so (`run_code`) rather than guessing "safe".
-// This file walks the tree and resolves a simple command to its handler; the
-// handlers live in one file per family of tools (actions_*.cpp), the name
-// tables in action_tables.cpp.
+// This file walks the tree and resolves a simple command to its entry in the
+// command data (share/cc/classify, knowledge.hpp); the readers an entry can
+// name live in one file per family of tools (actions_*.cpp).
 #include "cc/classify/analyzer.hpp"
 
 namespace cc::classify::detail {
@@ -258,19 +258,18 @@ void Analyzer::command(const Args& a, std::size_t k, Finding& f, const Ctx& ctx,
         }
         return git_sub(c, k, std::string(name.substr(4)));
     }
-    if (const Handler* h = handler(name)) {
-        (this->*(*h))(c);
-        return;
-    }
+    const CommandEntry* e = known_.find(name);
+    if (e && resolve) f.data.push_back(std::string(e->file) + " (" + std::string(e->name) + ")");
+    if (e && e->reader >= 0) return (this->*reader(e->reader))(c);
+    if (e && e->has_subcommands) return subcommand_tool(c, *e);
     if (name == "export" || name == "declare" || name == "typeset" || name == "local" || name == "readonly")
         for (std::size_t j = k + 1; j < a.size(); ++j)
             if (is_assignment_text(a[j].text) && runs_code_variable(a[j].text))
                 add(f, kRun, std::string(name) + " " + a[j].text.substr(0, a[j].text.find('=')) +
                                  " makes later commands run other code");
-    if (readonly_command(name)) return;
-    if (const Classes* p = plain_classes(name)) {
-        for (sv cls : {p->first, p->second})
-            if (!cls.empty()) add(f, cls, std::string(name) + " is " + std::string(cls));
+    if (e && e->read_only) return;
+    if (e) {
+        for (sv cls : e->classes) add(f, cls, std::string(name) + " is " + std::string(cls));
         return;
     }
     if (starts_with(name, "python")) return python(c);

@@ -108,26 +108,6 @@ void Analyzer::git_sub(Call& c, std::size_t k, const std::string& sub) {
     git_destroys_work(c, from, sub);
     auto note = [&](sv cls) { add(c.f, cls, "git " + sub); };
     auto pos = [&](sv sopts = "", std::initializer_list<sv> lopts = {}) { return positionals(a, from, sopts, lopts); };
-    static constexpr auto commit = sorted_names({"commit", "merge", "rebase", "cherry-pick", "revert", "am",
-                                                  "filter-branch", "filter-repo", "commit-tree"});
-    static constexpr auto readonly = sorted_names({
-        "status", "log", "diff", "show", "blame", "annotate", "shortlog", "describe", "rev-parse", "rev-list",
-        "ls-tree", "cat-file", "grep", "show-ref", "for-each-ref", "merge-base", "name-rev",
-        "count-objects", "verify-commit", "verify-tag", "whatchanged", "version", "help", "var", "check-ignore",
-        "check-attr", "check-ref-format", "cherry", "range-diff", "request-pull", "fsck", "diff-tree",
-        "diff-files", "diff-index", "show-branch", "column", "get-tar-commit-id", "verify-pack", "stripspace", "interpret-trailers", "check-mailmap", "show-index",
-        "patch-id", "fmt-merge-msg", "mailinfo", "ls-files"});
-    static constexpr auto writes = sorted_names({
-        "add", "rm", "mv", "checkout", "switch", "restore", "reset", "clean", "init", "apply", "gc", "prune",
-        "repack", "update-ref", "update-index", "hash-object", "mktree", "read-tree", "write-tree", "replace",
-        "sparse-checkout", "maintenance", "format-patch", "bundle", "pack-refs", "mktag", "checkout-index", "merge-file", "rerere", "lfs", "annex", "restore-mtime", "mergetool", "citool",
-        "stage", "unpack-objects", "pack-objects", "index-pack", "prune-packed", "multi-pack-index",
-        "commit-graph", "symbolic-ref", "difftool", });
-    if (contains(commit, sub)) {
-        note(kCommit);
-        if (sub == "commit") commit_files(c, from);
-        return;
-    }
     if (sub == "push") return git_push(c, from);
     if (sub == "pull") {
         note(kCommit);
@@ -143,15 +123,6 @@ void Analyzer::git_sub(Call& c, std::size_t k, const std::string& sub) {
         note(kNet);
         note(kNetWrite);
         return add(c.f, kPush, "git send-email sends commits out by mail");
-    }
-    if (contains(readonly, sub)) {
-        if (has_flag(a, from, a.size(), 'O', {"--open-files-in-pager", "--ext-diff", "--textconv"}) &&
-            (sub == "grep" || sub == "diff" || sub == "log" || sub == "show"))
-            return add(c.f, kRun, "git " + sub + " runs a configured or named program");
-        if (sub == "diff" || sub == "log" || sub == "show") {
-            if (auto o = opt_value(a, from, 0, {"--output"})) write_target(c.f, *o, false, "git " + sub + " --output");
-        }
-        return;
     }
     if (sub == "config") {
         for (std::size_t j = from; j < a.size(); ++j) {
@@ -260,14 +231,20 @@ void Analyzer::git_sub(Call& c, std::size_t k, const std::string& sub) {
         if (has_flag(a, from, a.size(), 'd', {"--delete"}) || pos("m").size() >= 2) return note(kWrite);
         return;
     }
-    if (contains(writes, sub)) return note(kWrite);
-    add(c.f, kRun, "'git " + sub + "' is not a known git command (an alias or an extension)");
-}
-
-void Analyzer::commit_files(Call& c, std::size_t from) {
-    // git commit -F FILE / -t FILE read files; nothing else to add.
-    (void)c;
-    (void)from;
+    // The rest is data: git.json lists each plain subcommand's classes.
+    const CommandEntry* e = known_.find("git");
+    const Names* listed = e ? e->subcommand(sub) : nullptr;
+    if (!listed) return add(c.f, kRun, "'git " + sub + "' is not a known git command (an alias or an extension)");
+    if (listed->empty()) {
+        if (has_flag(a, from, a.size(), 'O', {"--open-files-in-pager", "--ext-diff", "--textconv"}) &&
+            (sub == "grep" || sub == "diff" || sub == "log" || sub == "show"))
+            return add(c.f, kRun, "git " + sub + " runs a configured or named program");
+        if (sub == "diff" || sub == "log" || sub == "show") {
+            if (auto o = opt_value(a, from, 0, {"--output"})) write_target(c.f, *o, false, "git " + sub + " --output");
+        }
+        return;
+    }
+    for (sv cls : *listed) note(cls);
 }
 
 void Analyzer::git_push(Call& c, std::size_t from) {

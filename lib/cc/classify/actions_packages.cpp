@@ -27,6 +27,28 @@ void Analyzer::package_manager(Call& c, std::size_t from, const PkgSpec& spec, s
     add(c.f, kRun, "'" + what + "' is not known to only read");
 }
 
+// A data entry with "subcommands" and no reader (apt, brew, pnpm, ...): the
+// first word after the options names the classes; none given is "bare",
+// one not listed is "otherwise" (run_code unless the file says).
+void Analyzer::subcommand_tool(Call& c, const CommandEntry& e) {
+    std::size_t from = c.args_from();
+    auto p = positionals(c.a, from, e.short_value_options, e.long_value_options);
+    std::string tool(c.name());
+    if (p.empty()) {
+        if (!has_flag(c.a, from, c.a.size(), 'v', {"--version", "--help"}) && !has_flag(c.a, from, c.a.size(), 'h', {}))
+            for (sv cls : e.bare)
+                add(c.f, cls, cls == kInstall ? tool + " installs dependencies" : tool + " with no subcommand is " + std::string(cls));
+        return;
+    }
+    std::string what = tool + " " + c.a[p[0]].text;
+    if (const auto* s = e.subcommand(c.a[p[0]].text)) {
+        for (sv cls : *s) add(c.f, cls, what);
+        return;
+    }
+    if (!e.has_otherwise) return add(c.f, kRun, "'" + what + "' is not known to only read");
+    for (sv cls : e.otherwise) add(c.f, cls, "'" + what + "' is not known to only read");
+}
+
 void Analyzer::npm(Call& c) {
     std::size_t from = c.args_from();
     auto p = positionals(c.a, from, "Cw", {"--prefix", "--workspace", "--registry", "--loglevel", "--cache",
@@ -63,21 +85,6 @@ void Analyzer::npm(Call& c) {
                      true},
                     "Cw", {"--prefix", "--workspace", "--registry", "--loglevel", "--cache", "--userconfig",
                            "--tag", "--otp", "--access", "--omit", "--include"});
-}
-
-void Analyzer::pnpm(Call& c) {
-    package_manager(c, c.args_from(),
-                    {{"add", "install", "i", "update", "up", "upgrade", "link", "ln", "import", "fetch",
-                      "rebuild", "rb", "dedupe", "install-test", "it"},
-                     {"remove", "rm", "uninstall", "un", "unlink", "prune", "init", "pack", "patch-commit"},
-                     {"publish"},
-                     {"run", "exec", "dlx", "create", "test", "t", "start", "x", "patch"},
-                     {"list", "ls", "ll", "la", "why", "outdated", "view", "info", "root", "audit", "licenses",
-                      "bin", "help", "store", "config", "--version", "-v", "env"},
-                     {},
-                     false,
-                     true},
-                    "Cw", {"--dir", "--filter", "--workspace", "--store-dir", "--reporter"});
 }
 
 void Analyzer::yarn(Call& c) {
@@ -167,17 +174,6 @@ void Analyzer::simple_pm(Call& c, std::initializer_list<sv> install, std::initia
                     lopts);
 }
 
-void Analyzer::p_poetry(Call& c) {
-    simple_pm(c, {"add", "install", "update", "lock", "self"}, {"remove", "build", "init", "new", "cache"},
-              {"publish"}, {"run", "shell"}, {"show", "check", "env", "version", "config", "search", "about", "list", "help", "--version"},
-              {}, false, "C", {"--directory", "--project"});
-}
-
-void Analyzer::p_pipx(Call& c) {
-    simple_pm(c, {"install", "inject", "upgrade", "upgrade-all", "reinstall", "reinstall-all", "install-all"},
-              {"uninstall", "uninstall-all", "uninject", "ensurepath"}, {}, {"run"}, {"list", "environment", "--version"});
-}
-
 void Analyzer::p_conda(Call& c) {
     auto p = positionals(c.a, c.args_from(), "npc", {"--name", "--prefix", "--channel"});
     if (p.size() > 1 && c.a[p[0]].text == "env") {
@@ -189,15 +185,6 @@ void Analyzer::p_conda(Call& c) {
     simple_pm(c, {"install", "create", "update", "upgrade"}, {"remove", "uninstall", "clean", "init", "config"}, {},
               {"run", "activate"}, {"list", "info", "search", "--version", "doctor", "compare"}, {}, false, "npc",
               {"--name", "--prefix", "--channel"});
-}
-
-void Analyzer::p_apt(Call& c) {
-    simple_pm(c, {"install", "reinstall", "upgrade", "dist-upgrade", "full-upgrade", "build-dep", "satisfy",
-                  "remove", "purge", "autoremove", "autopurge", "markauto", "safe-upgrade"},
-              {"clean", "autoclean", "download", "source", "edit-sources"}, {}, {},
-              {"list", "search", "show", "showsrc", "policy", "depends", "rdepends", "changelog", "madison",
-               "pkgnames", "dump", "stats", "showpkg", "help", "--version", "check", "moo"},
-              {"update"}, false, "oct", {"--option", "--config-file", "--target-release"});
 }
 
 void Analyzer::p_dpkg(Call& c) {
@@ -227,21 +214,6 @@ void Analyzer::p_rpm(Call& c) {
     }
 }
 
-void Analyzer::p_dnf(Call& c) {
-    simple_pm(c, {"install", "in", "reinstall", "update", "upgrade", "up", "groupinstall", "localinstall",
-                  "downgrade", "distro-sync", "swap", "remove", "erase", "rm", "autoremove", "dup", "patch",
-                  "dist-upgrade", "group", "module", "addlock"},
-              {"makecache", "clean", "config-manager", "refresh", "ref", "mark"}, {}, {},
-              {"list", "info", "search", "se", "provides", "whatprovides", "repolist", "lr", "check-update",
-               "history", "repoquery", "if", "--version", "help", "deplist", "what-provides", "packages", "pa"},
-              {}, false, "", {"--setopt", "--releasever", "--installroot"});
-}
-
-void Analyzer::p_apk(Call& c) {
-    simple_pm(c, {"add", "del", "upgrade", "fix"}, {"cache"}, {}, {}, {"info", "search", "list", "policy", "version", "dot", "stats", "--version"},
-              {"update", "fetch"});
-}
-
 void Analyzer::p_pacman(Call& c) {
     for (std::size_t k = c.args_from(); k < c.a.size(); ++k) {
         const std::string& t = c.a[k].text;
@@ -254,26 +226,6 @@ void Analyzer::p_pacman(Call& c) {
         if (op == 'S' || op == 'U' || op == 'R') return add(c.f, kInstall, std::string(c.name()) + " " + t);
     }
     if (c.name() != "pacman" && c.a.size() == c.args_from()) add(c.f, kInstall, std::string(c.name()) + " upgrades the system");
-}
-
-void Analyzer::p_brew(Call& c) {
-    simple_pm(c, {"install", "reinstall", "upgrade", "tap", "uninstall", "remove", "rm", "link", "unlink", "bundle",
-                  "pin", "untap", "autoremove"},
-              {"cleanup", "services"}, {}, {"sh", "ruby", "irb", "exec"},
-              {"list", "ls", "info", "search", "outdated", "deps", "uses", "config", "doctor", "--prefix",
-               "prefix", "home", "leaves", "desc", "cat", "--version", "help", "commands", "tap-info", "--cellar",
-               "--cache", "shellenv", "formulae", "casks", "log"},
-              {"update", "fetch"});
-}
-
-void Analyzer::p_port(Call& c) {
-    simple_pm(c, {"install", "upgrade", "uninstall", "selfupdate", "activate", "deactivate", "sync"}, {"clean"}, {}, {},
-              {"list", "info", "search", "installed", "outdated", "contents", "deps", "provides", "variants", "echo", "version"});
-}
-
-void Analyzer::p_snap(Call& c) {
-    simple_pm(c, {"install", "remove", "refresh", "update", "uninstall", "upgrade", "revert", "enable", "disable"},
-              {"repair"}, {}, {"run"}, {"list", "info", "search", "find", "remote-ls", "version", "--version", "history", "services", "connections", "ps"});
 }
 
 void Analyzer::p_nix(Call& c) {
@@ -338,25 +290,6 @@ void Analyzer::p_go(Call& c) {
     simple_pm(c, {"install", "get"}, {"clean", "fmt", "fix", "work", "mod"}, {},
               {"build", "run", "test", "generate", "vet", "tool", "bug"},
               {"version", "env", "list", "doc", "help", "telemetry"}, {}, false, "C", {});
-}
-
-void Analyzer::p_gem(Call& c) {
-    simple_pm(c, {"install", "i", "update"}, {"uninstall", "build", "cleanup", "pristine"}, {"push", "yank", "owner", "signin"}, {},
-              {"list", "search", "info", "query", "contents", "environment", "specification", "--version", "help", "which", "outdated", "dependency"});
-}
-
-void Analyzer::p_bundle(Call& c) {
-    simple_pm(c, {"install", "add", "update", "i", "lock", "binstubs"}, {"remove", "clean", "init", "gem", "cache", "package"},
-              {}, {"exec", "console", "open"},
-              {"list", "show", "info", "outdated", "check", "config", "--version", "version", "help", "platform", "doctor", "licenses"},
-              {}, true);
-}
-
-void Analyzer::p_composer(Call& c) {
-    simple_pm(c, {"install", "require", "update", "create-project", "global", "reinstall", "upgrade", "u", "i"},
-              {"remove", "rm", "dump-autoload", "init", "clear-cache"}, {}, {"run-script", "run", "exec"},
-              {"show", "info", "outdated", "validate", "diagnose", "--version", "licenses", "depends", "why", "why-not", "search", "audit", "check-platform-reqs", "config", "list", "help"},
-              {}, false, "d", {"--working-dir"});
 }
 
 void Analyzer::p_dotnet(Call& c) {

@@ -14,6 +14,7 @@
 
 #include "cc/classify/classify.hpp"
 #include "cc/classify/expansions.hpp"
+#include "cc/classify/knowledge.hpp"
 #include "cc/shell/parser.hpp"
 
 namespace cc::classify::detail {
@@ -105,6 +106,7 @@ std::size_t skip_opts(const Args& a, std::size_t from, sv sv_opts, std::initiali
 bool has_flag(const Args& a, std::size_t from, std::size_t to, char short_flag, std::initializer_list<sv> longs);
 std::optional<std::string> opt_value(const Args& a, std::size_t from, char short_opt, std::initializer_list<sv> longs, sv short_value_opts = "");
 std::vector<std::size_t> positionals(const Args& a, std::size_t from, sv sv_opts, std::initializer_list<sv> lv_opts);
+std::vector<std::size_t> positionals(const Args& a, std::size_t from, sv sv_opts, const std::vector<std::string>& lv_opts);
 
 // --- paths that matter ------------------------------------------------------
 
@@ -126,6 +128,8 @@ struct Ctx {
 };
 
 class Analyzer {
+    friend struct ReaderTable;  // action_tables.cpp: reader names -> the private readers
+
 public:
     std::vector<Finding> out;
     // Names of functions defined anywhere in the line: calling one runs its
@@ -137,7 +141,11 @@ public:
 
     void node(const Node& n, int depth);
 
+    // The built-in reader a data file names ("reader": "sudo"): its index, or -1.
+    static int reader_index(sv name);
+
 private:
+    const Knowledge& known_ = knowledge();
     struct Call {
         const Args& a;
         std::size_t k;  // index of the command name in a
@@ -247,7 +255,6 @@ private:
     void git(Call& c);
     void git_sub(Call& c, std::size_t k, const std::string& sub);
     void git_destroys_work(Call& c, std::size_t from, const std::string& sub);
-    void commit_files(Call& c, std::size_t from);
     void git_push(Call& c, std::size_t from);
 
     // --- gh ------------------------------------------------------------------
@@ -265,30 +272,20 @@ private:
 
     void package_manager(Call& c, std::size_t from, const PkgSpec& spec, sv sopts = "", std::initializer_list<sv> lopts = {});
     void npm(Call& c);
-    void pnpm(Call& c);
     void yarn(Call& c);
     void bun(Call& c);
     void pip(Call& c, std::size_t from);
     void uv(Call& c);
     void simple_pm(Call& c, std::initializer_list<sv> install, std::initializer_list<sv> remove, std::initializer_list<sv> publish, std::initializer_list<sv> run, std::initializer_list<sv> read, std::initializer_list<sv> net_write = {}, bool bare_installs = false, sv sopts = "", std::initializer_list<sv> lopts = {});
-    void p_poetry(Call& c);
-    void p_pipx(Call& c);
+    // A data entry's "subcommands" (no reader): the first word after the options -> its classes.
+    void subcommand_tool(Call& c, const CommandEntry& e);
     void p_conda(Call& c);
-    void p_apt(Call& c);
     void p_dpkg(Call& c);
     void p_rpm(Call& c);
-    void p_dnf(Call& c);
-    void p_apk(Call& c);
     void p_pacman(Call& c);
-    void p_brew(Call& c);
-    void p_port(Call& c);
-    void p_snap(Call& c);
     void p_nix(Call& c);
     void p_cargo(Call& c);
     void p_go(Call& c);
-    void p_gem(Call& c);
-    void p_bundle(Call& c);
-    void p_composer(Call& c);
     void p_dotnet(Call& c);
     void p_build_publish(Call& c);
     void p_publisher(Call& c);
@@ -305,15 +302,7 @@ private:
     void editor(Call& c);
     void escape(Call& c);
     void privilege(Call& c);
-    static const Handler* handler(sv name);
-    static bool readonly_command(sv name);
-
-    // Commands that always carry the same classes, whatever their arguments.
-    struct Classes {
-        sv first, second;  // second may be empty
-        constexpr bool operator==(const Classes&) const = default;
-    };
-    static const Classes* plain_classes(sv name);
+    static Handler reader(int index);
 };
 
 }  // namespace cc::classify::detail

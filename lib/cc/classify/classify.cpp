@@ -78,13 +78,13 @@ std::optional<Error> check_command_rules(const policy::Policy& pol) {
     return std::nullopt;
 }
 
-Result classify(std::string_view line, policy::Mode mode, const policy::Policy& pol) {
+Result classify(std::string_view line, policy::Mode mode, const policy::Policy& pol, bool explain) {
     Result r;
     r.mode = mode;
     std::vector<Finding> findings;
     shell::Script script = shell::parse(line);
-    bool resolve = std::any_of(pol.rules.begin(), pol.rules.end(),
-                               [](const policy::Rule& rule) { return rule.action == "command"; });
+    bool resolve = explain || std::any_of(pol.rules.begin(), pol.rules.end(),
+                                          [](const policy::Rule& rule) { return rule.action == "command"; });
     findings = find_actions(script, resolve);
     script.root = {};  // the tree is done with (a 1 MiB line makes ~28 MB of it)
     if (!script.ok) {

@@ -39,6 +39,9 @@ struct Finding {
     // env, timeout, ...) and the tool's global options (git -C dir), the
     // name without its directory. Empty when no command was resolved.
     std::vector<std::string> resolved;
+    // The command data entries that read it, outermost first ("wrappers.json
+    // (sudo)", "git.json (git)"), for --explain; filled with `resolved`.
+    std::vector<std::string> data;
     // Classes came from around the command (a redirection, a variable that
     // makes it run other code): a command rule may add to them, never lift them.
     bool context_classes = false;
@@ -84,12 +87,19 @@ std::optional<Error> check_command_rules(const policy::Policy& policy);
 
 // Step 2. A line that does not parse (or is too long, or nested too deep) is
 // judged on what could be read, plus the `unparsable` class.
-Result classify(std::string_view line, policy::Mode mode, const policy::Policy& policy);
+// `explain` fills Finding::resolved and Finding::data for every sub-command
+// (as command rules do), for --explain.
+Result classify(std::string_view line, policy::Mode mode, const policy::Policy& policy, bool explain = false);
 
 // {"decision","mode","classes","reason","source","commands":[...],"parseError"?},
 // keys in that order (ordered_json: also cheaper to build for small objects).
 // The rvalue form moves the result's strings into the tree.
 nlohmann::ordered_json to_json(const Result& r);
 nlohmann::ordered_json to_json(Result&& r);
+
+// The same JSON as text, appended to `out` without building the tree (the
+// bytes of to_json(r).dump() with invalid UTF-8 replaced; --jsonl's "id", when
+// given, last). What the one-line form and --jsonl print.
+void append_json(std::string& out, const Result& r, const nlohmann::json* id = nullptr);
 
 }  // namespace cc::classify

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <istream>
-#include <iterator>
 #include <ostream>
 
 #include "cc/core/json_reader.hpp"
@@ -48,8 +47,6 @@ void resolve(Result& r, std::string_view line, const Resolver& resolver) {
     r.resolved = true;
 }
 
-int hook_once(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err);
-
 std::vector<std::string> line_words(int argc, const char* const* argv,
                                     std::initializer_list<std::string_view> value_options) {
     std::vector<std::string> words;
@@ -71,9 +68,9 @@ std::vector<std::string> line_words(int argc, const char* const* argv,
 int run_line(const std::string& line, const Options& opts, std::string& json) {
     Result r = classify(line, opts.mode, opts.policy);
     resolve(r, line, opts.resolver);
-    int status = exit_status(r.decision);
-    json = dump(to_json(std::move(r)));
-    return status;
+    json.clear();
+    append_json(json, r);
+    return exit_status(r.decision);
 }
 
 std::string explain(const Result& r) {
@@ -91,6 +88,7 @@ std::string explain(const Result& r) {
         out += '\n';
         if (!s.finding.resolved.empty() && s.finding.resolved != s.finding.argv)
             out += "       resolved to " + joined(s.finding.resolved, " ") + '\n';
+        if (!s.finding.data.empty()) out += "       data " + joined(s.finding.data, ", ") + '\n';
         for (const auto& n : s.finding.notes) out += "       " + n + '\n';
     }
     out += "line: " + std::string(policy::to_string(r.decision)) + " in " + std::string(policy::to_string(r.mode)) +
@@ -99,7 +97,7 @@ std::string explain(const Result& r) {
 }
 
 int run_explain(const std::string& line, const Options& opts, std::string& text) {
-    Result r = classify(line, opts.mode, opts.policy);
+    Result r = classify(line, opts.mode, opts.policy, true);
     resolve(r, line, opts.resolver);
     text = explain(r);
     return exit_status(r.decision);
@@ -168,12 +166,6 @@ int run_jsonl(std::istream& in, const Options& opts, std::ostream& out, std::ost
     constexpr std::size_t batch_bytes = 64 * 1024;
     std::string text, batch;
     batch.reserve(batch_bytes + 4096);
-    nlohmann::detail::serializer<nlohmann::ordered_json> to_batch(
-        nlohmann::detail::output_adapter<char, std::string>(batch), ' ', nlohmann::json::error_handler_t::replace);
-    auto emit = [&](const nlohmann::ordered_json& j) {
-        to_batch.dump(j, false, false, 0);
-        batch.push_back('\n');
-    };
     std::size_t n = 0;
     int status = 0;
     auto flush = [&] {
@@ -214,70 +206,15 @@ int run_jsonl(std::istream& in, const Options& opts, std::ostream& out, std::ost
             Result r = classify(cmd, mode, opts.policy);
             if (r.decision == Decision::ask && opts.resolver) flush();  // the approver may take its time
             resolve(r, cmd, opts.resolver);
-            nlohmann::ordered_json j = to_json(std::move(r));
-            if (auto id = doc->find("id"); id != doc->end()) j["id"] = std::move(*id);
-            emit(j);
+            auto id = doc->find("id");
+            append_json(batch, r, id != doc->end() ? &*id : nullptr);
+            batch.push_back('\n');
         }();
         if (batch.size() >= batch_bytes) flush();
         if (!out) return status;
     }
     flush();
     return status;
-}
-
-int run_hook(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err) {
-    // The agent CLI runs the command when a hook exits with anything but 0 or
-    // 2, so no failure here may end in another status: fail closed.
-    try {
-        return hook_once(in, opts, out, err);
-    } catch (const std::exception& e) {
-        err << "cc-classify: hook: " << e.what() << '\n';
-        return 2;
-    }
-}
-
-int hook_once(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err) {
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto bad = [&](const std::string& msg) {
-        err << "cc-classify: hook input: " << msg << '\n';
-        return 2;
-    };
-    auto doc = json::parse(text, "stdin");
-    if (!doc) return bad(doc.error().one_line());
-    // The hook payload belongs to the agent CLI and grows new fields; only the
-    // fields read here are checked.
-    const auto& j = *doc;
-    if (!j.is_object()) return bad("must be a JSON object");
-    if (j.contains("hook_event_name") &&
-        (!j["hook_event_name"].is_string() || j["hook_event_name"].get<std::string>() != "PreToolUse"))
-        return bad("hook_event_name: only PreToolUse is supported");
-    if (!j.contains("tool_name") || !j["tool_name"].is_string()) return bad("tool_name: must be a string");
-    if (j["tool_name"].get<std::string>() != "Bash") return 0;  // not a shell command: no opinion
-    if (!j.contains("tool_input") || !j["tool_input"].is_object()) return bad("tool_input: must be an object");
-    const auto& ti = j["tool_input"];
-    if (!ti.contains("command") || !ti["command"].is_string()) return bad("tool_input.command: must be a string");
-    std::string cmd = ti["command"].get<std::string>();
-    policy::Mode mode = opts.mode;
-    // The agent CLI's own plan mode is read-only too: never looser than it.
-    if (j.contains("permission_mode") && j["permission_mode"] == "plan" && mode == policy::Mode::chat)
-        mode = policy::Mode::plan;
-    Result r = classify(cmd, mode, opts.policy);
-    if (r.decision == Decision::ask) {
-        if (opts.resolver) {
-            resolve(r, cmd, opts.resolver);
-        } else {
-            r.decision = Decision::deny;
-            r.reason += "; no approver is connected, so ask is deny";
-        }
-    }
-    nlohmann::ordered_json o;
-    o["hookSpecificOutput"]["hookEventName"] = "PreToolUse";
-    o["hookSpecificOutput"]["permissionDecision"] = r.decision == Decision::allow ? "allow" : "deny";
-    o["hookSpecificOutput"]["permissionDecisionReason"] =
-        "cc-classify (" + std::string(policy::to_string(mode)) + " mode): " + r.reason;
-    out << dump(o) << '\n';
-    out.flush();
-    return 0;
 }
 
 }  // namespace cc::classify

@@ -1,6 +1,6 @@
 // The three ways cc-classify is driven, as library calls on streams so tests
-// run them in-process: one line, a JSON Lines batch, and the agent CLI's
-// PreToolUse hook. Exit statuses are part of the interface (cc-classify(1)).
+// run them in-process: one line, a JSON Lines batch, and the agent CLIs'
+// pre-tool hooks (hook.hpp). Exit statuses are part of the interface (cc-classify(1)).
 #pragma once
 
 #include <functional>
@@ -67,11 +67,6 @@ int run_explain(const std::string& line, const Options& opts, std::string& text)
 // "deny"} and the run ends with status 2 (named on `err`); otherwise 0.
 int run_jsonl(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err);
 
-// The PreToolUse hook: one JSON object on `in`. Bash calls get
-// {"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":
-// "allow"|"deny","permissionDecisionReason":"..."}}, status 0; asks are
-// resolved (no approver: deny). Other tools get no output (no opinion).
-// Malformed input: one line on `err`, status 2, which the CLI treats as a block.
-int run_hook(std::istream& in, const Options& opts, std::ostream& out, std::ostream& err);
+// The agent CLIs' pre-tool hooks: hook.hpp.
 
 }  // namespace cc::classify

@@ -24,7 +24,10 @@ bool is_assignment_text(sv t) {
 // Where does an option list end? Returns the index of the first positional at
 // or after `from` ("--" is consumed). `sv_opts` are short options taking a
 // value, `lv_opts` long ones (`--x v`; `--x=v` needs no listing).
-std::size_t skip_opts(const Args& a, std::size_t from, sv sv_opts, std::initializer_list<sv> lv_opts) {
+namespace {
+
+template <typename Longs>
+std::size_t skip_opts_in(const Args& a, std::size_t from, sv sv_opts, const Longs& lv_opts) {
     std::size_t k = from;
     while (k < a.size()) {
         const std::string& t = a[k].text;
@@ -45,6 +48,29 @@ std::size_t skip_opts(const Args& a, std::size_t from, sv sv_opts, std::initiali
         k = next;
     }
     return std::min(k, a.size());
+}
+
+template <typename Longs>
+std::vector<std::size_t> positionals_in(const Args& a, std::size_t from, sv sv_opts, const Longs& lv_opts) {
+    std::vector<std::size_t> out;
+    std::size_t k = from;
+    while (k < a.size()) {
+        std::size_t p = skip_opts_in(a, k, sv_opts, lv_opts);
+        if (p > 0 && a[p - 1].text == "--" && p - 1 >= k) {
+            for (std::size_t j = p; j < a.size(); ++j) out.push_back(j);
+            return out;
+        }
+        if (p >= a.size()) break;
+        out.push_back(p);
+        k = p + 1;
+    }
+    return out;
+}
+
+}  // namespace
+
+std::size_t skip_opts(const Args& a, std::size_t from, sv sv_opts, std::initializer_list<sv> lv_opts) {
+    return skip_opts_in(a, from, sv_opts, lv_opts);
 }
 
 // Is a short flag (in any cluster) or one of the long spellings present
@@ -92,19 +118,11 @@ std::optional<std::string> opt_value(const Args& a, std::size_t from, char short
 }
 
 std::vector<std::size_t> positionals(const Args& a, std::size_t from, sv sv_opts, std::initializer_list<sv> lv_opts) {
-    std::vector<std::size_t> out;
-    std::size_t k = from;
-    while (k < a.size()) {
-        std::size_t p = skip_opts(a, k, sv_opts, lv_opts);
-        if (p > 0 && a[p - 1].text == "--" && p - 1 >= k) {
-            for (std::size_t j = p; j < a.size(); ++j) out.push_back(j);
-            return out;
-        }
-        if (p >= a.size()) break;
-        out.push_back(p);
-        k = p + 1;
-    }
-    return out;
+    return positionals_in(a, from, sv_opts, lv_opts);
+}
+
+std::vector<std::size_t> positionals(const Args& a, std::size_t from, sv sv_opts, const std::vector<std::string>& lv_opts) {
+    return positionals_in(a, from, sv_opts, lv_opts);
 }
 
 std::string normalize_path(std::string p) {

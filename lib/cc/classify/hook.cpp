@@ -1,0 +1,215 @@
+// The agent CLIs' pre-tool hooks (hook.hpp; cc-classify(1), HOOKS).
+#include "cc/classify/hook.hpp"
+
+#include <signal.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <istream>
+#include <iterator>
+#include <ostream>
+
+#include "cc/core/json_reader.hpp"
+
+namespace cc::classify {
+
+using policy::Decision;
+
+namespace {
+
+struct Protocol {
+    const char* name;
+    const char* event;  // hook_event_name of the pre-tool event
+    const char* shell;  // tool_name of the shell tool
+};
+
+const Protocol& protocol(HookProtocol p) {
+    static const Protocol table[] = {
+        {"claude", "PreToolUse", "Bash"},
+        {"codex", "PreToolUse", "Bash"},
+        {"gemini", "BeforeTool", "run_shell_command"},
+    };
+    return table[static_cast<int>(p)];
+}
+
+std::string quoted(std::string_view s) {
+    std::string out = "'";
+    for (char c : s) {
+        if (c == '\'') out += "'\\''";
+        else out.push_back(c);
+    }
+    return out + "'";
+}
+
+template <typename J>
+std::string dump(const J& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::optional<HookProtocol> parse_hook_protocol(std::string_view name) {
+    for (auto p : {HookProtocol::claude, HookProtocol::codex, HookProtocol::gemini})
+        if (name == protocol(p).name) return p;
+    return std::nullopt;
+}
+
+std::string wrap_command(std::string_view spec, std::string_view command) {
+    return "cc-wrap --spec " + quoted(spec) + " -- bash -c " + quoted(command);
+}
+
+namespace {
+
+int hook_once(std::istream& in, const Options& opts, const HookOptions& hook, std::ostream& out, std::ostream& err) {
+    const Protocol& proto = protocol(hook.protocol);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto bad = [&](const std::string& msg) {
+        err << "cc-classify: hook input: " << msg << '\n';
+        return 2;
+    };
+    auto doc = json::parse(text, "stdin");
+    if (!doc) return bad(doc.error().one_line());
+    // The payload belongs to the agent CLI and grows new fields; only the
+    // fields read here are checked.
+    const auto& j = *doc;
+    if (!j.is_object()) return bad("must be a JSON object");
+    if (j.contains("hook_event_name") &&
+        (!j["hook_event_name"].is_string() || j["hook_event_name"].get<std::string>() != proto.event))
+        return bad(std::string("hook_event_name: only ") + proto.event + " is supported");
+    if (!j.contains("tool_name") || !j["tool_name"].is_string()) return bad("tool_name: must be a string");
+    if (j["tool_name"].get<std::string>() != proto.shell) {  // not a shell command: no opinion
+        if (hook.protocol == HookProtocol::gemini) out << "{}\n" << std::flush;
+        return 0;
+    }
+    if (!j.contains("tool_input") || !j["tool_input"].is_object()) return bad("tool_input: must be an object");
+    const auto& ti = j["tool_input"];
+    if (!ti.contains("command") || !ti["command"].is_string()) return bad("tool_input.command: must be a string");
+    std::string cmd = ti["command"].get<std::string>();
+    policy::Mode mode = opts.mode;
+    // The CLI's own plan mode is read-only too: never looser than it.
+    if (j.contains("permission_mode") && j["permission_mode"] == "plan" && mode == policy::Mode::chat)
+        mode = policy::Mode::plan;
+    Result r = classify(cmd, mode, opts.policy);
+    if (r.decision == Decision::ask && !hook.emit_ask) {
+        if (opts.resolver) {
+            resolve(r, cmd, opts.resolver);
+        } else {
+            r.decision = Decision::deny;
+            r.reason += "; no approver is connected, so ask is deny";
+        }
+    }
+    std::string reason = "cc-classify (" + std::string(policy::to_string(mode)) + " mode): " + r.reason;
+    // The sandbox rewrite: only for a call that may run. A NUL cannot reach
+    // bash -c (the argument would end there, not the line judged): deny.
+    std::optional<std::string> wrapped;
+    if (!hook.wrap_spec.empty() && r.decision != Decision::deny) {
+        if (cmd.find('\0') != std::string::npos) {
+            r.decision = Decision::deny;
+            reason += "; a NUL byte cannot be passed to the sandbox";
+        } else {
+            wrapped = wrap_command(hook.wrap_spec, cmd);
+        }
+    }
+    nlohmann::ordered_json o;
+    switch (hook.protocol) {
+        case HookProtocol::claude:
+        case HookProtocol::codex: {
+            // Codex honours deny, and allow only with updatedInput: a plain
+            // allow is no output, leaving the call to Codex's own approval.
+            if (hook.protocol == HookProtocol::codex && r.decision == Decision::allow && !wrapped) return 0;
+            auto& h = o["hookSpecificOutput"];
+            h["hookEventName"] = proto.event;
+            h["permissionDecision"] = policy::to_string(r.decision);
+            if (hook.protocol == HookProtocol::claude || r.decision == Decision::deny) h["permissionDecisionReason"] = reason;
+            if (wrapped) {
+                nlohmann::json input = ti;  // the call as sent (description, timeout, ...), the command wrapped
+                input["command"] = *wrapped;
+                h["updatedInput"] = input;
+            }
+            break;
+        }
+        case HookProtocol::gemini:
+            o["decision"] = r.decision == Decision::allow ? "allow" : "deny";
+            o["reason"] = reason;
+            if (wrapped) {  // merged into the call's arguments
+                o["hookSpecificOutput"]["hookEventName"] = proto.event;
+                o["hookSpecificOutput"]["tool_input"]["command"] = *wrapped;
+            }
+            break;
+    }
+    out << dump(o) << '\n';
+    out.flush();
+    return 0;
+}
+
+}  // namespace
+
+int run_hook(std::istream& in, const Options& opts, const HookOptions& hook, std::ostream& out, std::ostream& err) {
+    // Every CLI runs the call when a hook exits with anything but 0 or 2, so
+    // no failure here may end in another status: fail closed.
+    try {
+        return hook_once(in, opts, hook, out, err);
+    } catch (const std::exception& e) {
+        err << "cc-classify: hook: " << e.what() << "; the call is denied\n";
+        return 2;
+    }
+}
+
+namespace {
+
+char timeout_line[128];
+std::size_t timeout_len = 0;
+
+void say_and_exit(const char* s, std::size_t n) {
+    while (n > 0) {
+        ssize_t w = ::write(2, s, n);
+        if (w <= 0) break;
+        s += w;
+        n -= static_cast<std::size_t>(w);
+    }
+    ::_exit(2);
+}
+
+extern "C" void on_timeout(int) { say_and_exit(timeout_line, timeout_len); }
+
+extern "C" void on_fatal(int sig) {
+    // Async-signal-safe: no allocation, no stdio.
+    char line[96] = "cc-classify: hook: ended by signal ";
+    std::size_t n = std::strlen(line);
+    char digits[4];
+    int d = 0;
+    for (int v = sig; v > 0 && d < 3; v /= 10) digits[d++] = static_cast<char>('0' + v % 10);
+    while (d > 0) line[n++] = digits[--d];
+    const char tail[] = "; the call is denied\n";
+    std::memcpy(line + n, tail, sizeof tail - 1);
+    say_and_exit(line, n + sizeof tail - 1);
+}
+
+}  // namespace
+
+void arm_hook_failsafe(int timeout_ms) {
+    std::string t = "cc-classify: hook: no answer within " + std::to_string(timeout_ms) +
+                    " ms (--hook-timeout); the call is denied\n";
+    timeout_len = std::min(t.size(), sizeof timeout_line);
+    std::memcpy(timeout_line, t.data(), timeout_len);
+    // Its own stack, so a stack overflow still reaches the handler.
+    static char alt[64 * 1024];
+    stack_t ss{};
+    ss.ss_sp = alt;
+    ss.ss_size = sizeof alt;
+    ::sigaltstack(&ss, nullptr);
+    struct sigaction sa {};
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_ONSTACK;
+    sa.sa_handler = on_fatal;
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGHUP, SIGINT}) ::sigaction(sig, &sa, nullptr);
+    sa.sa_handler = on_timeout;
+    ::sigaction(SIGALRM, &sa, nullptr);
+    itimerval it{};
+    it.it_value.tv_sec = timeout_ms / 1000;
+    it.it_value.tv_usec = (timeout_ms % 1000) * 1000;
+    ::setitimer(ITIMER_REAL, &it, nullptr);
+}
+
+}  // namespace cc::classify

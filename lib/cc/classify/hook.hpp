@@ -1,0 +1,58 @@
+// The agent CLIs' pre-tool hooks: one JSON object on stdin about a tool call
+// the CLI is about to make, one answer on stdout. cc-classify(1), HOOKS, lists
+// the field sets read and written for each CLI.
+//
+//   claude  PreToolUse, tool "Bash": hookSpecificOutput {hookEventName,
+//           permissionDecision allow|deny|ask, permissionDecisionReason,
+//           updatedInput}
+//   codex   PreToolUse, tool "Bash": the same wire format, but Codex honours
+//           only deny (and allow with updatedInput); an allow is no output,
+//           which leaves the call to Codex's own approval
+//   gemini  BeforeTool, tool "run_shell_command": {decision allow|deny,
+//           reason, hookSpecificOutput {hookEventName, tool_input}}
+//
+// Never fail open. Each CLI blocks the call when the hook exits 2 with a
+// reason on stderr, and runs it on any other failure (another status, a
+// crash, its own timeout). So malformed input, an internal error, a fatal
+// signal and the hook's own deadline all end in exit 2 with one line on
+// stderr (arm_hook_failsafe), before the CLI's timeout could fire.
+#pragma once
+
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cc/classify/cli.hpp"
+
+namespace cc::classify {
+
+enum class HookProtocol { claude, codex, gemini };
+std::optional<HookProtocol> parse_hook_protocol(std::string_view name);
+
+struct HookOptions {
+    HookProtocol protocol = HookProtocol::claude;
+    // claude: an ask is answered "ask" (the CLI asks its user) instead of
+    // going to the approver or becoming deny.
+    bool emit_ask = false;
+    // Non-empty: an allowed command is rewritten to run inside the sandbox,
+    // `cc-wrap --spec SPEC -- bash -c 'COMMAND'` (claude updatedInput, codex
+    // updatedInput, gemini hookSpecificOutput.tool_input).
+    std::string wrap_spec;
+};
+
+// `cc-wrap --spec 'SPEC' -- bash -c 'COMMAND'`, each quoted for the shell
+// the CLI runs it with (single quotes; a quote inside is '\'').
+std::string wrap_command(std::string_view spec, std::string_view command);
+
+// One hook call. Status 0 with the answer on `out`, or 2 with one line on
+// `err` (bad input, or any exception inside: the CLI blocks the call).
+int run_hook(std::istream& in, const Options& opts, const HookOptions& hook, std::ostream& out, std::ostream& err);
+
+// From here until the process ends: a fatal signal (SIGSEGV, SIGBUS,
+// SIGFPE, SIGILL, SIGABRT, SIGTERM) or `timeout_ms` passing writes
+// "cc-classify: hook: <what happened>; the call is denied" on stderr and
+// exits 2, which every supported CLI takes as a block.
+void arm_hook_failsafe(int timeout_ms);
+
+}  // namespace cc::classify

@@ -1,0 +1,167 @@
+// A Result written as JSON text directly, for the one-line form and --jsonl:
+// the same bytes as dumping to_json() (a test holds the two equal on the case
+// table in every mode), without building a tree of it first. Building and
+// destroying that tree was half of --jsonl's time.
+#include <array>
+#include <charconv>
+
+#include "cc/classify/classify.hpp"
+
+namespace cc::classify {
+
+namespace {
+
+// RFC 3629 UTF-8, as nlohmann's serializer checks it (no overlong forms, no
+// surrogates, nothing past U+10FFFF).
+bool valid_utf8(std::string_view s) {
+    std::size_t i = 0, n = s.size();
+    while (i < n) {
+        auto c = static_cast<unsigned char>(s[i]);
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
+        std::size_t len;
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) len = 2;
+        else if (c == 0xE0) len = 3, lo = 0xA0;
+        else if (c >= 0xE1 && c <= 0xEC) len = 3;
+        else if (c == 0xED) len = 3, hi = 0x9F;
+        else if (c >= 0xEE && c <= 0xEF) len = 3;
+        else if (c == 0xF0) len = 4, lo = 0x90;
+        else if (c >= 0xF1 && c <= 0xF3) len = 4;
+        else if (c == 0xF4) len = 4, hi = 0x8F;
+        else return false;
+        if (i + len > n) return false;
+        auto c1 = static_cast<unsigned char>(s[i + 1]);
+        if (c1 < lo || c1 > hi) return false;
+        for (std::size_t k = 2; k < len; ++k) {
+            auto ck = static_cast<unsigned char>(s[i + k]);
+            if (ck < 0x80 || ck > 0xBF) return false;
+        }
+        i += len;
+    }
+    return true;
+}
+
+// 0: a byte that stands for itself; 1: one to escape; 2: one past ASCII.
+constexpr auto byte_kind = [] {
+    std::array<unsigned char, 256> t{};
+    for (int c = 0; c < 0x20; ++c) t[static_cast<std::size_t>(c)] = 1;
+    t['"'] = t['\\'] = 1;
+    for (int c = 0x80; c < 256; ++c) t[static_cast<std::size_t>(c)] = 2;
+    return t;
+}();
+
+void string(std::string& out, std::string_view s) {
+    unsigned char seen = 0;
+    for (unsigned char c : s) seen |= byte_kind[c];
+    if (seen == 0) {  // most strings: nothing to escape, all ASCII
+        out.push_back('"');
+        out.append(s);
+        out.push_back('"');
+        return;
+    }
+    if ((seen & 2) && !valid_utf8(s)) {  // rare: let nlohmann replace what is not UTF-8, as to_json's dump does
+        out += nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        return;
+    }
+    out.push_back('"');
+    std::size_t run = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        auto c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        out.append(s.data() + run, i - run);
+        run = i + 1;
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\b': out += "\\b"; break;
+            case '\f': out += "\\f"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            default: {
+                static constexpr char hex[] = "0123456789abcdef";
+                char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+                out.append(u, 6);
+            }
+        }
+    }
+    out.append(s.data() + run, s.size() - run);
+    out.push_back('"');
+}
+
+void strings(std::string& out, const std::vector<std::string>& v) {
+    out.push_back('[');
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        if (i) out.push_back(',');
+        string(out, v[i]);
+    }
+    out.push_back(']');
+}
+
+void number(std::string& out, std::size_t n) {
+    char b[24];
+    auto [end, ec] = std::to_chars(b, b + sizeof b, n);
+    (void)ec;
+    out.append(b, end);
+}
+
+void key(std::string& out, const char* k) {
+    out += ",\"";
+    out += k;
+    out += "\":";
+}
+
+}  // namespace
+
+void append_json(std::string& out, const Result& r, const nlohmann::json* id) {
+    out += "{\"decision\":";
+    string(out, policy::to_string(r.decision));
+    key(out, "mode");
+    string(out, policy::to_string(r.mode));
+    key(out, "classes");
+    strings(out, r.classes);
+    key(out, "reason");
+    string(out, r.reason);
+    if (!r.source.empty()) key(out, "source"), string(out, r.source);
+    if (r.resolved) out += ",\"approver\":true";
+    out += ",\"commands\":[";
+    for (std::size_t i = 0; i < r.commands.size(); ++i) {
+        const SubCommand& s = r.commands[i];
+        out += i ? ",{\"argv\":" : "{\"argv\":";
+        strings(out, s.finding.argv);
+        key(out, "classes");
+        strings(out, s.finding.classes);
+        key(out, "decision");
+        string(out, policy::to_string(s.decision));
+        key(out, "reason");
+        string(out, s.reason);
+        if (!s.source.empty()) key(out, "source"), string(out, s.source);
+        if (!s.finding.notes.empty()) key(out, "notes"), strings(out, s.finding.notes);
+        if (!s.finding.refs.empty()) key(out, "refs"), strings(out, s.finding.refs);
+        key(out, "offset");
+        number(out, s.finding.offset);
+        out.push_back('}');
+    }
+    out.push_back(']');
+    if (r.parse_error) {
+        out += ",\"parseError\":{\"message\":";
+        string(out, r.parse_error->message);
+        key(out, "line");
+        number(out, r.parse_error->line);
+        key(out, "column");
+        number(out, r.parse_error->column);
+        key(out, "offset");
+        number(out, r.parse_error->offset);
+        out.push_back('}');
+    }
+    if (id) {
+        key(out, "id");
+        out += id->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    out.push_back('}');
+}
+
+}  // namespace cc::classify
