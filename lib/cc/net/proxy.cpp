@@ -68,6 +68,8 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
     auto resolver = Resolver::create(cfg.dns);
     if (!resolver) return resolver.error();
     sh.resolver = std::move(*resolver);
+    if (cfg.ask)
+        sh.asker = std::make_unique<Asker>(cfg.approver, cfg.network_rule, [&srv](const std::string& l) { srv.log(l); });
 
     json ready = {{"event", "ready"}};
     auto cleanup = [&] {
@@ -107,6 +109,20 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
         srv.inbox = acc.get();
         srv.acceptors.push_back(std::move(acc));
         ready["fdInbox"] = *cfg.fd_inbox;
+    }
+
+    if (cfg.metrics_socket) {
+        auto fd = listen_unix(srv, *cfg.metrics_socket);
+        if (!fd) return fail(fd.error());
+        ::fchmod(*fd, 0600);  // the page is the operator's (bind() made it with the umask's mode)
+        ::chmod(cfg.metrics_socket->c_str(), 0600);
+        auto acc = std::make_unique<Acceptor>(srv.io);
+        ErrorCode ec;
+        acc->assign(Proto(AF_UNIX, 0), *fd, ec);
+        if (ec) return fail(io_error(*cfg.metrics_socket, "cannot use the metrics socket", ec.value()));
+        asio::co_spawn(srv.io, metrics_loop(srv, *acc), asio::detached);
+        srv.acceptors.push_back(std::move(acc));
+        ready["metricsSocket"] = *cfg.metrics_socket;
     }
 
     srv.signals.emplace(srv.io, SIGTERM, SIGINT);
