@@ -338,6 +338,10 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     if (o.approver_timeout_ms <= 0)
         return input_error("--approver-timeout " + std::to_string(o.approver_timeout_ms), "must be a positive number of milliseconds");
     cfg.ask = plan->ask;
+    if (!o.approver.empty() && !plan->ask)
+        log(plan->network ? "--approver: the network rule is " +
+                                std::string(policy::to_string(plan->network_verdict.decision)) + ", not ask: no host will be asked"
+                          : std::string("--approver: the network is off: no host will be asked"));
     cfg.approver = policy::approver_from_command(o.approver, std::chrono::milliseconds(o.approver_timeout_ms));
     cfg.network_rule = plan->network_verdict;
     cfg.ask_question = {{"action", "network_access"},
