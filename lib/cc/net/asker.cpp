@@ -245,7 +245,6 @@ void Asker::ask(const std::string& key, nlohmann::json question, Done done) {
             return;
         }
         impl_->entries[key].waiters.push_back(std::move(done));
-        question["host"] = question.value("host", key.substr(0, key.rfind(':')));
         if (impl_->running < max_running) {
             ++impl_->running;
             start_now = true;
