@@ -112,10 +112,12 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
     }
 
     if (cfg.metrics_socket) {
+        // The page is the operator's: the socket is made 0600 from the start
+        // (bind() gives it the umask's mode; no loop runs yet).
+        mode_t old_mask = ::umask(077);
         auto fd = listen_unix(srv, *cfg.metrics_socket);
+        ::umask(old_mask);
         if (!fd) return fail(fd.error());
-        ::fchmod(*fd, 0600);  // the page is the operator's (bind() made it with the umask's mode)
-        ::chmod(cfg.metrics_socket->c_str(), 0600);
         auto acc = std::make_unique<Acceptor>(srv.io);
         ErrorCode ec;
         acc->assign(Proto(AF_UNIX, 0), *fd, ec);
