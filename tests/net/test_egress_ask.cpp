@@ -84,29 +84,29 @@ TEST_CASE("egress ask: one question per host:port, answers kept, other clients s
     std::string log = dir + "/approver-questions.jsonl";
     std::string port = std::to_string(origin.port);
     // One event loop: if the approver ran on it, nothing else would be served.
-    Egress eg({"--policy", write_policy(dir), "--approver", write_approver(dir, log), "--approver-timeout", "700",
+    Egress eg({"--policy", write_policy(dir), "--approver", write_approver(dir, log), "--approver-timeout", "3000",
                "--threads", "1", "--allow", "*.test:*", "--allow", "127.0.0.1:*", "--no-baseline", "--dns-server",
                dns.server()});
     REQUIRE(eg.ready["approver"] == true);
     std::string proxy = "http://" + eg.http();
-    // slow.test's answer takes 2 s, so its time-out is raised for it: only hang.test times out.
-    // (The approver timeout is 700 ms: slow.test needs its own run with a longer one; see below.)
+    // hang.test's approver never answers: it is cut at 3 s, and meanwhile
+    // the one event loop serves others (were it blocked, they would wait ~3 s).
     auto t0 = std::chrono::steady_clock::now();
     auto hang = std::async(std::launch::async, [&] {
         return curl({"-x", proxy, "-o", "/dev/null", "-w", "%{http_code}", "http://hang.test:" + port + "/hello"});
     });
-    ::usleep(200000);
+    ::usleep(300000);
     // While hang.test's question is out, another client is served at once.
     auto t1 = std::chrono::steady_clock::now();
     auto r = curl({"-x", proxy, "http://fast.test:" + port + "/hello"});
     double fast = seconds_since(t1);
     CHECK(r.out == "hello\n");
-    CHECK(fast < 0.6);
+    CHECK(fast < 1.5);
     auto h = hang.get();
     CHECK(http_code(h) == "403");
     double hung = seconds_since(t0);
-    CHECK(hung >= 0.6);
-    CHECK(hung < 3.0);
+    CHECK(hung >= 2.9);
+    CHECK(hung < 6.0);
     // Denied by the approver, and the second time from the session's cache.
     for (int i = 0; i < 2; ++i) {
         r = curl({"-x", proxy, "-o", "/dev/null", "-w", "%{http_code}", "http://no.test:" + port + "/hello"});
@@ -136,7 +136,7 @@ TEST_CASE("egress ask: one question per host:port, answers kept, other clients s
         if (host == "hang.test") {
             CHECK(l["decision"] == "deny");
             CHECK(l["rule"] == "ask");
-            CHECK_THAT(l["reason"].get<std::string>(), Catch::Contains("no answer within 700 ms"));
+            CHECK_THAT(l["reason"].get<std::string>(), Catch::Contains("no answer within 3000 ms"));
         } else if (host == "no.test") {
             CHECK(l["decision"] == "deny");
             CHECK(l["rule"] == "ask");
@@ -169,7 +169,7 @@ TEST_CASE("egress ask: clients asking for the same host:port wait for one questi
     for (auto& f : all) CHECK(f.get().out == "hello\n");
     double took = seconds_since(t0);
     CHECK(took >= 1.9);
-    CHECK(took < 4.0);
+    CHECK(took < 8.0);
     CHECK(eg.stop() == 0);
     CHECK(read_lines(log).size() == 1);
     int cached = 0;

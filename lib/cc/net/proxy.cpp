@@ -114,7 +114,7 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
     if (cfg.metrics_socket) {
         // The page is the operator's: the socket is made 0600 from the start
         // (bind() gives it the umask's mode; no loop runs yet).
-        mode_t old_mask = ::umask(077);
+        mode_t old_mask = ::umask(0177);
         auto fd = listen_unix(srv, *cfg.metrics_socket);
         ::umask(old_mask);
         if (!fd) return fail(fd.error());
