@@ -15,9 +15,11 @@ packages=(
   libseccomp-dev  # cc-wrap: the seccomp layer and the write supervisor
   # real peers used by tests, demo and benchmarks
   git curl jq lighttpd openssl netcat-openbsd openssh-client
-  tinyproxy microsocks xfsprogs util-linux iproute2 man-db groff-base
+  xfsprogs util-linux iproute2 man-db groff-base
   clang python3 python3-jsonschema procps hyperfine strace
   time  # /usr/bin/time: peak RSS in bench/20-classify.sh
+  # benchmarks only (bench/30-egress.sh compares cc-egress with them; no test uses them)
+  tinyproxy microsocks
   # packaging
   dpkg-dev debhelper fakeroot
 )
