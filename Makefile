@@ -8,17 +8,20 @@ MESON_SETUP = meson setup $(BUILD) --prefix=$(abspath $(PREFIX)) $(MESON_ARGS)
 
 all: build
 
+# make deps installs everything; each target asks only for what it needs.
 deps:
-	@bash scripts/deps.sh
+	@bash scripts/deps.sh all
 
 $(BUILD)/build.ninja:
+	@bash scripts/deps.sh build
 	@$(MESON_SETUP) >/dev/null
 
-build: deps $(BUILD)/build.ninja
+build: $(BUILD)/build.ninja
 	@ninja -C $(BUILD)
 
 # Every tier; ends with one line `N passed, N failed, N skipped`.
 test: build
+	@bash scripts/deps.sh test
 	@rm -rf $(BUILD)/test-summary
 	@meson test -C $(BUILD) --no-rebuild --print-errorlogs $(TESTARGS) > $(BUILD)/meson-test.out 2>&1; \
 	  rc=$$?; tail -n 40 $(BUILD)/meson-test.out; \
@@ -27,12 +30,15 @@ test: build
 # The shell parser against /bin/bash on a corpus (tests/shell/test_shell_bash.cpp);
 # CORPUS=dir adds every file under dir as one more script.
 shell-diff: build
+	@bash scripts/deps.sh test
 	@CC_BASH_CORPUS=$(CORPUS) meson test -C $(BUILD) --no-rebuild --verbose shell-bash-diff 2>&1 | grep -E '^differential against|^ *[0-9]+/[0-9]+ .*shell-bash-diff'
 
 demo: build
+	@bash scripts/deps.sh demo
 	@bash demo/run.sh $(BUILD)
 
-bench: deps
+bench:
+	@bash scripts/deps.sh bench
 	@[ -f $(BUILD)-bench/build.ninja ] || meson setup $(BUILD)-bench -Dbench=true -Dtests=false >/dev/null
 	@ninja -C $(BUILD)-bench
 	@bash bench/run.sh $(BUILD)-bench
@@ -40,21 +46,25 @@ bench: deps
 # The build directory keeps the prefix it was first configured with (and the
 # binaries carry it as their data directory): install into another PREFIX
 # reconfigures and rebuilds first.
-install: deps $(BUILD)/build.ninja
+install: $(BUILD)/build.ninja
+	@bash scripts/deps.sh install
 	@want='$(abspath $(PREFIX))'; \
 	  have=$$(meson introspect $(BUILD) --buildoptions | python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))') || exit 1; \
 	  if [ "$$have" != "$$want" ]; then echo "cc: prefix $$have -> $$want: reconfiguring $(BUILD)" >&2; meson configure $(BUILD) --prefix="$$want" >/dev/null || exit 1; fi
 	@ninja -C $(BUILD)
 	@meson install -C $(BUILD) --destdir "$(DESTDIR)"
 
-deb: deps
+deb:
+	@bash scripts/deps.sh deb
 	@bash packaging/build-deb.sh
 
-fuzz: deps
+fuzz:
+	@bash scripts/deps.sh fuzz
 	@[ -f $(BUILD)-fuzz/build.ninja ] || CXX=clang++ meson setup $(BUILD)-fuzz -Dfuzz=true -Dtests=false -Db_lundef=false >/dev/null
 	@ninja -C $(BUILD)-fuzz
 
-asan: deps
+asan:
+	@bash scripts/deps.sh asan
 	@[ -f $(BUILD)-asan/build.ninja ] || meson setup $(BUILD)-asan -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=false >/dev/null
 	@ninja -C $(BUILD)-asan
 	@rm -rf $(BUILD)-asan/test-summary

@@ -30,24 +30,24 @@ cat > "$d/spec.json" <<JSON
  "protectedPaths": ["$d/repos/app"],
  "egressAllowlist": ["127.0.0.1:*"]}
 JSON
-events() { jq -c 'if .event == "starting" then {event, backend: .plan.backend, transport: .plan.proxyTransport} else del(.sessionId) end'; }
 
-echo "\$ cc-wrap --spec spec.json -- true          # the standard policy has filename rules bwrap cannot enforce"
-cc-wrap --spec "$d/spec.json" -- true 2>&1 | sed 's/; refusing/;\n    refusing/'; echo "(exit ${PIPESTATUS[0]})"
-echo
-echo "\$ cc-wrap --spec spec.json --drop-filename-denies --events -- sh -c 'echo ok > notes.txt; echo evil > repos/app/README'"
-cc-wrap --spec "$d/spec.json" --drop-filename-denies --events -- \
-  sh -c "echo ok > notes.txt && echo wrote notes.txt; echo evil > $d/repos/app/README" 2>/dev/null | events
-echo "host: notes.txt = $(cat "$d/agents/a1/work/notes.txt"); repos/app/README = $(cat "$d/repos/app/README")"
+echo "\$ cc-wrap --spec spec.json --events -- sh -c 'echo ok > notes.txt; echo K=1 > .env; echo evil > repos/app/README; echo x > .git/hooks/pre-commit'"
+echo "  # the standard policy: writes are judged when they happen, by cc-wrap's write supervisor"
+cc-wrap --spec "$d/spec.json" --events -- \
+  sh -c "echo ok > notes.txt && echo wrote notes.txt; echo K=1 > .env; echo evil > $d/repos/app/README; echo x > .git/hooks/pre-commit" 2>/dev/null |
+  jq -c 'if .event == "starting" then {event, backend: .plan.backend, layers: .plan.layers}
+         elif .event == "violation" then {event, syscall, path, rule, source, errno}
+         elif .event == "exit" then {event, exitCode, endedBy, writeSupervisor} else del(.sessionId, .seq) end'
+echo "host: notes.txt = $(cat "$d/agents/a1/work/notes.txt"); .env exists: $([ -e "$d/agents/a1/work/.env" ] && echo yes || echo no); repos/app/README = $(cat "$d/repos/app/README")"
 echo
 echo "\$ cc-wrap ... -- curl -sS http://127.0.0.1:$port/"
-cc-wrap --spec "$d/spec.json" --drop-filename-denies -- curl -sS --max-time 5 -o - -w ' [HTTP %{http_code}]\n' "http://127.0.0.1:$port/" 2>&1 |
+cc-wrap --spec "$d/spec.json" -- curl -sS --max-time 5 -o - -w ' [HTTP %{http_code}]\n' "http://127.0.0.1:$port/" 2>&1 |
   grep -v '^cc-wrap: '
 echo "\$ cc-wrap ... -- curl -sS http://example.com/     # cc-egress refuses it; cc-wrap says so"
-cc-wrap --spec "$d/spec.json" --drop-filename-denies -- curl -sS --max-time 5 -o /dev/null -w '[HTTP %{http_code}]\n' "http://example.com/" 2>&1 |
+cc-wrap --spec "$d/spec.json" -- curl -sS --max-time 5 -o /dev/null -w '[HTTP %{http_code}]\n' "http://example.com/" 2>&1 |
   grep -v '^cc-wrap: no backend\|^cc-wrap: note'
 echo "\$ cc-wrap ... --events -- curl -sS http://example.com/   # the same refusal as a violation event"
-cc-wrap --spec "$d/spec.json" --drop-filename-denies --events -- curl -sS --max-time 5 -o /dev/null -w '[HTTP %{http_code}]\n' \
+cc-wrap --spec "$d/spec.json" --events -- curl -sS --max-time 5 -o /dev/null -w '[HTTP %{http_code}]\n' \
   "http://example.com/" 2>/dev/null | jq -c 'select(.event == "stdout" or .event == "violation" or .event == "exit") | del(.sessionId, .raw)'
 echo
 echo "\$ cc-egress --spec spec.json --fd-inbox eg/inbox.sock > eg.out &   # one cc-egress for the whole session"
@@ -57,20 +57,20 @@ eg=$!
 for _ in $(seq 100); do [ -s "$d/eg.out" ] && break; sleep 0.05; done
 head -n 1 "$d/eg.out" > "$d/ready.json"
 echo "\$ cc-wrap ... --egress ready.json --events -- curl -sS http://example.com/   # its refusal is still this run's violation"
-cc-wrap --spec "$d/spec.json" --egress "$d/ready.json" --drop-filename-denies --events -- \
+cc-wrap --spec "$d/spec.json" --egress "$d/ready.json" --events -- \
   curl -sS --max-time 5 -o /dev/null "http://example.com/" 2>/dev/null | jq -c 'select(.event == "violation") | del(.sessionId, .raw)'
 echo "eg.out (the operator's log): $(jq -c 'select(.event == "connection") | {host, decision, rule}' "$d/eg.out")"
 echo
 echo "\$ cc-wrap ... -- curl http://127.0.0.1:$port/ --noproxy '*'   # the namespace has only loopback"
-cc-wrap --spec "$d/spec.json" --drop-filename-denies -- curl -sS --max-time 3 --noproxy '*' "http://127.0.0.1:$port/" 2>&1 | grep -v '^cc-wrap: '
+cc-wrap --spec "$d/spec.json" -- curl -sS --max-time 3 --noproxy '*' "http://127.0.0.1:$port/" 2>&1 | grep -v '^cc-wrap: '
 echo
 echo "\$ cc-wrap --spec spec.json --print -- true | jq '{backend, proxy: .proxy.transport, denies: [.denies[] | select(.enforcement[0] | test(\"read-only bind over\"))| .rule]}'"
-cc-wrap --spec "$d/spec.json" --drop-filename-denies --print -- true 2>/dev/null |
+cc-wrap --spec "$d/spec.json" --print -- true 2>/dev/null |
   jq -c '{backend, proxy: .proxy.transport, denies: [.denies[] | select(.enforcement | any(test("over the writable"))) | .rule]}'
 echo
 echo "\$ cc-wrap --spec spec.json --print -- true | jq -c '.identity, .layers, [.seccomp.rules[].syscall] | unique'"
-cc-wrap --spec "$d/spec.json" --drop-filename-denies --print -- true 2>/dev/null |
+cc-wrap --spec "$d/spec.json" --print -- true 2>/dev/null |
   jq -c '{hostUid: .identity.hostUid, switchedFromRoot: .identity.switchedFromRoot}, .layers, ([.seccomp.rules[].syscall] | unique | join(" "))'
 echo "\$ cc-wrap ... -- sh -c 'id -u; unshare -U true; cat core_pattern > core_pattern'   # never host root"
-cc-wrap --spec "$d/spec.json" --drop-filename-denies -- sh -c 'id -u; unshare -U true; v=$(cat /proc/sys/kernel/core_pattern); echo "$v" > /proc/sys/kernel/core_pattern' 2>&1 |
+cc-wrap --spec "$d/spec.json" -- sh -c 'id -u; unshare -U true; v=$(cat /proc/sys/kernel/core_pattern); echo "$v" > /proc/sys/kernel/core_pattern' 2>&1 |
   grep -v '^cc-wrap: no backend\|^cc-wrap: note'

@@ -1,28 +1,40 @@
 #!/usr/bin/env bash
-# Install every Debian package cc needs to build, test, benchmark and package.
+# Install the Debian packages a make target needs (only those).
 # Idempotent: quiet when everything is present. apt-get as root, sudo otherwise.
 set -euo pipefail
 
-packages=(
-  # build
+# What each make target needs (usage: deps.sh [build|demo|test|bench|deb|fuzz|all]):
+build=(
   g++ meson ninja-build pkg-config
   libcli11-dev nlohmann-json3-dev libcurl4-openssl-dev libc-ares-dev libidn2-dev
   libunistring-dev  # libunistring.a: cc-egress links libidn2 statically
   libboost-dev libboost-filesystem-dev libssl-dev zlib1g-dev
-  catch2 libbenchmark-dev
-  # sandbox backend
-  bubblewrap socat
   libseccomp-dev  # cc-wrap: the seccomp layer and the write supervisor
-  # real peers used by tests, demo and benchmarks
-  git curl jq lighttpd openssl netcat-openbsd openssh-client
-  xfsprogs util-linux iproute2 man-db groff-base
-  clang python3 python3-jsonschema procps hyperfine strace
-  time  # /usr/bin/time: peak RSS in bench/20-classify.sh
-  # benchmarks only (bench/30-egress.sh compares cc-egress with them; no test uses them)
-  tinyproxy microsocks
-  # packaging
-  dpkg-dev debhelper fakeroot
+  catch2          # the test binaries are part of the default build
 )
+# What the tools run at run time (and `make install` users need).
+runtime=(bubblewrap socat git)
+# The demo's scenes: a local web server and upstream, JSON on the command
+# line, a reflink filesystem for cc-worktree.
+demo=(curl jq lighttpd python3 xfsprogs util-linux)
+# The test tiers: real peers (TLS servers, netcat, ssh), network namespaces,
+# schema and man-page checks.
+test=(openssl netcat-openbsd openssh-client iproute2 procps man-db groff-base python3-jsonschema)
+# Benchmarks: the peers measured against, and the timers.
+bench=(libbenchmark-dev tinyproxy microsocks hyperfine strace time)
+deb=(dpkg-dev debhelper fakeroot)
+fuzz=(clang)
+
+case ${1:-all} in
+  build) packages=("${build[@]}") ;;
+  demo|install) packages=("${build[@]}" "${runtime[@]}" "${demo[@]}") ;;
+  test) packages=("${build[@]}" "${runtime[@]}" "${demo[@]}" "${test[@]}") ;;
+  bench) packages=("${build[@]}" "${runtime[@]}" "${demo[@]}" "${bench[@]}") ;;
+  deb) packages=("${build[@]}" "${deb[@]}") ;;
+  fuzz|asan) packages=("${build[@]}" "${runtime[@]}" "${demo[@]}" "${test[@]}" "${fuzz[@]}") ;;
+  all) packages=("${build[@]}" "${runtime[@]}" "${demo[@]}" "${test[@]}" "${bench[@]}" "${deb[@]}" "${fuzz[@]}") ;;
+  *) echo "deps.sh: unknown target '$1' (build, demo, test, bench, deb, fuzz or all)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -16,6 +16,7 @@ passed = failed = skipped = 0
 seen = set()
 log = os.path.join(build, "meson-logs", "testlog.json")
 results = []
+skip_lines = []
 if os.path.exists(log):
     with open(log) as f:
         for line in f:
@@ -39,8 +40,18 @@ for r in results:
         passed += 1
     elif verdict == "SKIP":
         skipped += 1
+        why = (r.get("stdout") or "").strip().splitlines()
+        skip_lines.append(f"{r['name']}: {why[-1] if why else 'skipped'}")
     else:
         failed += 1
         print(f"failed without a summary: {r['name']} ({verdict})", file=sys.stderr)
+# Every skip with its reason, so a skipped tier is never silent.
+if os.path.isdir(summary_dir):
+    for name in sorted(os.listdir(summary_dir)):
+        if name.endswith(".skips"):
+            for line in open(os.path.join(summary_dir, name)):
+                skip_lines.append(f"{name[:-6]}: {line.strip()}")
+for line in skip_lines:
+    print("skipped " + line)
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
 sys.exit(1 if failed or not results else 0)

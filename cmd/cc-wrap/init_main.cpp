@@ -10,7 +10,8 @@
 namespace {
 const char* k_help =
     "Usage: cc-wrap-init [--internal-sandbox-init] [OPTIONS] -- CMD ARGS...\n"
-    "The first program cc-wrap runs inside a sandbox: wires the proxies, then execs CMD.\n"
+    "The first program cc-wrap runs inside a sandbox: wires the proxies, applies\n"
+    "Landlock, installs the write supervisor's filter, then execs CMD.\n"
     "\n"
     "Options:\n"
     "  --transport T      fd-handover, socat-bridge, loopback, host or none\n"
@@ -19,6 +20,10 @@ const char* k_help =
     "  --egress-dir DIR   where inbox.sock, http.sock and socks.sock are bound\n"
     "  --socat PATH       socat binary for the bridge\n"
     "  --pty 1            make standard input the controlling terminal of a new session\n"
+    "  --landlock-abi N   restrict writes with Landlock (ABI N) to the --landlock-write paths\n"
+    "  --landlock-write P a path (repeat) that stays writable under Landlock\n"
+    "  --write-filter-fd N  descriptor holding the write supervisor's BPF filter\n"
+    "  --write-sock-fd N  socket the filter's listener is sent to cc-wrap over\n"
     "  --help             this text\n"
     "  --version          print the name and version, then exit\n";
 }

@@ -26,7 +26,7 @@ class Cc < Formula
 
   test do
     assert_match "seatbelt", shell_output("#{bin}/cc-probe --json")
-    output = shell_output("#{bin}/cc-classify --mode plan -- 'git push origin main'", 12)
+    output = shell_output("#{bin}/cc-classify --mode plan -- 'git push origin main'", 11)
     assert_match "deny", output
   end
 end

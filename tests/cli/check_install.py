@@ -34,6 +34,12 @@ try:
     tools = [os.path.basename(t) for t in glob.glob(os.path.join(build, "cmd", "cc-*", "cc-*"))
              if os.path.isfile(t) and os.access(t, os.X_OK)]
     for t in tools:
+        if t == "cc-wrap-init":  # a helper, not a command
+            if not os.access(os.path.join(base, opts["libexecdir"], "cc", t), os.X_OK):
+                fail(f"{t} not installed in libexec/cc/")
+            if os.path.exists(os.path.join(base, opts["bindir"], t)):
+                fail(f"{t} installed on PATH (bin/); it belongs in libexec/cc/")
+            continue
         if not os.access(os.path.join(base, opts["bindir"], t), os.X_OK):
             fail(f"{t} not installed in bin/")
         if not os.path.exists(os.path.join(base, opts["mandir"], "man1", t + ".1")):
@@ -45,7 +51,20 @@ try:
     for rel in ("policy/default.json", "schema/sandbox-spec.schema.json"):
         if not os.path.exists(os.path.join(share, rel)):
             fail("share/cc/" + rel + " not installed")
-    print(f"ok   {len(tools)} tools, man pages and share/cc installed under {opts['prefix']}")
+    for t in tools:
+        if t == "cc-wrap-init":
+            continue
+        for rel in (f"bash-completion/completions/{t}", f"zsh/vendor-completions/_{t}", f"fish/vendor_completions.d/{t}.fish"):
+            if not os.path.exists(os.path.join(base, opts["datadir"], rel)):
+                fail(f"{rel} not installed")
+    doc = os.path.join(base, opts["datadir"], "doc", "cc")
+    for rel in ("README.md", "examples/session.sh", "examples/policy.json", "examples/spec.json",
+                "examples/claude-settings.json", "examples/allowlist.txt"):
+        if not os.path.exists(os.path.join(doc, rel)):
+            fail("doc/cc/" + rel + " not installed")
+    if os.path.exists(os.path.join(share, "examples")):
+        fail("share/cc/examples installed as data (it belongs under doc/cc)")
+    print(f"ok   {len(tools)} tools, man pages, share/cc and doc/cc installed under {opts['prefix']}")
 finally:
     shutil.rmtree(dest, ignore_errors=True)
 

@@ -52,4 +52,13 @@ if "probe.schema.json" in by_name and os.path.exists(probe):
             failed += 1
         else:
             print(f"ok   cc-probe {' '.join(args)} output matches probe.schema.json")
+# The example session's files validate against the schemas of what they are.
+for example, schema_name in (("spec.json", "sandbox-spec.schema.json"), ("policy.json", "policy.schema.json")):
+    path = os.path.join(share, "examples", example)
+    errs = list(jsonschema.Draft202012Validator(by_name[schema_name]).iter_errors(json.load(open(path))))
+    if errs:
+        print(f"FAIL examples/{example}: {errs[0].message}")
+        failed += 1
+    else:
+        print(f"ok   examples/{example} matches {schema_name}")
 sys.exit(1 if failed else 0)

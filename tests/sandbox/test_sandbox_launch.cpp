@@ -165,6 +165,10 @@ TEST_CASE("launch: --timeout kills the whole sandbox, nothing is orphaned", "[la
     CHECK(ev[ev.size() - 2]["reason"] == "timeout");
     CHECK(ev.back()["exitCode"] == 137);
     CHECK(ev.back()["endedBy"] == "timeout");
+    // Without --events, one log line with the seconds as given.
+    auto quick = t.sh("sleep 30", {"--timeout", "0.5"});
+    CHECK(quick.status == 137);
+    CHECK(quick.err.find("cc-wrap: timeout after 0.5 s: sandbox killed") != std::string::npos);
     // The command's own 137 is the command's.
     auto own = t.sh("kill -KILL $$", {"--events"});
     CHECK(own.status == 137);

@@ -153,6 +153,53 @@ TEST_CASE("write supervisor: with the listener gone, every notified call fails (
     ::close(*filter);
 }
 
+TEST_CASE("write supervisor: the filter arrives through a pipe; an empty pipe installs nothing", "[supervisor]") {
+    // cc-wrap writes the program once bubblewrap is starting; if cc-wrap
+    // fails or dies first, the init step reads an empty pipe and refuses.
+    int p[2];
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    ::close(p[1]);
+    int sp[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == 0);
+    std::string err;
+    CHECK_FALSE(cc::sandbox::install_write_filter(p[0], sp[1], err));
+    CHECK(err == "the write filter descriptor holds no BPF program");
+    ::close(p[0]);
+    // The same pipe, filled by export_write_filter, installs the filter and
+    // hands a listener over (in a child: the filter stays with it).
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    REQUIRE(cc::sandbox::export_write_filter(p[1]));
+    ::close(p[1]);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        std::string e;
+        _exit(cc::sandbox::install_write_filter(p[0], sp[1], e) ? 0 : 90);
+    }
+    ::close(p[0]);
+    int st = 0;
+    REQUIRE(::waitpid(pid, &st, 0) == pid);
+    CHECK(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 0);
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl;
+    msg.msg_controllen = sizeof ctl;
+    REQUIRE(::recvmsg(sp[0], &msg, MSG_DONTWAIT) == 1);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    REQUIRE(c != nullptr);
+    CHECK(c->cmsg_type == SCM_RIGHTS);
+    int listener = -1;
+    std::memcpy(&listener, CMSG_DATA(c), sizeof listener);
+    CHECK(listener >= 0);
+    if (listener >= 0) ::close(listener);
+    ::close(sp[0]);
+    ::close(sp[1]);
+}
+
 TEST_CASE("write supervisor: the standard policy runs on Linux; filename rules refused at creation", "[supervisor][launch]") {
     if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
     if (!write_supervisor()) CC_SKIP("this kernel has no seccomp user notification with descriptor injection");
@@ -251,6 +298,29 @@ TEST_CASE("write supervisor: other ways to the same file", "[supervisor][launch]
     CHECK(slurp(t.work + "/.env") == "SECRET=1\n");
     CHECK_FALSE(fs::exists(t.work + "/h"));
     CHECK_FALSE(fs::exists(t.work + "/.env.o"));
+}
+
+TEST_CASE("write supervisor: the caller's /proc/self/cwd and /proc/PID/root are the paths they name", "[supervisor][launch]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!write_supervisor()) CC_SKIP("this kernel has no seccomp user notification with descriptor injection");
+    Tree t("sup-procdirs");
+    if (cc::test::is_root()) Tree::give_to_nobody(t.work);
+    // Without cc-wrap a .env can be made through either spelling.
+    auto free_run = run({"sh", "-c", "cd '" + t.outside + "' && echo S > /proc/self/cwd/.env && echo T > /proc/$$/root'" +
+                                     t.outside + "/.env.r'"});
+    REQUIRE(free_run.status == 0);
+    CHECK(slurp(t.outside + "/.env") == "S\n");
+    auto r = wrap_std(t, "cd '" + t.work + "'; echo ok > /proc/self/cwd/a.txt; echo rc=$?; echo ok > /proc/$$/root'" + t.work +
+                         "/b.txt'; echo rc=$?; echo S > /proc/self/cwd/.env; echo rc=$?; echo S > /proc/$$/root'" + t.work +
+                         "/.env'; echo rc=$?; mkdir /proc/self/cwd/d; echo rc=$?");
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out == "rc=0\nrc=0\nrc=2\nrc=2\nrc=0\n");
+    CHECK(slurp(t.work + "/a.txt") == "ok\n");
+    CHECK(slurp(t.work + "/b.txt") == "ok\n");
+    CHECK(fs::is_directory(t.work + "/d"));
+    CHECK_FALSE(fs::exists(t.work + "/.env"));
+    CHECK(r.err.find("/proc/self/cwd/.env: Permission denied") != std::string::npos);
 }
 
 TEST_CASE("write supervisor: ordinary work is unaffected", "[supervisor][launch]") {

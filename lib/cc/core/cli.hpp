@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cc/core/completion.hpp"
 #include "cc/core/tool.hpp"
 
 #ifndef CC_VERSION
@@ -65,7 +66,7 @@ inline bool takes_value(CLI::App& app, const std::string& word) {
     if (word.size() < 2 || word[0] != '-' || word.find('=') != std::string::npos) return false;
     for (CLI::App* a = &app; a != nullptr; a = a->get_parent()) {
         for (const CLI::Option* o : a->get_options())
-            if (!o->get_positional() && o->check_name(word)) return o->get_type_size() != 0;
+            if (!o->get_positional() && o->check_name(word)) return o->get_expected_max() != 0;
     }
     return false;
 }
@@ -120,8 +121,10 @@ inline std::optional<std::string> leftover_message(CLI::App& app, int argc, char
 // --version (printed by CLI11), 2 after one lower-case line on stderr naming
 // the bad argument. Unknown options and subcommands are named first (a missing
 // required option is often their consequence), with a suggestion to put a
-// command after "--" where the tool takes one.
+// command after "--" where the tool takes one. `--generate-completion SHELL`
+// (hidden) prints the shell completion generated from `app` (completion.hpp).
 inline std::optional<int> parse(CLI::App& app, int argc, char** argv, const char* name) {
+    if (auto rc = completion_request(app, argc, argv, name)) return rc;
     try {
         app.parse(argc, argv);
         return std::nullopt;

@@ -90,11 +90,18 @@ std::optional<int> wait_exit(pid_t pid, int ms) {
     return std::nullopt;
 }
 
-// cc-wrap-init next to this binary; else cc-wrap itself runs the init step.
+#ifndef CC_LIBEXECDIR
+#define CC_LIBEXECDIR "/usr/libexec/cc"
+#endif
+
+// cc-wrap-init next to this binary (a build tree), else the installed one in
+// libexec/cc; else cc-wrap itself runs the init step.
 std::string init_exe() {
     std::string self = self_exe();
-    std::string init = (fs::path(self).parent_path() / "cc-wrap-init").string();
-    return ::access(init.c_str(), X_OK) == 0 ? init : self;
+    for (const std::string& init : {(fs::path(self).parent_path() / "cc-wrap-init").string(),
+                                    std::string(CC_LIBEXECDIR) + "/cc-wrap-init"})
+        if (::access(init.c_str(), X_OK) == 0) return init;
+    return self;
 }
 
 std::optional<std::string> find_egress() {

@@ -97,26 +97,32 @@ public:
         const bool status_fd = plan_.backend == spec::Backend::native && plan_.seatbelt.empty();
         if (status_fd && ::pipe2(st, O_CLOEXEC) != 0) return fail(io_error("pipe", "cannot create"));
         const bool handover = status_fd && plan_.proxy.transport == "fd-handover";
-        // The filter, compiled now (it is data in the plan) into a sealed
-        // memfd kept above the numbers the child's descriptors are bound to.
-        cc::fs::UniqueFd filter;
-        if (status_fd && plan_.seccomp) {
-            auto f = compile_seccomp(*plan_.seccomp);
-            if (!f) return fail(f.error());
-            filter = cc::fs::UniqueFd{::fcntl(*f, F_DUPFD_CLOEXEC, 10)};
-            ::close(*f);
-            if (!filter) return fail(io_error("seccomp filter", "cannot move its descriptor"));
-        }
+        // The filters (data in the plan) reach bubblewrap and the init step
+        // through pipes whose read ends are kept above the numbers the
+        // child's descriptors are bound to. They are compiled and written
+        // once bubblewrap is starting: it reads its filter only after its
+        // mounts, and the init step later still, so the compiling overlaps
+        // with that work. If cc-wrap fails or dies first, the pipe ends
+        // empty and nothing runs: bubblewrap refuses an empty program, the
+        // init step exits 125, and --die-with-parent ends the rest.
+        cc::fs::UniqueFd filter, filter_w;
+        auto filter_pipe = [](cc::fs::UniqueFd& r, cc::fs::UniqueFd& w) {
+            int p[2];
+            if (::pipe2(p, O_CLOEXEC) != 0) return false;
+            r = cc::fs::UniqueFd{::fcntl(p[0], F_DUPFD_CLOEXEC, 10)};
+            ::close(p[0]);
+            w = cc::fs::UniqueFd{p[1]};
+            return static_cast<bool>(r);
+        };
+        if (status_fd && plan_.seccomp && !filter_pipe(filter, filter_w))
+            return fail(io_error("seccomp filter", "cannot create its pipe"));
         int blk[2] = {-1, -1};
         if (handover && ::pipe2(blk, O_CLOEXEC) != 0) return fail(io_error("pipe", "cannot create"));
         // The write supervisor: its filter (BPF in a sealed memfd) and the
         // socket the init step sends the listener back over.
-        cc::fs::UniqueFd wfilter, wsock_child, wsock;
+        cc::fs::UniqueFd wfilter, wfilter_w, wsock_child, wsock;
         if (status_fd && plan_.writeRules) {
-            auto f = compile_write_filter();
-            if (!f) return fail(f.error());
-            wfilter = cc::fs::UniqueFd{::fcntl(*f, F_DUPFD_CLOEXEC, 10)};
-            ::close(*f);
+            if (!filter_pipe(wfilter, wfilter_w)) return fail(io_error("write supervisor filter", "cannot create its pipe"));
             int sp[2];
             if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0)
                 return fail(io_error("write supervisor", "cannot create its socket"));
@@ -161,10 +167,22 @@ public:
             return fail(unavailable_error(plan_.argv[0], std::string("cannot start: ") + ex.what()));
         }
         for (int fd : {out[1], err[1], st[1], pty_slave, blk[0]}) if (fd >= 0) ::close(fd);
+        filter = {};
         wfilter = {};
         wsock_child = {};
+        Status compiled = ok();
+        if (filter_w) compiled = export_seccomp(*plan_.seccomp, filter_w.get());
+        if (compiled && wfilter_w) compiled = export_write_filter(wfilter_w.get());
+        filter_w = {};
+        wfilter_w = {};
+        if (!compiled) {
+            log(compiled.error().one_line() + ": the sandbox is stopped before the command runs");
+            if (!failure_) failure_ = exit_own_failure;
+            kill_all();
+        }
         if (wsock) start_supervisor(wsock.release());
-        if (handover) {
+        if (handover && !compiled) ::close(blk[1]);
+        if (handover && compiled) {
             // Synchronous and bounded: bubblewrap holds the command until fd 4
             // is written or closed. Until the listeners are made and in
             // cc-egress's inbox, a failure SIGKILLs the sandbox before fd 4 is
@@ -213,7 +231,12 @@ public:
                 kill_all();
                 killed_ = true;
                 if (rq_.events) emit(ev_.line("killed", {{"reason", "timeout"}, {"signal", 9}, {"timeout", rq_.timeout}}));
-                else log("timeout after " + std::to_string(rq_.timeout) + " s: sandbox killed");
+                else {
+                    // As given: "timeout after 1 s", "after 0.25 s" (never 1.000000).
+                    std::ostringstream secs;
+                    secs << rq_.timeout;
+                    log("timeout after " + secs.str() + " s: sandbox killed");
+                }
             });
         }
         io_.run();

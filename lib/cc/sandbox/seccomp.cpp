@@ -21,7 +21,7 @@ struct Ctx {
 
 }  // namespace
 
-Result<int> compile_seccomp(const SeccompPolicy& p) {
+Status export_seccomp(const SeccompPolicy& p, int out) {
     const std::string what = "seccomp filter";
     Ctx ctx{seccomp_init(SCMP_ACT_ALLOW)};
     if (!ctx.c) return unavailable_error(what, "libseccomp could not start a filter");
@@ -49,11 +49,18 @@ Result<int> compile_seccomp(const SeccompPolicy& p) {
         if (rc != 0)
             return unavailable_error(what, "rule for '" + r.syscall + "': " + std::strerror(-rc));
     }
-    int fd = ::memfd_create("cc-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0) return unavailable_error(what, std::string("memfd_create: ") + std::strerror(errno));
-    if (int rc = seccomp_export_bpf(ctx.c, fd); rc != 0) {
-        ::close(fd);
+    // One write(2) of the whole program (libseccomp's export).
+    if (int rc = seccomp_export_bpf(ctx.c, out); rc != 0)
         return unavailable_error(what, std::string("export: ") + std::strerror(-rc));
+    return ok();
+}
+
+Result<int> compile_seccomp(const SeccompPolicy& p) {
+    int fd = ::memfd_create("cc-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return unavailable_error("seccomp filter", std::string("memfd_create: ") + std::strerror(errno));
+    if (auto s = export_seccomp(p, fd); !s) {
+        ::close(fd);
+        return s.error();
     }
     ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
     ::lseek(fd, 0, SEEK_SET);

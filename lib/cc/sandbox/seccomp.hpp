@@ -54,5 +54,9 @@ nlohmann::json to_json(const SeccompPolicy& p);
 // The BPF program for the policy, in a sealed memfd positioned at 0 (what
 // bubblewrap's --seccomp reads). Errors name the rule libseccomp refused.
 Result<int> compile_seccomp(const SeccompPolicy& p);
+// The same program written to `out` in one write(2): cc-wrap hands
+// bubblewrap a pipe and fills it once bubblewrap is starting, so compiling
+// costs no start-up time (bubblewrap reads the filter only after its mounts).
+Status export_seccomp(const SeccompPolicy& p, int out);
 
 }  // namespace cc::sandbox

@@ -35,7 +35,7 @@ struct Ctx {
 
 }  // namespace
 
-Result<int> compile_write_filter() {
+Status export_write_filter(int out) {
     const std::string what = "write supervisor filter";
     Ctx ctx{seccomp_init(SCMP_ACT_ALLOW)};
     if (!ctx.c) return unavailable_error(what, "libseccomp could not start a filter");
@@ -64,11 +64,17 @@ Result<int> compile_write_filter() {
     if (int rc = seccomp_rule_add(ctx.c, SCMP_ACT_ERRNO(ENOSYS), 452, 0); rc != 0)
         return unavailable_error(what, std::string("rule for 'fchmodat2': ") + std::strerror(-rc));
 #endif
-    int fd = ::memfd_create("cc-write-filter", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0) return unavailable_error(what, std::string("memfd_create: ") + std::strerror(errno));
-    if (int rc = seccomp_export_bpf(ctx.c, fd); rc != 0) {
-        ::close(fd);
+    if (int rc = seccomp_export_bpf(ctx.c, out); rc != 0)
         return unavailable_error(what, std::string("export: ") + std::strerror(-rc));
+    return ok();
+}
+
+Result<int> compile_write_filter() {
+    int fd = ::memfd_create("cc-write-filter", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return unavailable_error("write supervisor filter", std::string("memfd_create: ") + std::strerror(errno));
+    if (auto s = export_write_filter(fd); !s) {
+        ::close(fd);
+        return s.error();
     }
     ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
     ::lseek(fd, 0, SEEK_SET);

@@ -51,6 +51,8 @@ namespace cc::sandbox {
 // SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (a call the supervisor has taken is
 // not restarted by a signal, so it is never performed twice).
 Result<int> compile_write_filter();
+// The same program written to `out` (a pipe the init step reads to its end).
+Status export_write_filter(int out);
 
 // cc-wrap side.
 class WriteSupervisor {

@@ -8,7 +8,6 @@
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -19,22 +18,24 @@
 namespace cc::sandbox {
 
 bool install_write_filter(int filter_fd, int sock_fd, std::string& err) {
-    struct stat sb {};
-    if (::fstat(filter_fd, &sb) != 0 || sb.st_size <= 0 || sb.st_size % sizeof(sock_filter) != 0 ||
-        sb.st_size > 65536) {
-        err = "the write filter descriptor holds no BPF program";
-        return false;
-    }
-    std::string prog(static_cast<std::size_t>(sb.st_size), '\0');
-    std::size_t off = 0;
-    while (off < prog.size()) {
-        ssize_t n = ::pread(filter_fd, prog.data() + off, prog.size() - off, static_cast<off_t>(off));
+    // A pipe (cc-wrap writes the program once bubblewrap is starting) or a
+    // memfd at offset 0: read to its end, bounded.
+    std::string prog;
+    char buf[4096];
+    for (;;) {
+        ssize_t n = ::read(filter_fd, buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            err = std::string("reading the write filter: ") + (n < 0 ? std::strerror(errno) : "short read");
+        if (n < 0) {
+            err = std::string("reading the write filter: ") + std::strerror(errno);
             return false;
         }
-        off += static_cast<std::size_t>(n);
+        if (n == 0) break;
+        prog.append(buf, static_cast<std::size_t>(n));
+        if (prog.size() > 65536) break;
+    }
+    if (prog.empty() || prog.size() % sizeof(sock_filter) != 0 || prog.size() > 65536) {
+        err = "the write filter descriptor holds no BPF program";
+        return false;
     }
     sock_fprog fprog{static_cast<unsigned short>(prog.size() / sizeof(sock_filter)),
                      reinterpret_cast<sock_filter*>(prog.data())};

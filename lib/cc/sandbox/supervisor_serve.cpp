@@ -16,7 +16,8 @@
 // /proc/self, /proc/thread-self and /dev/{fd,stdin,stdout,stderr} name the
 // caller, not the supervisor: they are rewritten to the caller's PID in the
 // sandbox. A descriptor reached through /proc/PID/fd/N is opened as an
-// object (O_PATH), judged by the path it has, and reopened.
+// object (O_PATH), judged by the path it has, and reopened. The caller's own
+// /proc/PID/cwd and /proc/PID/root stand for the paths they name.
 
 #include "cc/sandbox/supervisor.hpp"
 
@@ -258,11 +259,34 @@ struct Job {
         return me + "/fd/2" + p.substr(11);
     }
 
+    // The caller's own working directory and root spelled through procfs
+    // (/proc/self/cwd/x, /proc/PID/root/x with its own PID): magic links,
+    // which the parent's resolution refuses (RESOLVE_NO_MAGICLINKS), so they
+    // are rewritten to the paths they name. Another process's are not (ELOOP).
+    std::optional<std::variant<std::string, int>> own_dirs(const std::string& p) {
+        if (p.compare(0, 6, "/proc/") != 0 || !ns_ids()) return std::nullopt;
+        const std::string tgid = "/proc/" + std::to_string(nstgid);
+        for (const std::string& me : {tgid, tgid + "/task/" + std::to_string(nspid), "/proc/" + std::to_string(nspid)}) {
+            for (const std::string which : {"/cwd", "/root"}) {
+                const std::string pre = me + which;
+                if (p.compare(0, pre.size(), pre) != 0 || (p.size() != pre.size() && p[pre.size()] != '/')) continue;
+                std::string rest = p.substr(pre.size());  // "" or "/..."
+                while (!rest.empty() && rest[0] == '/') rest.erase(0, 1);
+                if (which == "/root") return std::variant<std::string, int>("/" + rest);
+                return absolute(AT_FDCWD, rest.empty() ? "." : rest);
+            }
+        }
+        return std::nullopt;
+    }
+
     // The absolute guest path of `path` relative to directory fd `dirfd` of
     // the caller (AT_FDCWD: its cwd). Errno on failure.
     std::variant<std::string, int> absolute(int dirfd, const std::string& path) {
         if (path.empty()) return ENOENT;
-        if (path[0] == '/') return path;
+        if (path[0] == '/') {
+            if (auto own = own_dirs(rewrite_self(path))) return *own;
+            return path;
+        }
         std::string link = dirfd == AT_FDCWD ? proc("/cwd") : proc("/fd/" + std::to_string(dirfd));
         char buf[PATH_MAX + 1];
         ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
