@@ -2,7 +2,8 @@
 # cc-egress whole-process figures, side by side with tinyproxy (HTTP) and
 # microsocks (SOCKS5), all on 127.0.0.1 against lighttpd serving a sparse
 # 1 GiB file. Bounded: 3 runs per transfer path, 2,000 short requests per
-# path, 1,000 tunnels. Prints medians and ratios.
+# path with 1 and with 4 concurrent clients (BENCH_CLIENTS), 1,000 tunnels.
+# Prints medians and ratios.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${CC_BUILD:-$root/build-bench}
@@ -107,15 +108,11 @@ printf '  ratios: egress CONNECT / tinyproxy CONNECT %.2fx; egress SOCKS5 / micr
   "$(awk -v a="${speed[egress-connect]}" -v b="${speed[splice-ceiling]}" 'BEGIN {print a/b}')"
 [ -n "$sc" ] && [ -z "${sm:-}" ] && echo "  sockmap ceiling (in-kernel redirect, no user space in the path): skipped: $(head -c 200 "$dir/sockmap.err")"
 
-echo "short requests (1 KiB, new connection each, 2,000 per path, 4 clients; median of 3 runs, each"
-echo "                cc-egress run followed by its peer's so both see the same load; proxy CPU from"
-echo "                /proc utime+stime over the 6,000 requests, the steadier figure):"
-echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 declare -A rate cpureq runs_of ticks
-one_run() {  # name mode port pid
+one_run() {  # name mode port pid clients
   local c0 c1 r
   c0=$([ "$4" = - ] && echo 0 || cpu_ticks "$4")
-  r=$("$load" rate "$2" "$3" "$web" /small 2000 4 | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["perSecond"] if j["errors"]==0 else 0)')
+  r=$("$load" rate "$2" "$3" "$web" /small 2000 "$5" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["perSecond"] if j["errors"]==0 else 0)')
   c1=$([ "$4" = - ] && echo 0 || cpu_ticks "$4")
   runs_of[$1]="${runs_of[$1]:-} $r"
   ticks[$1]=$(( ${ticks[$1]:-0} + c1 - c0 ))
@@ -123,22 +120,30 @@ one_run() {  # name mode port pid
 report() {
   rate[$1]=$(printf '%s\n' ${runs_of[$1]} | median)
   cpureq[$1]=$(awk -v t="${ticks[$1]}" -v hz="$hz" 'BEGIN {printf "%.0f", t/hz/6000*1e6}')
-  printf '  %-20s %8.0f req/s   proxy cpu %4s us/req   (runs:%s)\n' "$1" "${rate[$1]}" "${cpureq[$1]}" "${runs_of[$1]}"
+  printf '  %-22s %8.0f req/s   proxy cpu %4s us/req   (runs:%s)\n' "$1" "${rate[$1]}" "${cpureq[$1]}" "${runs_of[$1]}"
 }
-for _ in 1 2 3; do one_run direct direct 0 -; done
-report direct
-for pair in "egress-absolute http $eh $eg tinyproxy-absolute $tp $tpid" \
-            "egress-connect connect $eh $eg tinyproxy-connect $tp $tpid" \
-            "egress-socks5 socks $es $eg microsocks-socks5 $ms $mpid"; do
-  set -- $pair
-  for _ in 1 2 3; do one_run "$1" "$2" "$3" "$4"; one_run "$5" "$2" "$6" "$7"; done
-  report "$1"; report "$5"
+# BENCH_CLIENTS: the concurrent clients of each short-request run (default: 1, then 4).
+for clients in ${BENCH_CLIENTS:-1 4}; do
+  echo "short requests (1 KiB, new connection each, 2,000 per path, $clients client(s); median of 3 runs,"
+  echo "                each cc-egress run followed by its peer's so both see the same load; proxy CPU"
+  echo "                from /proc utime+stime over the 6,000 requests, the steadier figure):"
+  echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  for _ in 1 2 3; do one_run "direct/$clients" direct 0 - "$clients"; done
+  report "direct/$clients"
+  for pair in "egress-absolute http $eh $eg tinyproxy-absolute $tp $tpid" \
+              "egress-connect connect $eh $eg tinyproxy-connect $tp $tpid" \
+              "egress-socks5 socks $es $eg microsocks-socks5 $ms $mpid"; do
+    set -- $pair
+    for _ in 1 2 3; do one_run "$1/$clients" "$2" "$3" "$4" "$clients"; one_run "$5/$clients" "$2" "$6" "$7" "$clients"; done
+    report "$1/$clients"; report "$5/$clients"
+  done
+  echo "  load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+  printf '  ratios (req/s, %s client(s)): egress / tinyproxy absolute-form %.2fx; CONNECT %.2fx; egress SOCKS5 / microsocks %.2fx\n' \
+    "$clients" \
+    "$(awk -v a="${rate[egress-absolute/$clients]}" -v b="${rate[tinyproxy-absolute/$clients]}" 'BEGIN {print a/b}')" \
+    "$(awk -v a="${rate[egress-connect/$clients]}" -v b="${rate[tinyproxy-connect/$clients]}" 'BEGIN {print a/b}')" \
+    "$(awk -v a="${rate[egress-socks5/$clients]}" -v b="${rate[microsocks-socks5/$clients]}" 'BEGIN {print a/b}')"
 done
-echo "  load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '  ratios (req/s): egress / tinyproxy absolute-form %.2fx; CONNECT %.2fx; egress SOCKS5 / microsocks %.2fx\n' \
-  "$(awk -v a="${rate[egress-absolute]}" -v b="${rate[tinyproxy-absolute]}" 'BEGIN {print a/b}')" \
-  "$(awk -v a="${rate[egress-connect]}" -v b="${rate[tinyproxy-connect]}" 'BEGIN {print a/b}')" \
-  "$(awk -v a="${rate[egress-socks5]}" -v b="${rate[microsocks-socks5]}" 'BEGIN {print a/b}')"
 
 echo "memory:"
 printf '  cc-egress idle RSS: %s KiB\n' "$idle_rss"

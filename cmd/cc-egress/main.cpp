@@ -59,6 +59,12 @@ int main(int argc, char** argv) {
         app.add_flag("--no-sni-check", no_sni, "do not compare a tunnel's TLS server name with its target");
         app.add_option("--tls-ports", o.tls_ports,
                        "tunnels to these ports must start with a TLS ClientHello (default 443; 'none')");
+        app.add_option("--approver", o.approver,
+                       "program answering allow or deny per new host:port when the network rule is ask (argv split on blanks)");
+        app.add_option("--approver-timeout", o.approver_timeout_ms, "milliseconds to wait for the approver (default 30000)")
+            ->check(CLI::Range(1, 86400000));
+        std::string metrics_socket;
+        app.add_option("--metrics-socket", metrics_socket, "serve an OpenMetrics page on this Unix socket path");
         auto* learn = app.add_subcommand("learn", "print the allowlist that would have allowed the connection lines on stdin");
         if (auto rc = cc::tool::parse(app, argc, argv, "cc-egress")) return *rc;
         if (learn->parsed()) {
@@ -75,6 +81,7 @@ int main(int argc, char** argv) {
         if (!unix_dir.empty()) o.unix_dir = unix_dir;
         if (!fd_inbox.empty()) o.fd_inbox = fd_inbox;
         if (!token_file.empty()) o.auth_token_file = token_file;
+        if (!metrics_socket.empty()) o.metrics_socket = metrics_socket;
         o.sni_check = !no_sni;
         if (o.fd_inbox_once && !o.fd_inbox) {
             std::cerr << "cc-egress: --fd-inbox-once: only with --fd-inbox\n";

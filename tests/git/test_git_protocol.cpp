@@ -306,6 +306,43 @@ TEST_CASE("ChunkedDecoder decodes across slices and refuses bad framing") {
     CHECK(!bad.decode("zz\r\n", o2, 100));
     http::ChunkedDecoder nocrlf;
     CHECK(!nocrlf.decode("1\r\nab", o2, 100));
+    // The same state machine as cc-egress's (lib/cc/http): only CRLF ends a
+    // size, data or trailer line; a control byte in an extension is refused.
+    for (std::string bad_wire : {"4\n0000\r\n0\r\n\r\n", "4;x\n0000\r\n0\r\n\r\n", "4\r\n0000\n0\r\n\r\n",
+                                 "0\r\nX-T: 1\n\r\n", "4;a\x01b\r\n0000\r\n0\r\n\r\n"}) {
+        http::ChunkedDecoder d2;
+        std::string o3;
+        CAPTURE(bad_wire);
+        CHECK(!d2.decode(bad_wire, o3, 100));
+    }
+    // The cap holds: at most `cap` payload bytes per call, the rest on the next.
+    http::ChunkedDecoder capped;
+    std::string o4;
+    std::string_view in = "a\r\n0123456789\r\n0\r\n\r\n";
+    auto used = capped.decode(in, o4, 4);
+    REQUIRE(used);
+    CHECK(o4 == "0123");
+    auto rest = capped.decode(in.substr(*used), o4, 100);
+    REQUIRE(rest);
+    CHECK(o4 == "0123456789");
+    CHECK(capped.done());
+}
+
+TEST_CASE("HTTP heads: the shared reader's rules hold for the gateway") {
+    std::string cr = "POST /a HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n";
+    CHECK(!http::take_head(cr));  // a bare CR inside a field value
+    std::string fold = "POST /a HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n";
+    CHECK(!http::take_head(fold));
+    std::string absolute = "POST http://x/a HTTP/1.1\r\nHost: x\r\n\r\n";
+    CHECK(!http::take_head(absolute));  // the gateway serves paths only
+    std::string big = "GET / HTTP/1.1\r\nX: " + std::string(cc::http::max_head, 'a') + "\r\n\r\n";
+    CHECK(!http::take_head(big));
+    std::string lead = "\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n";
+    auto h = http::take_head(lead);
+    REQUIRE(h);
+    REQUIRE(*h);
+    CHECK((*h)->target == "/b");
+    CHECK((*h)->header("host") == std::optional<std::string>("x"));
 }
 
 TEST_CASE("the App JWT is RS256 over header.claims and verifies with the public key") {

@@ -38,9 +38,11 @@ void EventSink::write_next() {
 }
 
 EventSink::~EventSink() {
-    if (dropped_ > 0)
+    if (dropped_ > 0) {
+        home_.sh.metrics.error("inbox_line_dropped", dropped_);
         home_.log("fd inbox: " + std::to_string(dropped_) + " connection line(s) not delivered to the sender (" +
                   (broken_ ? "its connection failed" : "it did not read them") + ")");
+    }
     // Closed on its own loop.
     if (to_) asio::post(home_.io, [c = std::move(to_)] { c->close(); });
 }
@@ -86,6 +88,7 @@ Record::~Record() {
         if (j.contains("port")) what += ":" + std::to_string(j["port"].get<int>());
         srv.log("deny " + j["proto"].get<std::string>() + " " + what + ": " + j.value("reason", std::string()));
     }
+    srv.sh.metrics.connection_line(j);
     if (srv.cfg.on_connection) {
         std::lock_guard<std::mutex> lock(srv.sh.out_mu);
         srv.cfg.on_connection(j);

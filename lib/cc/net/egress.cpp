@@ -55,9 +55,10 @@ Result<Plan> make_plan(const EgressOptions& o) {
         if (!p) return p.error();
         pol = *p;
     }
-    // The network rule is read once, here. deny -> off; allow and ask -> on
-    // (an ask is not put to an approver per connection; the allowlist is the control).
+    // The network rule is read once, here. deny -> off; allow -> on; ask ->
+    // on, with each new host:port the rules allow put to the approver.
     policy::Verdict v = policy::decide(pol, {"network_access", mode, std::nullopt});
+    plan.network_verdict = v;
     plan.network_rule = {{"decision", policy::to_string(v.decision)}, {"source", v.source}, {"reason", v.reason},
                          {"mode", policy::to_string(mode)}};
     if (v.decision == policy::Decision::deny && network) {
@@ -66,6 +67,7 @@ Result<Plan> make_plan(const EgressOptions& o) {
     }
     plan.network_rule["networkSetBy"] = set_by;
     plan.network = network;
+    plan.ask = network && v.decision == policy::Decision::ask;
     ro.network = network;
     ro.baseline = !o.no_baseline;
     ro.allow = o.allow;
@@ -333,6 +335,21 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     cfg.max_connections = o.max_connections;
     cfg.max_client_connections = o.max_client_connections;
     cfg.auth_token = token;
+    if (o.approver_timeout_ms <= 0)
+        return input_error("--approver-timeout " + std::to_string(o.approver_timeout_ms), "must be a positive number of milliseconds");
+    cfg.ask = plan->ask;
+    if (!o.approver.empty() && !plan->ask)
+        log(plan->network ? "--approver: the network rule is " +
+                                std::string(policy::to_string(plan->network_verdict.decision)) + ", not ask: no host will be asked"
+                          : std::string("--approver: the network is off: no host will be asked"));
+    cfg.approver = policy::approver_from_command(o.approver, std::chrono::milliseconds(o.approver_timeout_ms));
+    cfg.network_rule = plan->network_verdict;
+    cfg.ask_question = {{"action", "network_access"},
+                        {"mode", plan->network_rule["mode"]},
+                        {"sessionId", plan->session_id},
+                        {"reason", plan->network_verdict.reason},
+                        {"source", plan->network_verdict.source}};
+    cfg.metrics_socket = o.metrics_socket;
     cfg.ready = {{"sessionId", plan->session_id},
                  {"network", plan->network ? "on" : "off"},
                  {"networkRule", plan->network_rule},
@@ -343,7 +360,9 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
                  {"idleTimeoutMs", cfg.idle_timeout_ms},
                  {"tlsPorts", o.sni_check ? json(cfg.tls_ports) : json::array()},
                  {"auth", token.has_value()},
-                 {"report", o.report}};
+                 {"report", o.report},
+                 {"ask", plan->ask},
+                 {"approver", !cfg.approver.argv.empty()}};
     std::uint64_t dropped = 0;
     Result<ProxyStats> stats = ProxyStats{};
     {

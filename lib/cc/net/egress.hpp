@@ -16,6 +16,7 @@
 
 #include "cc/core/result.hpp"
 #include "cc/net/rules.hpp"
+#include "cc/policy/policy.hpp"
 
 namespace cc::net {
 
@@ -43,6 +44,9 @@ struct EgressOptions {
     double first_byte_timeout = 30;  // seconds; 0 = off: a tunnel on which nothing moved yet
     std::size_t max_connections = 0, max_client_connections = 0;  // 0 = from the descriptor limit
     std::optional<std::string> auth_token_file;  // proxy authentication with the token it holds
+    std::string approver;          // --approver: answers network asks (argv split on blanks); "": ask = deny
+    int approver_timeout_ms = 30000;
+    std::optional<std::string> metrics_socket;  // --metrics-socket: OpenMetrics page on a Unix socket
 };
 
 // The token of --auth-token-file: its first line, 1 to 255 printable bytes
@@ -53,12 +57,17 @@ struct Plan {
     RuleSet rules;
     std::string session_id;
     bool network = true;
+    // The network rule is ask (and the network on): each new host:port the
+    // rules allow goes to the approver.
+    bool ask = false;
+    policy::Verdict network_verdict;
     nlohmann::json network_rule;  // {"decision","source","reason"} from lib/cc/policy, plus what set it
     nlohmann::json to_json() const;
 };
 
 // Reads the spec and policy, asks decide({"network_access", mode}) once
-// (deny -> off; allow and ask -> on), builds the rule set.
+// (deny -> off; allow -> on; ask -> on, each new host:port put to the
+// approver), builds the rule set.
 Result<Plan> make_plan(const EgressOptions& o);
 
 // `cc-egress learn`: from a session's connection lines (JSON Lines, as

@@ -201,7 +201,8 @@ awaitable<void> serve_inbox_client(Server& srv, Sock s) {
                 srv.log("fd inbox: sender gone; " + std::to_string(adopted.size()) + " handed-over listeners closed");
             }
         }
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+        note_error(srv, "fd_inbox", e);
     }
     // With events, the sink closes the connection once the last connection
     // it reports for has ended (their lines still go out).

@@ -27,7 +27,8 @@ awaitable<void> send_error(Server& srv, std::shared_ptr<Conn> c, int status, con
             if (n == 0) break;
             total += n;
         }
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+        note_error(srv, "client_write", e);  // the client left before reading its answer
     }
 }
 
@@ -109,7 +110,7 @@ awaitable<void> serve_connect(Server& srv, std::shared_ptr<Conn> c, const std::s
     }
     rec.j["host"] = t->host;
     rec.j["port"] = t->port;
-    Vetting v = co_await vet(srv, *t);
+    Vetting v = co_await vet(srv, *t, rec);
     rec.decide(v.verdict);
     if (!v.verdict.allow) {
         co_await send_error(srv, c, v.dns_failed ? 502 : 403, v.verdict.proxy_error, v.verdict.reason);
@@ -169,7 +170,7 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
                 rec.decide(srv.cfg.report ? report_only(srv.cfg.rules->check_target(t)) : srv.cfg.rules->check_target(t));
         } else {
             c->close_upstream();
-            Vetting v = co_await vet(srv, t);
+            Vetting v = co_await vet(srv, t, rec);
             rec.decide(v.verdict);
             if (!v.verdict.allow) {
                 co_await send_error(srv, c, v.dns_failed ? 502 : 403, v.verdict.proxy_error, v.verdict.reason);
@@ -218,7 +219,8 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
         bool failed = false;
         try {
             head = co_await read_head(*c->upstream, ubuf, too_big);
-        } catch (const std::exception&) {
+        } catch (const std::exception& e) {
+            note_error(srv, "upstream_read", e);
             failed = true;
         }
         if ((failed || (head.empty() && !too_big)) && retry) {
@@ -308,7 +310,8 @@ awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string cli
             try {
                 Deadline deadline(srv.io, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
                 head = co_await read_head(c->client, buf, too_big);
-            } catch (const std::exception&) {
+            } catch (const std::exception& e) {
+                if (c->closed != Closed::header_timeout) note_error(srv, "client_read", e);
                 if (c->closed == Closed::header_timeout) {
                     Record rec(srv, c, "http", client);  // a connection line with "closed":"header-timeout"
                 }
@@ -345,7 +348,8 @@ awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string cli
             }
             if (!co_await serve_forward(srv, c, client, std::move(*h), buf)) co_return;
         }
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+        note_error(srv, "http", e);
     }
 }
 

@@ -16,6 +16,7 @@ awaitable<void> accept_loop(Server& srv, Acceptor& acc, Kind kind, std::string l
         Sock s = co_await acc.async_accept(peer, asio::redirect_error(use_awaitable, ec));
         if (ec) {
             if (srv.stopping || ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) co_return;
+            srv.sh.metrics.error("accept");
             srv.log("accept on " + listener + ": " + ec.message());
             // Out of descriptors: back off rather than spin.
             asio::steady_timer t(srv.io, std::chrono::milliseconds(100));

@@ -68,6 +68,8 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
     auto resolver = Resolver::create(cfg.dns);
     if (!resolver) return resolver.error();
     sh.resolver = std::move(*resolver);
+    if (cfg.ask)
+        sh.asker = std::make_unique<Asker>(cfg.approver, cfg.network_rule, [&srv](const std::string& l) { srv.log(l); });
 
     json ready = {{"event", "ready"}};
     auto cleanup = [&] {
@@ -107,6 +109,22 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
         srv.inbox = acc.get();
         srv.acceptors.push_back(std::move(acc));
         ready["fdInbox"] = *cfg.fd_inbox;
+    }
+
+    if (cfg.metrics_socket) {
+        // The page is the operator's: the socket is made 0600 from the start
+        // (bind() gives it the umask's mode; no loop runs yet).
+        mode_t old_mask = ::umask(0177);
+        auto fd = listen_unix(srv, *cfg.metrics_socket);
+        ::umask(old_mask);
+        if (!fd) return fail(fd.error());
+        auto acc = std::make_unique<Acceptor>(srv.io);
+        ErrorCode ec;
+        acc->assign(Proto(AF_UNIX, 0), *fd, ec);
+        if (ec) return fail(io_error(*cfg.metrics_socket, "cannot use the metrics socket", ec.value()));
+        asio::co_spawn(srv.io, metrics_loop(srv, *acc), asio::detached);
+        srv.acceptors.push_back(std::move(acc));
+        ready["metricsSocket"] = *cfg.metrics_socket;
     }
 
     srv.signals.emplace(srv.io, SIGTERM, SIGINT);

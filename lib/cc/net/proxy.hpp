@@ -23,6 +23,7 @@
 #include "cc/core/result.hpp"
 #include "cc/net/resolver.hpp"
 #include "cc/net/rules.hpp"
+#include "cc/policy/approver.hpp"
 
 namespace cc::net {
 
@@ -55,6 +56,15 @@ struct ProxyConfig {
     // When set: HTTP requests need Proxy-Authorization Basic with this password
     // (any user name), SOCKS5 clients RFC 1929 username/password with it.
     std::optional<std::string> auth_token;
+    // The network rule is `ask`: each new host:port the rules let through is
+    // put to `approver` (argv empty: none, so every such ask is deny with
+    // reason "ask without approver"); answers are kept for the session.
+    bool ask = false;
+    policy::Approver approver;
+    policy::Verdict network_rule;          // the ask, for the approver's reason
+    nlohmann::json ask_question;           // fields every question carries (action, mode, sessionId, ...)
+    // OpenMetrics text page on this Unix socket (never TCP).
+    std::optional<std::string> metrics_socket;
     // Called once, listening, with the ready event (listen addresses filled in).
     nlohmann::json ready;                  // extra fields merged into the ready line
     std::function<void(const nlohmann::json&)> on_ready;

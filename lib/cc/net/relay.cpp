@@ -177,7 +177,8 @@ awaitable<void> pump_detached(Server* srv, std::shared_ptr<Conn> c, std::shared_
             }
         }
         co_await pump(*srv, *c->upstream, c->client, c->down, unlimited, true);
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+        note_error(*srv, "tunnel_down", e);
         c->close();  // a reset on one leg ends the tunnel
     }
     *finished = true;
@@ -289,7 +290,8 @@ awaitable<void> tunnel(Server& srv, std::shared_ptr<Conn> c, const Target& t, st
             std::string().swap(pending);
             co_await pump(srv, c->client, *c->upstream, c->up, unlimited, true);
         }
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+        note_error(srv, "tunnel_up", e);
         c->close();
     }
     if (!*finished) {

@@ -33,6 +33,43 @@ void Shared::stop_all() {
         std::lock_guard<std::mutex> lock(resolver_mu);
         r = std::move(resolver);
     }
+    // Destroying the asker kills running approvers; their waiters get deny.
+    std::unique_ptr<Asker> a;
+    {
+        std::lock_guard<std::mutex> lock(asker_mu);
+        a = std::move(asker);
+    }
+}
+
+void note_error(Server& srv, const char* kind, const std::exception& e) {
+    srv.sh.metrics.error(kind);
+    if (auto* se = dynamic_cast<const boost::system::system_error*>(&e)) {
+        auto ec = se->code();
+        if (ec == asio::error::eof || ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+            ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor ||
+            ec == asio::error::not_connected || ec == asio::error::timed_out)
+            return;
+    }
+    srv.log(std::string(kind) + ": " + e.what());
+}
+
+template <typename Token>
+auto async_ask(Server& s, std::string key, json question, Token&& token) {
+    return asio::async_initiate<Token, void(AskOutcome)>(
+        [&s](auto handler, std::string k, json q) {
+            auto work = asio::make_work_guard(s.io);
+            auto h = std::make_shared<decltype(handler)>(std::move(handler));
+            std::lock_guard<std::mutex> lock(s.sh.asker_mu);
+            if (!s.sh.asker) {
+                asio::post(s.io, [h] { (*h)(AskOutcome{false, "cc-egress is stopping", false}); });
+                return;
+            }
+            // The answer comes on the asker's thread (or here, when cached): back to this loop.
+            s.sh.asker->ask(k, std::move(q), [&s, h, work](const AskOutcome& o) mutable {
+                asio::post(s.io, [h, o, work]() mutable { (*h)(o); });
+            });
+        },
+        token, std::move(key), std::move(question));
 }
 
 template <typename Token>
@@ -53,11 +90,28 @@ auto async_resolve(Server& s, std::string name, Token&& token) {
         token, std::move(name));
 }
 
-awaitable<Vetting> vet(Server& srv, const Target& t) {
+awaitable<Vetting> vet(Server& srv, const Target& t, Record& rec) {
     Vetting v;
     v.verdict = srv.cfg.rules->check_target(t);
     if (srv.cfg.report) v.verdict = report_only(v.verdict);
     if (!v.verdict.allow) co_return v;
+    if (srv.cfg.ask) {
+        // Asked before the name is resolved: a refused host is never looked up.
+        json q = srv.cfg.ask_question;
+        q["host"] = t.host;
+        q["port"] = t.port;
+        q["proto"] = rec.j.value("proto", "");
+        q["client"] = rec.j.value("client", "");
+        std::string key = (t.address && !t.address->v4() ? "[" + t.host + "]" : t.host) + ":" + std::to_string(t.port);
+        AskOutcome o = co_await async_ask(srv, key, std::move(q), use_awaitable);
+        rec.j["ask"] = o.allow ? "allow" : "deny";
+        if (o.cached) rec.j["askCached"] = true;
+        srv.sh.metrics.ask(o.cached ? "cached" : o.allow ? "allow" : "deny");
+        if (!o.allow) {
+            v.verdict = Verdict{false, "ask", o.reason, "http_request_denied"};
+            co_return v;
+        }
+    }
     // Every address must pass, not just the one dialled: a resolver that mixes
     // a public and a private answer is rebinding. In report mode an address
     // refused only for its port is let through, marked.
@@ -74,8 +128,11 @@ awaitable<Vetting> vet(Server& srv, const Target& t) {
         v.addrs.push_back(*t.address);
         co_return v;
     }
+    auto asked = Clock::now();
     Resolution r = co_await async_resolve(srv, t.host, use_awaitable);
+    srv.sh.metrics.resolved(std::chrono::duration<double>(Clock::now() - asked).count());
     if (!r.ok) {
+        srv.sh.metrics.error("dns");
         v.dns_failed = true;
         v.verdict = Verdict{false, "dns", "cannot resolve " + t.host + ": " + r.error, "dns_error"};
         co_return v;
@@ -127,6 +184,7 @@ awaitable<Dialed> dial(Server& srv, std::shared_ptr<Conn> c, const std::vector<A
             co_return d;
         }
         d.err = ec == asio::error::operation_aborted ? ETIMEDOUT : ec.value();
+        srv.sh.metrics.error(d.err == ETIMEDOUT ? "connect_timeout" : d.err == ECONNREFUSED ? "connect_refused" : "connect_failed");
         c->upstream.reset();
         if (srv.stopping) break;
     }
@@ -173,11 +231,14 @@ awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener, P
         who.erase(colon);
     std::string key = listener + "|" + who;
     std::string busy = srv.sh.admit(key, who);
+    srv.sh.metrics.connection_opened(kind == Kind::http ? "http" : "socks5");
     try {
         if (kind == Kind::http) co_await serve_http(srv, c, client, busy);
         else co_await serve_socks(srv, c, client, busy);
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+        note_error(srv, "connection", e);
     }
+    srv.sh.metrics.connection_closed();
     c->close();
     srv.live.erase(id);
     if (busy.empty()) srv.sh.release(key);

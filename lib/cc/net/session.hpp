@@ -9,10 +9,15 @@
 //   socks5_server.cpp   RFC 1928 / 1929
 //   fd_inbox.cpp        listening sockets handed over SCM_RIGHTS
 //   listeners.cpp       listening sockets and accept loops on every event loop
+//   metrics_page.cpp    --metrics-socket: the OpenMetrics page on a Unix socket
+//   asker.cpp           network asks put to --approver (its own thread)
+//   metrics.cpp         the counters behind the page
 //   proxy.cpp           run_proxy: builds the loops, listens, runs, stops
 #pragma once
 
 #include "cc/net/proxy.hpp"
+#include "cc/net/asker.hpp"
+#include "cc/net/metrics.hpp"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -114,6 +119,9 @@ struct Shared {
     std::unordered_map<std::string, std::size_t> per_client;
     std::size_t open = 0;
     std::size_t max_connections = 0, max_client = 0;  // effective values
+    Metrics metrics;
+    std::mutex asker_mu;
+    std::unique_ptr<Asker> asker;  // with cfg.ask; reset on stop (waiters get deny)
 
     explicit Shared(const ProxyConfig& c) : cfg(c) {}
     void stop_all();
@@ -254,7 +262,15 @@ struct Vetting {
     std::vector<Address> addrs;
 };
 
-awaitable<Vetting> vet(Server& srv, const Target& t);
+// With the network rule `ask`, a target the rules allow is put to the
+// approver (once per host:port) and `rec` says how it was answered.
+awaitable<Vetting> vet(Server& srv, const Target& t, Record& rec);
+
+// A failure the proxy recovers from (a leg reset, a write to a client that
+// left, a listener's accept failing): counted by kind for the metrics, and
+// logged unless the peer simply went away (end of file, reset, broken pipe,
+// or a close of the proxy's own making).
+void note_error(Server& srv, const char* kind, const std::exception& e);
 awaitable<Dialed> dial(Server& srv, std::shared_ptr<Conn> c, const std::vector<Address>& addrs, std::uint16_t port);
 
 // The peer address accept(2) reported (no getpeername call), or the listener's
@@ -284,5 +300,8 @@ Result<int> listen_unix(Server& srv, const std::string& path);
 
 // The fd inbox (fd_inbox.cpp): accepts senders of listening sockets.
 awaitable<void> inbox_loop(Server& srv, Acceptor& acc);
+
+// --metrics-socket (metrics_page.cpp): answers each connection with the page.
+awaitable<void> metrics_loop(Server& srv, Acceptor& acc);
 
 }  // namespace cc::net::detail

@@ -90,7 +90,7 @@ awaitable<void> serve_socks(Server& srv, std::shared_ptr<Conn> c, std::string cl
         t->port = req.port;
         rec.j["host"] = t->host;
         deadline.reset();
-        Vetting v = co_await vet(srv, *t);
+        Vetting v = co_await vet(srv, *t, rec);
         rec.decide(v.verdict);
         if (!v.verdict.allow) {
             co_await write_all(c->client, socks5::reply(v.dns_failed ? socks5::rep_host_unreachable
@@ -116,6 +116,7 @@ awaitable<void> serve_socks(Server& srv, std::shared_ptr<Conn> c, std::string cl
         co_await write_all(c->client, socks5::reply(socks5::rep_success, bound, bport));
         co_await tunnel(srv, c, *t, std::move(buf), rec);
     } catch (const std::exception& e) {
+        note_error(srv, "socks5", e);
         if (!rec.j.contains("error")) rec.j["error"] = e.what();
     }
 }

@@ -1,6 +1,7 @@
 // Wire formats the egress proxy reads, as pure functions over bytes so they
-// are tested (and fuzzed) without sockets: SOCKS5 (RFC 1928), HTTP/1.1
-// request and response heads and chunked framing (RFC 9112), and the server
+// are tested (and fuzzed) without sockets: SOCKS5 (RFC 1928), the proxy's
+// HTTP/1.1 framing and forwarding rules over lib/cc/http's shared reader
+// (heads and chunked framing, RFC 9112), and the server
 // name of a TLS ClientHello (RFC 8446 4.1.2, RFC 6066 3).
 //
 // Incremental parsers return Parse::more until the buffer holds a whole
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "cc/core/result.hpp"
+#include "cc/http/http1.hpp"
 #include "cc/net/host.hpp"
 
 namespace cc::net {
@@ -62,33 +64,19 @@ std::string reply(std::uint8_t rep, const std::optional<Address>& bound = std::n
 
 namespace http {
 
-inline constexpr std::size_t max_head = 32 * 1024;  // a longer head is answered 431
-
-struct Header {
-    std::string name;
-    std::string value;
-};
-using Headers = std::vector<Header>;
-
-struct RequestHead {
-    std::string method, target, version;
-    Headers headers;
-};
-struct ResponseHead {
-    std::string version;
-    int status = 0;
-    std::string reason;
-    Headers headers;
-};
-
-// Length of the head including its blank line, or 0 while incomplete.
-std::size_t head_length(std::string_view buf);
-Result<RequestHead> parse_request_head(std::string_view head);
-Result<ResponseHead> parse_response_head(std::string_view head);
-
-const Header* find(const Headers& h, std::string_view name);  // case-insensitive
-// Does a Connection-style header list `token` (comma separated, any case)?
-bool has_token(const Headers& h, std::string_view name, std::string_view token);
+// The HTTP/1.1 reader both cc-egress and cc-pushgate use (lib/cc/http):
+// heads, header lookups and the chunked state machine.
+using cc::http::max_head;  // a longer head is answered 431
+using cc::http::Header;
+using cc::http::Headers;
+using cc::http::RequestHead;
+using cc::http::ResponseHead;
+using cc::http::head_length;
+using cc::http::parse_request_head;
+using cc::http::parse_response_head;
+using cc::http::find;
+using cc::http::has_token;
+using cc::http::ChunkedScanner;
 
 // "http://host[:port]/path?query" -> the target and the origin-form "/path?query".
 struct AbsoluteUri {
@@ -126,31 +114,6 @@ std::optional<std::string> basic_password(const Headers& h, std::string_view nam
 // `proxy_error` is set, text body, Connection: close.
 std::string error_response(int status, std::string_view proxy_error, std::string_view details,
                            std::string_view body);
-
-// Walks chunked framing so the proxy knows where a body ends while passing
-// the bytes through unchanged. feed() returns how many bytes of `buf` belong
-// to the body (all of them until the last chunk and trailers are complete).
-// With `data`, the chunks' payload (no framing, no trailers) is appended to
-// it: the body de-chunked, for an HTTP/1.0 client.
-class ChunkedScanner {
-public:
-    std::size_t feed(std::string_view buf, std::string* data = nullptr);
-    bool done() const { return state_ == State::done; }
-    bool failed() const { return state_ == State::failed; }
-    // Why it failed ("bare LF in a chunk size line"); "" otherwise. Only CRLF
-    // ends a size, data or trailer line: a bare LF is refused, never read the
-    // lenient way an origin might read it (RFC 9112 7.1, request smuggling).
-    const char* error() const { return error_; }
-
-private:
-    enum class State { size, size_ext, size_lf, data, data_cr, data_lf, trailer, trailer_lf, done, failed };
-    State state_ = State::size;
-    std::uint64_t remaining_ = 0;
-    std::size_t line_ = 0;  // bytes in the current size or trailer line (bounded)
-    bool digits_ = false;
-    std::size_t trailer_bytes_ = 0;
-    const char* error_ = "";
-};
 
 }  // namespace http
 

@@ -30,6 +30,34 @@ Verdict with(const Verdict& v, Decision d, const std::string& why) {
 
 }  // namespace
 
+std::string approver_program(const Approver& approver) {
+    auto found = bp::search_path(approver.argv[0]);
+    return found.empty() ? approver.argv[0] : found.string();
+}
+
+Verdict timeout_verdict(const Verdict& v, const Approver& approver) {
+    return with(v, Decision::deny, "approver gave no answer within " + std::to_string(approver.timeout.count()) +
+                                       " ms, so deny");
+}
+
+Verdict failed_verdict(const Verdict& v, const std::string& what) {
+    return with(v, Decision::deny, "approver could not run (" + what + "), so deny");
+}
+
+Verdict answer_verdict(const Verdict& v, int exit_code, const std::string& answer) {
+    if (exit_code != 0)
+        return with(v, Decision::deny, "approver exited with status " + std::to_string(exit_code) + ", so deny");
+    std::string word;
+    if (auto j = nlohmann::json::parse(answer, nullptr, false); !j.is_discarded() && j.is_object() &&
+                                                                  j.contains("decision") && j["decision"].is_string())
+        word = j["decision"].get<std::string>();
+    else
+        std::istringstream(answer) >> word;
+    if (word == "allow") return with(v, Decision::allow, "approved");
+    if (word == "deny") return with(v, Decision::deny, "refused by the approver");
+    return with(v, Decision::deny, "approver answered '" + word.substr(0, 40) + "', not allow or deny, so deny");
+}
+
 Verdict resolve_ask(const Verdict& v, const nlohmann::json& question, const Approver& approver) {
     if (v.decision != Decision::ask) return v;
     if (approver.argv.empty()) {
@@ -45,33 +73,20 @@ Verdict resolve_ask(const Verdict& v, const nlohmann::json& question, const Appr
         std::future<std::string> out;
         std::string input = question.dump() + "\n";
         std::vector<std::string> args(approver.argv.begin() + 1, approver.argv.end());
-        bp::child child(bp::search_path(approver.argv[0]).empty() ? boost::filesystem::path(approver.argv[0])
-                                                                  : bp::search_path(approver.argv[0]),
-                        bp::args(args), bp::std_in < bp::buffer(input), bp::std_out > out,
-                        bp::std_err > bp::null, ios);
+        bp::child child(approver_program(approver), bp::args(args), bp::std_in < bp::buffer(input),
+                        bp::std_out > out, bp::std_err > bp::null, ios);
         ios.run_for(approver.timeout);
         if (!ios.stopped()) {
             child.terminate();
-            return with(v, Decision::deny, "approver gave no answer within " +
-                                               std::to_string(approver.timeout.count()) + " ms, so deny");
+            return timeout_verdict(v, approver);
         }
         child.wait();
         exit_code = child.exit_code();
         answer = out.get();
     } catch (const std::exception& e) {
-        return with(v, Decision::deny, std::string("approver could not run (") + e.what() + "), so deny");
+        return failed_verdict(v, e.what());
     }
-    if (exit_code != 0)
-        return with(v, Decision::deny, "approver exited with status " + std::to_string(exit_code) + ", so deny");
-    std::string word;
-    if (auto j = nlohmann::json::parse(answer, nullptr, false); !j.is_discarded() && j.is_object() &&
-                                                                  j.contains("decision") && j["decision"].is_string())
-        word = j["decision"].get<std::string>();
-    else
-        std::istringstream(answer) >> word;
-    if (word == "allow") return with(v, Decision::allow, "approved");
-    if (word == "deny") return with(v, Decision::deny, "refused by the approver");
-    return with(v, Decision::deny, "approver answered '" + word.substr(0, 40) + "', not allow or deny, so deny");
+    return answer_verdict(v, exit_code, answer);
 }
 
 }  // namespace cc::policy

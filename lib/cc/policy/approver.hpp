@@ -29,4 +29,13 @@ Approver approver_from_command(const std::string& command, std::chrono::millisec
 // `question` is what the approver sees, extra fields included.
 Verdict resolve_ask(const Verdict& v, const nlohmann::json& question, const Approver& approver);
 
+// The pieces of that protocol, for callers that run the approver themselves
+// (cc-egress runs it without blocking its event loop): the program and its
+// arguments; the verdict from its exit status and stdout; the verdict when
+// it gave no answer in time or could not run.
+std::string approver_program(const Approver& approver);
+Verdict answer_verdict(const Verdict& v, int exit_code, const std::string& answer);
+Verdict timeout_verdict(const Verdict& v, const Approver& approver);
+Verdict failed_verdict(const Verdict& v, const std::string& what);
+
 }  // namespace cc::policy

@@ -1,0 +1,227 @@
+// Network asks: with the policy's network rule at ask, each new host:port is
+// put to --approver (one JSON question on its stdin, one answer), the answer
+// is kept for the session, and the proxy keeps serving other clients while
+// an approver thinks. Without an approver an ask is deny. And the metrics
+// page (--metrics-socket), read with curl --unix-socket.
+#include "egress_fixture.hpp"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <future>
+
+using namespace egress_fixture;
+
+namespace {
+
+std::string write_policy(const std::string& dir) {
+    std::string p = dir + "/ask-policy.json";
+    std::ofstream(p) << R"({"version":1,"rules":[{"action":"network_access","decision":"ask","reason":"a person approves each host"}]})";
+    return p;
+}
+
+// Answers by host: slow.test after 2 s, hang.test never (sleeps), no.test deny, the rest allow.
+std::string write_approver(const std::string& dir, const std::string& log) {
+    std::string p = dir + "/approver.sh";
+    std::ofstream(p) << "#!/bin/sh\nq=$(cat)\nprintf '%s\\n' \"$q\" >> " << log << "\n"
+                     << "case \"$q\" in\n"
+                     << "  *'\"host\":\"slow.test\"'*) sleep 2; echo allow;;\n"
+                     << "  *'\"host\":\"hang.test\"'*) sleep 10; echo allow;;\n"
+                     << "  *'\"host\":\"no.test\"'*) echo '{\"decision\":\"deny\"}';;\n"
+                     << "  *) echo allow;;\n"
+                     << "esac\n";
+    ::chmod(p.c_str(), 0755);
+    return p;
+}
+
+std::vector<json> read_lines(const std::string& path) {
+    std::vector<json> out;
+    std::ifstream f(path);
+    for (std::string l; std::getline(f, l);)
+        if (!l.empty()) out.push_back(json::parse(l));
+    return out;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+TEST_CASE("egress ask: without an approver, ask is deny (reason 'ask without approver')") {
+    Origin origin;
+    Dns dns(std::map<std::string, std::string>{{"one.test", "127.0.0.1"}});
+    std::string dir = cc::test::scratch_dir();
+    Egress eg({"--policy", write_policy(dir), "--allow", "*.test:*", "--allow", "127.0.0.1:*", "--no-baseline",
+               "--dns-server", dns.server()});
+    CHECK(eg.ready["ask"] == true);
+    CHECK(eg.ready["approver"] == false);
+    CHECK(eg.ready["networkRule"]["decision"] == "ask");
+    auto r = curl({"-x", "http://" + eg.http(), "-o", "/dev/null", "-w", "%{http_code}",
+                   "http://one.test:" + std::to_string(origin.port) + "/hello"});
+    CHECK(http_code(r) == "403");
+    r = curl({"--socks5-hostname", eg.socks(), "http://one.test:" + std::to_string(origin.port) + "/hello"});
+    CHECK(r.status != 0);
+    CHECK(eg.stop() == 0);
+    int n = 0;
+    for (const auto& l : eg.lines) {
+        if (l.value("host", "") != "one.test") continue;
+        ++n;
+        CHECK(l["decision"] == "deny");
+        CHECK(l["rule"] == "ask");
+        CHECK(l["reason"] == "ask without approver");
+        CHECK(l["ask"] == "deny");
+    }
+    CHECK(n == 2);
+    CHECK(dns.questions().empty());  // a refused host is never looked up
+}
+
+TEST_CASE("egress ask: one question per host:port, answers kept, other clients served while the approver thinks") {
+    Origin origin;
+    Dns dns({{"slow.test", "127.0.0.1"}, {"fast.test", "127.0.0.1"}, {"no.test", "127.0.0.1"},
+             {"hang.test", "127.0.0.1"}});
+    std::string dir = cc::test::scratch_dir();
+    std::string log = dir + "/approver-questions.jsonl";
+    std::string port = std::to_string(origin.port);
+    // One event loop: if the approver ran on it, nothing else would be served.
+    Egress eg({"--policy", write_policy(dir), "--approver", write_approver(dir, log), "--approver-timeout", "3000",
+               "--threads", "1", "--allow", "*.test:*", "--allow", "127.0.0.1:*", "--no-baseline", "--dns-server",
+               dns.server()});
+    REQUIRE(eg.ready["approver"] == true);
+    std::string proxy = "http://" + eg.http();
+    // hang.test's approver never answers: it is cut at 3 s, and meanwhile
+    // the one event loop serves others (were it blocked, they would wait ~3 s).
+    auto t0 = std::chrono::steady_clock::now();
+    auto hang = std::async(std::launch::async, [&] {
+        return curl({"-x", proxy, "-o", "/dev/null", "-w", "%{http_code}", "http://hang.test:" + port + "/hello"});
+    });
+    ::usleep(300000);
+    // While hang.test's question is out, another client is served at once.
+    auto t1 = std::chrono::steady_clock::now();
+    auto r = curl({"-x", proxy, "http://fast.test:" + port + "/hello"});
+    double fast = seconds_since(t1);
+    CHECK(r.out == "hello\n");
+    CHECK(fast < 1.5);
+    auto h = hang.get();
+    CHECK(http_code(h) == "403");
+    double hung = seconds_since(t0);
+    CHECK(hung >= 2.9);
+    CHECK(hung < 6.0);
+    // Denied by the approver, and the second time from the session's cache.
+    for (int i = 0; i < 2; ++i) {
+        r = curl({"-x", proxy, "-o", "/dev/null", "-w", "%{http_code}", "http://no.test:" + port + "/hello"});
+        CHECK(http_code(r) == "403");
+    }
+    // fast.test again, over SOCKS5 too: no new question.
+    r = curl({"--socks5-hostname", eg.socks(), "http://fast.test:" + port + "/hello"});
+    CHECK(r.out == "hello\n");
+    CHECK(eg.stop() == 0);
+
+    auto questions = read_lines(log);
+    std::map<std::string, int> asked;
+    for (const auto& q : questions) {
+        ++asked[q.value("host", "")];
+        CHECK(q["action"] == "network_access");
+        CHECK(q["port"] == origin.port);
+        CHECK(q["mode"] == "chat");
+        CHECK(q["reason"] == "a person approves each host");
+    }
+    CHECK(asked["fast.test"] == 1);
+    CHECK(asked["no.test"] == 1);
+    CHECK(asked["hang.test"] == 1);
+    CHECK(questions.size() == 3);
+    int no = 0, fast_lines = 0;
+    for (const auto& l : eg.lines) {
+        std::string host = l.value("host", "");
+        if (host == "hang.test") {
+            CHECK(l["decision"] == "deny");
+            CHECK(l["rule"] == "ask");
+            CHECK_THAT(l["reason"].get<std::string>(), Catch::Contains("no answer within 3000 ms"));
+        } else if (host == "no.test") {
+            CHECK(l["decision"] == "deny");
+            CHECK(l["rule"] == "ask");
+            CHECK(l["reason"] == "refused by the approver");
+            CHECK(l.value("askCached", false) == (no++ == 1));
+        } else if (host == "fast.test") {
+            CHECK(l["decision"] == "allow");
+            CHECK(l["ask"] == "allow");
+            CHECK(l.value("askCached", false) == (fast_lines++ == 1));
+        }
+    }
+    CHECK(no == 2);
+    CHECK(fast_lines == 2);
+    CHECK_THAT(eg.stderr_text(), Catch::Contains("ask no.test:" + port + ": deny (refused by the approver)"));
+}
+
+TEST_CASE("egress ask: clients asking for the same host:port wait for one question") {
+    Origin origin;
+    Dns dns(std::map<std::string, std::string>{{"slow.test", "127.0.0.1"}});
+    std::string dir = cc::test::scratch_dir();
+    std::string log = dir + "/approver-slow.jsonl";
+    std::string port = std::to_string(origin.port);
+    Egress eg({"--policy", write_policy(dir), "--approver", write_approver(dir, log), "--threads", "1", "--allow",
+               "*.test:*", "--allow", "127.0.0.1:*", "--no-baseline", "--dns-server", dns.server()});
+    std::string proxy = "http://" + eg.http();
+    std::vector<std::future<cc::test::RunResult>> all;
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 3; ++i)
+        all.push_back(std::async(std::launch::async, [&] { return curl({"-x", proxy, "http://slow.test:" + port + "/hello"}); }));
+    for (auto& f : all) CHECK(f.get().out == "hello\n");
+    double took = seconds_since(t0);
+    CHECK(took >= 1.9);
+    CHECK(took < 8.0);
+    CHECK(eg.stop() == 0);
+    CHECK(read_lines(log).size() == 1);
+    int cached = 0;
+    for (const auto& l : eg.lines)
+        if (l.value("host", "") == "slow.test" && l.value("askCached", false)) ++cached;
+    CHECK(cached == 2);
+}
+
+TEST_CASE("egress metrics: an OpenMetrics page on a Unix socket, read with curl --unix-socket") {
+    Origin origin;
+    Dns dns(std::map<std::string, std::string>{{"listed.test", "127.0.0.1"}});
+    std::string sock = cc::test::scratch_dir() + "/metrics.sock";
+    Egress eg({"--metrics-socket", sock, "--allow", "listed.test:*", "--allow", "127.0.0.1:*", "--no-baseline",
+               "--dns-server", dns.server()});
+    REQUIRE(eg.ready["metricsSocket"] == sock);
+    struct stat st {};
+    REQUIRE(::stat(sock.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    std::string port = std::to_string(origin.port);
+    std::string proxy = "http://" + eg.http();
+    CHECK(curl({"-x", proxy, "http://listed.test:" + port + "/hello"}).out == "hello\n");
+    CHECK(http_code(curl({"-x", proxy, "-o", "/dev/null", "-w", "%{http_code}", "http://unlisted.test:" + port + "/"})) == "403");
+    CHECK(http_code(curl({"-x", proxy, "-o", "/dev/null", "-w", "%{http_code}", "http://listed.test:1/"})) == "502");
+    // The connection lines are counted when written: wait for the third.
+    for (int i = 0; i < 100; ++i) {
+        auto page = curl({"--unix-socket", sock, "http://localhost/metrics"});
+        if (page.out.find("reason=\"no_allow_entry\"} 1") != std::string::npos &&
+            page.out.find("kind=\"connect_refused\"} 1") != std::string::npos)
+            break;
+        ::usleep(50000);
+    }
+    auto page = curl({"--unix-socket", sock, "-D", "-", "http://localhost/metrics"});
+    CHECK(page.status == 0);
+    const std::string& m = page.out;
+    CHECK_THAT(m, Catch::Contains("HTTP/1.1 200 OK"));
+    CHECK_THAT(m, Catch::Contains("Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8"));
+    CHECK_THAT(m, Catch::Contains("# TYPE cc_egress_connections counter\n"));
+    CHECK_THAT(m, Catch::Contains("cc_egress_connections_total{proto=\"http\"} 3\n"));
+    CHECK_THAT(m, Catch::Contains("cc_egress_connections_total{proto=\"socks5\"} 0\n"));
+    CHECK_THAT(m, Catch::Contains("cc_egress_decisions_total{decision=\"allow\",reason=\"allowed\"} 2\n"));
+    CHECK_THAT(m, Catch::Contains("cc_egress_decisions_total{decision=\"deny\",reason=\"no_allow_entry\"} 1\n"));
+    CHECK_THAT(m, Catch::Contains("cc_egress_errors_total{kind=\"connect_refused\"} 1\n"));
+    CHECK_THAT(m, Catch::Contains("cc_egress_bytes_total{direction=\"down\"} "));
+    CHECK_THAT(m, Catch::Contains("cc_egress_resolver_lookup_seconds_count 2\n"));
+    CHECK_THAT(m, Catch::Contains("cc_egress_resolver_lookup_seconds_bucket{le=\"+Inf\"} 2\n"));
+    CHECK_THAT(m, Catch::EndsWith("# EOF\n"));
+    // Bytes down: at least the 6-byte body of the one answered request.
+    auto at = m.find("cc_egress_bytes_total{direction=\"down\"} ");
+    REQUIRE(at != std::string::npos);
+    CHECK(std::stoull(m.substr(at + 41)) >= 6);
+    auto nf = curl({"--unix-socket", sock, "-o", "/dev/null", "-w", "%{http_code}", "http://localhost/other"});
+    CHECK(http_code(nf) == "404");
+    CHECK(eg.stop() == 0);
+    CHECK(::access(sock.c_str(), F_OK) != 0);  // removed at exit
+}
