@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Every chain the README and the man pages show, where one tool's output feeds
-another, runs as written (issue 18: the first chain of the README failed).
+another, runs as written.
 
 Each step is looked up byte for byte in its document (man pages with roff's
 \\- and \\e undone), then the steps of one chain run in one bash script in a

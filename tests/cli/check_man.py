@@ -42,8 +42,8 @@ for tool in tools:
             failed += 1
     print(f"ok   {name}: {len(opts)} options checked")
 # A request macro splits its arguments on blanks and takes a double quote as
-# an argument delimiter: JSON with a blank in a .B/.BR line loses its quotes
-# (issue 18). Such examples are written with \fB...\fR on a text line.
+# an argument delimiter: JSON with a blank in a .B/.BR line loses its quotes.
+# Such examples are written with \fB...\fR on a text line.
 macro_json = re.compile(r'^\.(B|I|R|BR|RB|BI|IB|IR|RI|SM|TP|IP) .*\{"[^}]* ')
 for page in pages:
     for n, l in enumerate(open(page), 1):

@@ -1,6 +1,6 @@
 // What every tool promises on its command line, checked against the built
 // binaries: --version, --quiet, one line and exit 2 for bad input files and
-// unknown options, and the newcomer failures of issue 18.
+// unknown options, and what once failed for a newcomer.
 #include <sys/stat.h>
 
 #include <fstream>
@@ -44,7 +44,7 @@ std::string spec_file(const std::string& dir, const std::string& bind) {
 
 }  // namespace
 
-TEST_CASE("issue 18: --version prints '<tool> <version>' in every tool, the internal helper too") {
+TEST_CASE("newcomer: --version prints '<tool> <version>' in every tool, the internal helper too") {
     std::vector<std::string> all = k_tools;
     all.push_back("cc-wrap-init");
     for (const auto& t : all) {
@@ -56,7 +56,7 @@ TEST_CASE("issue 18: --version prints '<tool> <version>' in every tool, the inte
     }
 }
 
-TEST_CASE("issue 18: a missing or unreadable input file is exit 2 and one line naming it, in every tool") {
+TEST_CASE("newcomer: a missing or unreadable input file is exit 2 and one line naming it, in every tool") {
     std::string dir = scratch("missing");
     std::string spec = spec_file(dir, dir);
     std::string missing = dir + "/no-such.json";
@@ -88,7 +88,7 @@ TEST_CASE("issue 18: a missing or unreadable input file is exit 2 and one line n
     }
 }
 
-TEST_CASE("issue 18: a bind whose hostPath does not exist is a spec error at load, naming the field") {
+TEST_CASE("newcomer: a bind whose hostPath does not exist is a spec error at load, naming the field") {
     std::string dir = scratch("bind");
     std::string spec = spec_file(dir, dir + "/gone");
     auto r = run({bin("cc-wrap"), "--spec", spec, "--print", "--", "true"});
@@ -98,7 +98,7 @@ TEST_CASE("issue 18: a bind whose hostPath does not exist is a spec error at loa
                        "/gone' cannot be bound: No such file or directory\n");
 }
 
-TEST_CASE("issue 18: unknown options and subcommands are named first, with '--' suggested before a command") {
+TEST_CASE("newcomer: unknown options and subcommands are named first, with '--' suggested before a command") {
     struct Case {
         std::vector<std::string> args;
         std::string err;
@@ -131,7 +131,7 @@ TEST_CASE("issue 18: unknown options and subcommands are named first, with '--' 
     }
 }
 
-TEST_CASE("issue 18: --quiet leaves out the log lines of a successful run") {
+TEST_CASE("newcomer: --quiet leaves out the log lines of a successful run") {
     std::string dir = scratch("quiet");
     std::string spec = spec_file(dir, dir);
     // --backend none is said on stderr: running without a sandbox is never silent by default.
@@ -175,7 +175,7 @@ TEST_CASE("issue 18: --quiet leaves out the log lines of a successful run") {
     }
 }
 
-TEST_CASE("issue 18: cc-probe --backend with an unknown name says so, exit 2") {
+TEST_CASE("newcomer: cc-probe --backend with an unknown name says so, exit 2") {
     auto r = run({bin("cc-probe"), "--backend", "foo"});
     CHECK(r.status == 2);
     CHECK(r.out.empty());
@@ -184,7 +184,7 @@ TEST_CASE("issue 18: cc-probe --backend with an unknown name says so, exit 2") {
     CHECK(nlohmann::json::parse(docker.out)["backendChoice"]["parsed"] == "native");
 }
 
-TEST_CASE("issue 18: cc-classify --jsonl names a bad line once") {
+TEST_CASE("newcomer: cc-classify --jsonl names a bad line once") {
     auto r = run({bin("cc-classify"), "--jsonl"}, "{\"cmd\":\"ls\"}\nnot json\n");
     CHECK(r.status == 2);
     CHECK_THAT(r.err, Catch::StartsWith("cc-classify: stdin line 2: "));
@@ -192,7 +192,7 @@ TEST_CASE("issue 18: cc-classify --jsonl names a bad line once") {
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
 
-TEST_CASE("issue 18: cc-confine: a trailing slash on a file is ENOTDIR; the file is neither read nor written") {
+TEST_CASE("newcomer: cc-confine: a trailing slash on a file is ENOTDIR; the file is neither read nor written") {
     std::string w = scratch("slash");
     write(w + "/notes.md", "keep\n");
     auto rd = run({bin("cc-confine"), "--workdir", w, "--open-read", "notes.md/"});
@@ -218,7 +218,7 @@ TEST_CASE("issue 18: cc-confine: a trailing slash on a file is ENOTDIR; the file
     CHECK(ok.out == "keep\n");
 }
 
-TEST_CASE("issue 18: cc-worktree: a missing --data-dir is one line that says what to do") {
+TEST_CASE("newcomer: cc-worktree: a missing --data-dir is one line that says what to do") {
     std::string missing = scratch("wt") + "/absent";
     auto r = run({bin("cc-worktree"), "list", "--data-dir", missing});
     CHECK(r.status == 2);

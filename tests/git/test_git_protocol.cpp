@@ -190,24 +190,24 @@ TEST_CASE("a flush alone is the probe of a large push") {
 }
 
 TEST_CASE("reports carry git's exact bytes, side-band wrapped when asked") {
-    std::vector<RefStatus> refs{{"refs/heads/main", false, "Control Center policy: push to refs/heads/main is not allowed"}};
+    std::vector<RefStatus> refs{{"refs/heads/main", false, "cc-pushgate policy: push to refs/heads/main is not allowed"}};
     std::string rep = report_status(refs);
     CHECK(rep ==
-          "000eunpack ok\n0055ng refs/heads/main Control Center policy: push to refs/heads/main is not allowed\n0000");
+          "000eunpack ok\n0052ng refs/heads/main cc-pushgate policy: push to refs/heads/main is not allowed\n0000");
     RequestParser p;
     REQUIRE(*p.feed(cmd(A, B, "refs/heads/main", true) + "0000"));
     std::string body = response_body(p.request(), {}, rep);
     CHECK(body == pkt("\x01" + rep) + "0000");
-    std::string with_msg = response_body(p.request(), {"Control Center: rule matched"}, rep);
-    CHECK(with_msg.substr(0, 4 + 1 + 29) == pkt("\x02" "Control Center: rule matched\n"));
+    std::string with_msg = response_body(p.request(), {"cc-pushgate: rule matched"}, rep);
+    CHECK(with_msg.substr(0, 4 + 1 + 26) == pkt("\x02" "cc-pushgate: rule matched\n"));
     CHECK(one_line("a\nb\x01") == "a b ");
 }
 
 TEST_CASE("merge_report appends rejections before upstream's flush") {
     std::string up = pkt("unpack ok\n") + pkt("ok refs/heads/f3\n") + "0000";
-    auto m = merge_report(up, {{"refs/heads/main", false, "Control Center policy: no"}});
+    auto m = merge_report(up, {{"refs/heads/main", false, "cc-pushgate policy: no"}});
     REQUIRE(m);
-    CHECK(*m == pkt("unpack ok\n") + pkt("ok refs/heads/f3\n") + pkt("ng refs/heads/main Control Center policy: no\n") + "0000");
+    CHECK(*m == pkt("unpack ok\n") + pkt("ok refs/heads/f3\n") + pkt("ng refs/heads/main cc-pushgate policy: no\n") + "0000");
     CHECK(!merge_report(pkt("unpack ok\n"), {}));
 }
 

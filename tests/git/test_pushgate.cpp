@@ -131,9 +131,9 @@ TEST_CASE("a denied branch shows git's own [remote rejected] line with the polic
     std::string dir = agent_repo("denied", gateway());
     auto r = git({"push", "origin", "main"}, dir);
     CHECK(r.status == 1);
-    CHECK(r.err.find(" ! [remote rejected] main -> main (Control Center policy: main is released by CI)") !=
+    CHECK(r.err.find(" ! [remote rejected] main -> main (cc-pushgate policy: main is released by CI)") !=
           std::string::npos);
-    CHECK(r.err.find("remote: Control Center policy denied refs/heads/main: main is released by CI") !=
+    CHECK(r.err.find("remote: cc-pushgate policy denied refs/heads/main: main is released by CI") !=
           std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/main").empty());
     auto ev = events(gateway(), "push");
@@ -152,7 +152,7 @@ TEST_CASE("a multi-ref push with one denied ref: the rest go through, git prints
     INFO(r.err);
     CHECK(r.status == 1);
     CHECK(r.err.find("* [new branch]      HEAD -> f1") != std::string::npos);
-    CHECK(r.err.find(" ! [remote rejected] main -> main (Control Center policy: main is released by CI)") !=
+    CHECK(r.err.find(" ! [remote rejected] main -> main (cc-pushgate policy: main is released by CI)") !=
           std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/f1") == head(dir));
     CHECK(upstream().ref("acme/demo", "refs/heads/main").empty());
@@ -165,7 +165,7 @@ TEST_CASE("an atomic multi-ref push with one denied ref forwards nothing") {
     std::string dir = agent_repo("atomic", gateway());
     auto r = git({"push", "--atomic", "origin", "main", "HEAD:refs/heads/f2"}, dir);
     CHECK(r.status == 1);
-    CHECK(r.err.find(" ! [remote rejected] main -> main (Control Center policy: main is released by CI)") !=
+    CHECK(r.err.find(" ! [remote rejected] main -> main (cc-pushgate policy: main is released by CI)") !=
           std::string::npos);
     CHECK(r.err.find(" ! [remote rejected] HEAD -> f2 (atomic transaction failed)") != std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/f2").empty());
@@ -184,7 +184,7 @@ TEST_CASE("deleting a branch: allowed deletes go upstream, a denied delete is re
     CHECK(upstream().ref("acme/demo", "refs/heads/old").empty());
     auto d = git({"push", "origin", ":refs/heads/main"}, dir);
     CHECK(d.status == 1);
-    CHECK(d.err.find(" ! [remote rejected] main (Control Center policy: main is released by CI)") != std::string::npos);
+    CHECK(d.err.find(" ! [remote rejected] main (cc-pushgate policy: main is released by CI)") != std::string::npos);
     CHECK(!upstream().ref("acme/demo", "refs/heads/main").empty());
     CHECK(events(gateway(), "push").back()["refs"][0]["kind"] == "delete");
 }
@@ -198,7 +198,7 @@ TEST_CASE("tags: a release tag is denied by its glob, another tag is pushed") {
     auto r = git({"push", "origin", "v1.0", "nightly-7"}, dir);
     INFO(r.err);
     CHECK(r.status == 1);
-    CHECK(r.err.find(" ! [remote rejected] v1.0 -> v1.0 (Control Center policy: release tags are made by CI)") !=
+    CHECK(r.err.find(" ! [remote rejected] v1.0 -> v1.0 (cc-pushgate policy: release tags are made by CI)") !=
           std::string::npos);
     CHECK(r.err.find("* [new tag]         nightly-7 -> nightly-7") != std::string::npos);
     CHECK(!upstream().ref("acme/demo", "refs/tags/nightly-7").empty());
@@ -235,7 +235,7 @@ TEST_CASE("repository names are normalised; an unlinked repository is refused in
     std::string other = agent_repo("unlinked", gateway(), "other/secret");
     auto r = git({"push", "origin", "HEAD:refs/heads/x"}, other);
     CHECK(r.status == 128);
-    CHECK(r.err.find("fatal: remote error: Control Center: repository 'github.com/other/secret' is not linked") !=
+    CHECK(r.err.find("fatal: remote error: cc-pushgate: repository 'github.com/other/secret' is not linked") !=
           std::string::npos);
     CHECK(r.err.find("Username") == std::string::npos);
     CHECK(upstream().ref("other/secret", "refs/heads/x").empty());
@@ -243,7 +243,7 @@ TEST_CASE("repository names are normalised; an unlinked repository is refused in
     std::string resp = http_raw(gateway().port(), post("/github.com/other/secret.git/git-receive-pack",
                                                        command_body("refs/heads/x") + "PACK"));
     CHECK(resp.rfind("HTTP/1.1 200", 0) == 0);
-    CHECK(resp.find("ng refs/heads/x Control Center policy: repository 'github.com/other/secret' is not linked") !=
+    CHECK(resp.find("ng refs/heads/x cc-pushgate policy: repository 'github.com/other/secret' is not linked") !=
           std::string::npos);
 }
 
@@ -281,8 +281,8 @@ TEST_CASE("the upstream down: git shows a remote: line and a rejected ref, no ha
     std::string dir = agent_repo("down", g);
     auto r = git({"push", "origin", "HEAD:refs/heads/feature"}, dir);
     CHECK(r.status == 1);
-    CHECK(r.err.find("remote: Control Center: upstream unreachable") != std::string::npos);
-    CHECK(r.err.find(" ! [remote rejected] HEAD -> feature (Control Center: upstream unreachable") != std::string::npos);
+    CHECK(r.err.find("remote: cc-pushgate: upstream unreachable") != std::string::npos);
+    CHECK(r.err.find(" ! [remote rejected] HEAD -> feature (cc-pushgate: upstream unreachable") != std::string::npos);
     auto ev = events(g, "push");
     REQUIRE(!ev.empty());
     CHECK(ev.back()["result"] == "error");
@@ -297,7 +297,7 @@ TEST_CASE("a failing token command: git shows the reason, the push goes nowhere"
     std::string dir = agent_repo("badtoken", g);
     auto r = git({"push", "origin", "HEAD:refs/heads/feature"}, dir);
     CHECK(r.status == 1);
-    CHECK(r.err.find("remote: Control Center: could not get a write token") != std::string::npos);
+    CHECK(r.err.find("remote: cc-pushgate: could not get a write token") != std::string::npos);
     // The helper's stderr goes to the operator's log, never to the agent.
     CHECK(r.err.find("exited with status 3 (its stderr is in the gateway's log))") != std::string::npos);
     CHECK(r.err.find("vault is sealed") == std::string::npos);
@@ -340,7 +340,7 @@ TEST_CASE("read-only mode denies every push; ask without an approver is deny, wi
         std::string dir = agent_repo("plan", g);
         auto r = git({"push", "origin", "HEAD:refs/heads/feature"}, dir);
         CHECK(r.status == 1);
-        CHECK(r.err.find("(Control Center policy: push is not allowed in plan mode (read-only))") != std::string::npos);
+        CHECK(r.err.find("(cc-pushgate policy: push is not allowed in plan mode (read-only))") != std::string::npos);
     }
     std::string dir = agent_repo("ask", gateway());
     auto denied = git({"push", "origin", "HEAD:refs/heads/ask/x"}, dir);
@@ -404,7 +404,7 @@ TEST_CASE("a large denied push is drained first, so git shows the reason instead
     git({"commit", "-q", "-m", "20 MB"}, dir);
     auto r = git({"push", "origin", "main"}, dir);
     CHECK(r.status == 1);
-    CHECK(r.err.find(" ! [remote rejected] main -> main (Control Center policy: main is released by CI)") !=
+    CHECK(r.err.find(" ! [remote rejected] main -> main (cc-pushgate policy: main is released by CI)") !=
           std::string::npos);
     CHECK(r.err.find("Broken pipe") == std::string::npos);
     CHECK(events(gateway(), "push").back()["bytes"].get<std::uint64_t>() > 20u * 1000 * 1000);
@@ -444,7 +444,7 @@ TEST_CASE("protocol: a probe is answered like http-backend, and keep-alive serve
     std::string resp = http_raw(gateway().port(), probe + denied);
     CHECK(resp.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
     CHECK(resp.find("Content-Length: 0\r\n") != std::string::npos);
-    CHECK(resp.find("ng refs/heads/main Control Center policy: main is released by CI") != std::string::npos);
+    CHECK(resp.find("ng refs/heads/main cc-pushgate policy: main is released by CI") != std::string::npos);
 }
 
 TEST_CASE("protocol: chunked and gzip bodies are decoded") {
@@ -467,7 +467,7 @@ TEST_CASE("protocol: chunked and gzip bodies are decoded") {
     INFO(resp);
     CHECK(resp.rfind("HTTP/1.1 200", 0) == 0);
     // report-status without side-band: the bare report.
-    CHECK(resp.find("000eunpack ok\n" + cc::git::pkt("ng refs/heads/main Control Center policy: main is released by CI\n") +
+    CHECK(resp.find("000eunpack ok\n" + cc::git::pkt("ng refs/heads/main cc-pushgate policy: main is released by CI\n") +
                     "0000") != std::string::npos);
     std::string bad = http_raw(gateway().port(), post(path, "not gzip", "Content-Encoding: gzip\r\n"));
     CHECK(bad.rfind("HTTP/1.1 400", 0) == 0);

@@ -94,7 +94,7 @@ TEST_CASE("a symbolic ref on the upstream is judged by its target: pushing to an
     auto r = git({"push", "origin", "HEAD:refs/heads/alias"}, dir);
     INFO(r.err);
     CHECK(r.status == 1);
-    CHECK(r.err.find(" ! [remote rejected] HEAD -> alias (Control Center policy: refs/heads/alias is a symbolic ref to "
+    CHECK(r.err.find(" ! [remote rejected] HEAD -> alias (cc-pushgate policy: refs/heads/alias is a symbolic ref to "
                      "refs/heads/main on the upstream: main is released by CI)") != std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/main") == base);
     auto ev = events(gateway(), "push");
@@ -107,7 +107,7 @@ TEST_CASE("a symbolic ref on the upstream is judged by its target: pushing to an
     // Deleting the alias would delete main upstream: refused the same way.
     auto d = git({"push", "origin", ":refs/heads/alias"}, dir);
     CHECK(d.status == 1);
-    CHECK(d.err.find(" ! [remote rejected] alias (Control Center policy: refs/heads/alias is a symbolic ref to "
+    CHECK(d.err.find(" ! [remote rejected] alias (cc-pushgate policy: refs/heads/alias is a symbolic ref to "
                      "refs/heads/main on the upstream") != std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/main") == base);
 }
@@ -143,7 +143,7 @@ TEST_CASE("a push without the session's secret is refused in git's words, never 
     auto r = git({"push", bare, "HEAD:refs/heads/no-secret"}, dir);
     INFO(r.err);
     CHECK(r.status == 128);
-    CHECK(r.err.find("fatal: remote error: Control Center: request does not carry this session's gateway secret") !=
+    CHECK(r.err.find("fatal: remote error: cc-pushgate: request does not carry this session's gateway secret") !=
           std::string::npos);
     CHECK(r.err.find("Username") == std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/no-secret").empty());
@@ -177,10 +177,10 @@ TEST_CASE("a request naming another host (DNS rebinding) is refused even with th
     std::string local = get("localhost:" + std::to_string(gateway().port()));
     CHECK(local.find("ERR ") == std::string::npos);
     std::string rebound = get("attacker.example:" + std::to_string(gateway().port()));
-    CHECK(rebound.find("ERR Control Center: Host 'attacker.example:" + std::to_string(gateway().port()) +
+    CHECK(rebound.find("ERR cc-pushgate: Host 'attacker.example:" + std::to_string(gateway().port()) +
                        "' is not this gateway's address") != std::string::npos);
     std::string none = http_raw(gateway().port(), "GET " + target + " HTTP/1.1\r\nConnection: close\r\n\r\n");
-    CHECK(none.find("ERR Control Center: request has no Host header") != std::string::npos);
+    CHECK(none.find("ERR cc-pushgate: request has no Host header") != std::string::npos);
     for (const auto& s : {own, rebound, none}) CHECK(s.find(" 401 ") == std::string::npos);
 }
 
@@ -320,7 +320,7 @@ TEST_CASE("a ref name with an invisible or bidi character is denied; one that lo
     auto r = git({"push", "origin", "HEAD:" + sneaky}, dir);
     INFO(r.err);
     CHECK(r.status == 1);
-    CHECK(r.err.find("(Control Center policy: ref name has an invisible or bidi control character (U+200B))") !=
+    CHECK(r.err.find("(cc-pushgate policy: ref name has an invisible or bidi control character (U+200B))") !=
           std::string::npos);
     CHECK(upstream().ref("acme/demo", sneaky).empty());
     auto ev = events(gateway(), "push");
@@ -417,7 +417,7 @@ TEST_CASE("connections per client are capped: past the cap a client's request ge
     r = git({"push", "origin", "HEAD:refs/heads/per-client-2"}, dir);
     INFO(r.err);
     CHECK(r.status == 128);
-    CHECK(r.err.find("remote: Control Center: too many connections from 127.0.0.1 (at most 2 at once)") !=
+    CHECK(r.err.find("remote: cc-pushgate: too many connections from 127.0.0.1 (at most 2 at once)") !=
           std::string::npos);
     CHECK(r.err.find("The requested URL returned error: 503") != std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/per-client-2").empty());

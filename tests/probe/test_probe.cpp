@@ -1,4 +1,4 @@
-// The probe table (F1-F4) on fake hosts, and cc-probe run for real here.
+// The probe table on fake hosts, and cc-probe run for real here.
 #include "harness.hpp"
 
 #include <boost/process/search_path.hpp>
@@ -158,7 +158,7 @@ TEST_CASE("the sandbox switch: flag beats env, only on/off, off is an opt-out") 
     CHECK(p.available);  // the host still offers it; the operator opted out
 }
 
-TEST_CASE("F3: stored backend names") {
+TEST_CASE("probe: stored backend names") {
     CHECK(cc::spec::parse_stored_backend(std::nullopt) == Backend::none);
     CHECK(cc::spec::parse_stored_backend(std::string("docker")) == Backend::native);
     CHECK(cc::spec::parse_stored_backend(std::string("native")) == Backend::native);
@@ -167,7 +167,7 @@ TEST_CASE("F3: stored backend names") {
     CHECK(cc::spec::parse_stored_backend(std::string("")) == Backend::none);
 }
 
-TEST_CASE("F4: microvm never falls back silently, either way") {
+TEST_CASE("probe: microvm never falls back silently, either way") {
     auto h = linux_with({"bwrap", "socat"});
     auto p = probe(h, SandboxSwitch{});
     SECTION("explicit microvm without KVM fails loudly") {

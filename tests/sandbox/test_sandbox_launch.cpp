@@ -1,4 +1,4 @@
-// Real launches under bubblewrap (issue 5's escape battery and the allowed
+// Real launches under bubblewrap (the escape battery and the allowed
 // paths). Registered twice: as root and as an unprivileged user (as-user.sh).
 // Each test builds its own tree in the scratch dir; nothing outside it is
 // touched, and the host is checked after every refused write.

@@ -288,7 +288,7 @@ TEST_CASE("plan: read-only modes keep runnerStateDirs writable", "[plan]") {
     for (auto mode : {cc::policy::Mode::plan, cc::policy::Mode::review, cc::policy::Mode::orchestrate}) {
         auto in = standard_input();
         in.spec.mode = mode;
-        in.dropFilenameDenies = false;  // nothing host-backed writable but state: still refused (F11)
+        in.dropFilenameDenies = false;  // nothing host-backed writable but state: still refused
         auto r = build_plan(in, h);
         REQUIRE_FALSE(r);
         CHECK(r.error().code == cc::Errc::unavailable);
@@ -313,7 +313,7 @@ TEST_CASE("plan: secrets inside a bind are masked in both spellings", "[plan]") 
     CHECK(visible(p, "/home/u/notes.txt"));
     CHECK_FALSE(can_read(p, "/home/u/.ssh/id_rsa"));
     CHECK_FALSE(can_read(p, "/home/u/.aws/credentials"));
-    CHECK_FALSE(can_read(p, "/data/aws/credentials"));  // the resolved spelling (F9)
+    CHECK_FALSE(can_read(p, "/data/aws/credentials"));  // the resolved spelling
     auto d = std::find_if(p.denies.begin(), p.denies.end(), [](const DenyRule& r) { return r.rule == "~/.aws"; });
     REQUIRE(d != p.denies.end());
     CHECK(d->spellings == std::vector<std::string>{"/home/u/.aws", "/data/aws"});
@@ -333,7 +333,7 @@ TEST_CASE("plan: terminal profile: home writable, secrets unreadable, network op
     CHECK(std::find(p.argv.begin(), p.argv.end(), "--unshare-net") == p.argv.end());
     CHECK(p.env.count("HTTP_PROXY") == 0);
 
-    in.backend = Backend::none;  // F16: never a host shell with a native badge
+    in.backend = Backend::none;  // never a host shell with a native badge
     auto r = build_plan(in, h);
     REQUIRE_FALSE(r);
     CHECK(r.error().code == cc::Errc::unavailable);

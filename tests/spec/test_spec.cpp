@@ -91,7 +91,7 @@ TEST_CASE("io::read_input names the file it cannot read") {
     auto r = cc::io::read_input("/nonexistent/spec.json");
     REQUIRE_FALSE(r);
     CHECK(r.error().one_line() == "'/nonexistent/spec.json': cannot open: No such file or directory");
-    CHECK(r.error().code == cc::Errc::input);  // bad input: exit 2 in every tool (issue 18)
+    CHECK(r.error().code == cc::Errc::input);  // bad input: exit 2 in every tool
     auto d = cc::io::read_input("/tmp");
     REQUIRE_FALSE(d);
     CHECK_THAT(d.error().one_line(), Catch::Contains("is a directory"));

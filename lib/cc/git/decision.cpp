@@ -45,7 +45,7 @@ std::string lookalike(std::string_view ref) {
     return out;
 }
 
-std::string policy_reason(const Verdict& v) { return "Control Center policy: " + v.reason; }
+std::string policy_reason(const Verdict& v) { return "cc-pushgate policy: " + v.reason; }
 
 std::vector<std::string> PushPlan::open_refs() const {
     std::vector<std::string> names;
@@ -181,7 +181,7 @@ PushOutcome outcome(const PushPlan& plan, bool atomic) {
             o.forward.push_back(r.cmd);
         } else {
             o.rejected.push_back({r.cmd.ref, false, policy_reason(r.verdict)});
-            o.messages.push_back("Control Center policy denied " + r.cmd.ref + ": " + r.verdict.reason);
+            o.messages.push_back("cc-pushgate policy denied " + r.cmd.ref + ": " + r.verdict.reason);
         }
     }
     if (o.forward.empty() || (atomic && !o.rejected.empty())) {

@@ -92,7 +92,7 @@ struct PushOutcome {
 };
 PushOutcome outcome(const PushPlan& plan, bool atomic);
 
-// The policy's reason as git shows it: "Control Center policy: <reason>".
+// The policy's reason as git shows it: "cc-pushgate policy: <reason>".
 std::string policy_reason(const policy::Verdict& v);
 
 // Invisible and direction-changing characters (UTF-8) in a ref name, the

@@ -165,7 +165,7 @@ struct Forward {
                 report = *merged;
             } else {
                 std::vector<RefStatus> lines = rejected;
-                for (const auto& a : forwarded) lines.push_back({a, false, "Control Center: upstream report is unreadable"});
+                for (const auto& a : forwarded) lines.push_back({a, false, "cc-pushgate: upstream report is unreadable"});
                 report = report_status(lines);
             }
         }

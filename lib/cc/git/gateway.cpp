@@ -85,7 +85,7 @@ void Gateway::serve_connection(int fd, const std::string& client) {
         while (!head) {
             auto h = http::take_head(c.in);
             if (!h) {
-                send_whole(c, 400, "text/plain", "Control Center: " + h.error().message + "\n", true);
+                send_whole(c, 400, "text/plain", "cc-pushgate: " + h.error().message + "\n", true);
                 return;
             }
             if (*h) {
@@ -112,7 +112,7 @@ void Gateway::serve_connection(int fd, const std::string& client) {
             if (!b.init_error()) (void)b.drain(1u << 20, std::chrono::seconds(5));
             bool advert = head->target.find("/info/refs") != std::string::npos;
             send_whole(c, advert ? 200 : 403, advert ? advert_type : "text/plain",
-                       advert ? error_advertisement("Control Center: " + *why) : "Control Center: " + *why + "\n", true);
+                       advert ? error_advertisement("cc-pushgate: " + *why) : "cc-pushgate: " + *why + "\n", true);
             return;
         }
         if (!admitted) {
@@ -122,7 +122,7 @@ void Gateway::serve_connection(int fd, const std::string& client) {
                 emit_({{"event", "refused"}, {"repo", ""}, {"reason", *busy}, {"client", client}});
                 Body b(c, *head);
                 if (!b.init_error()) (void)b.drain(1u << 20, std::chrono::seconds(5));
-                send_whole(c, 503, "text/plain", "Control Center: " + *busy + "\n", true);
+                send_whole(c, 503, "text/plain", "cc-pushgate: " + *busy + "\n", true);
                 return;
             }
             admitted = true;
@@ -136,8 +136,8 @@ void Gateway::serve_connection(int fd, const std::string& client) {
             // Anything else (fetch included: fetch keeps the original URL and
             // goes upstream with the read token) is not this gateway's job.
             std::string why = route.kind == Route::Kind::upload_pack
-                                  ? "Control Center: this gateway only takes pushes; fetch from the original URL\n"
-                                  : "Control Center: not a git push URL\n";
+                                  ? "cc-pushgate: this gateway only takes pushes; fetch from the original URL\n"
+                                  : "cc-pushgate: not a git push URL\n";
             Body b(c, *head);
             bool drained = !b.init_error() && b.drain(1u << 20, std::chrono::seconds(5));
             send_whole(c, route.kind == Route::Kind::upload_pack ? 403 : 404, "text/plain", why, true);
@@ -151,7 +151,7 @@ void Gateway::serve_connection(int fd, const std::string& client) {
 void Gateway::handle_info_refs(Conn& c, const http::RequestHead& h, const Route& route, bool close) {
     if (route.service != "git-receive-pack") {
         send_whole(c, 403, "text/plain",
-                   "Control Center: this gateway only takes pushes; fetch from the original URL\n", close);
+                   "cc-pushgate: this gateway only takes pushes; fetch from the original URL\n", close);
         return;
     }
     auto it = linked_.find(route.repo_key);
@@ -161,7 +161,7 @@ void Gateway::handle_info_refs(Conn& c, const http::RequestHead& h, const Route&
         log_line("refused '" + route.repo_key + "': not linked");
         emit_({{"event", "refused"}, {"repo", route.repo_key}, {"reason", "repository is not linked"}});
         send_whole(c, 200, advert_type,
-                   error_advertisement("Control Center: repository '" + route.repo_key +
+                   error_advertisement("cc-pushgate: repository '" + route.repo_key +
                                        "' is not linked to this workspace, so the gateway will not push to it"),
                    close);
         return;

@@ -3,7 +3,7 @@
 // policy's `push` rule per ref, and then either forwards the push upstream
 // with a write token from a TokenSource (streaming the pack both ways, never
 // holding it whole) or answers with a report-status in which git prints
-// " ! [remote rejected] <src> -> <dst> (Control Center policy: <reason>)".
+// " ! [remote rejected] <src> -> <dst> (cc-pushgate policy: <reason>)".
 //
 //   cc::git::GatewayConfig cfg;  cfg.upstream = "https://github.com";  ...
 //   cc::Status s = cc::git::serve(cfg, [](const nlohmann::json& ev) { print(ev); });

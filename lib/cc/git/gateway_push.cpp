@@ -72,7 +72,7 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
     auto t0 = Clock::now();
     Body body(c, h);
     if (auto e = body.init_error()) {
-        send_whole(c, e->code == Errc::input ? 415 : 400, "text/plain", "Control Center: " + e->one_line() + "\n", true);
+        send_whole(c, e->code == Errc::input ? 415 : 400, "text/plain", "cc-pushgate: " + e->one_line() + "\n", true);
         return false;
     }
     if (auto e = h.header("expect"); e && e->find("100") != std::string::npos)
@@ -81,7 +81,7 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
     auto protocol_error = [&](const Error& e) {
         log_line(route.repo_key + ": bad push request: " + e.one_line());
         emit_({{"event", "error"}, {"repo", route.repo_key}, {"error", e.one_line()}});
-        send_whole(c, 400, "text/plain", "Control Center: bad push request: " + e.message + "\n", true);
+        send_whole(c, 400, "text/plain", "cc-pushgate: bad push request: " + e.message + "\n", true);
         return false;
     };
 
@@ -237,15 +237,15 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
     auto gateway_failure = [&](const std::string& why, std::optional<long> status) {
         std::vector<RefStatus> lines = rejected;
         std::vector<std::string> msgs = messages;
-        for (const auto& a : allowed) lines.push_back({a.ref, false, "Control Center: " + why});
-        msgs.push_back("Control Center: " + why);
+        for (const auto& a : allowed) lines.push_back({a.ref, false, "cc-pushgate: " + why});
+        msgs.push_back("cc-pushgate: " + why);
         log_line(route.repo_key + ": " + why);
         return reject_all(lines, msgs, "error", status, why);
     };
     bool with_pack = std::any_of(allowed.begin(), allowed.end(), [](const Command& a) { return !a.is_delete(); });
     if (!with_pack && !body.drain(cfg_.drain_limit, cfg_.drain_timeout)) {
         // Only deletes go upstream: the pack stays behind, read before upstream answers.
-        send_whole(c, 413, "text/plain", "Control Center: push body over the drain cap\n", true);
+        send_whole(c, 413, "text/plain", "cc-pushgate: push body over the drain cap\n", true);
         finish_event("error", std::nullopt, "push body over the drain cap");
         return false;
     }
@@ -349,7 +349,7 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
         std::vector<std::string> msgs = messages;
         for (const auto& r : check_rejected) {
             lines.push_back(r);
-            msgs.push_back("Control Center policy denied " + r.ref + ": " + r.reason.substr(std::string("Control Center policy: ").size()));
+            msgs.push_back("cc-pushgate policy denied " + r.ref + ": " + r.reason.substr(std::string("cc-pushgate policy: ").size()));
         }
         for (const auto& a : allowed)
             if (std::none_of(check_rejected.begin(), check_rejected.end(), [&](const RefStatus& r) { return r.ref == a.ref; }))
