@@ -118,7 +118,7 @@ public:
             return fail(io_error("seccomp filter", "cannot create its pipe"));
         int blk[2] = {-1, -1};
         if (handover && ::pipe2(blk, O_CLOEXEC) != 0) return fail(io_error("pipe", "cannot create"));
-        // The write supervisor: its filter (BPF in a sealed memfd) and the
+        // The write supervisor: its filter (BPF, through a pipe as above) and the
         // socket the init step sends the listener back over.
         cc::fs::UniqueFd wfilter, wfilter_w, wsock_child, wsock;
         if (status_fd && plan_.writeRules) {
