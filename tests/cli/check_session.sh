@@ -57,7 +57,8 @@ check "the classifier denies the explicit push to main (task 7 never runs)" \
 check "the approver was asked about both other pushes" '[ "$(wc -l < "$w/questions.jsonl")" -eq 2 ]'
 check "a host off the allowlist is refused (403 and a network violation)" \
   '[ "$(stdout_of 5)" = 403 ] && jq -s -e "any(.[]; .event == \"violation\" and .action == \"network\" and .target == \"example.com:80\")" "$out/task-5.jsonl" > /dev/null'
-check "the registered checkout is untouched" '[ "$(cat "$app/README")" = original ] && [ "$(exit_of 6)" != 0 ]'
+check "the registered checkout is untouched (bash: Read-only file system, exit 1)" \
+  '[ "$(cat "$app/README")" = original ] && [ "$(exit_of 6)" = 1 ] && stderr_of 6 | grep -q "$app/README: Read-only file system"'
 check "the write token reaches neither the events nor the gateway's output" \
   '! grep -rq "$RIG_WRITE_TOKEN" "$out"/*.jsonl "$out/pushgate.err"'
 check "the revoke hook ran" '[ -e "$w/revoked" ]'

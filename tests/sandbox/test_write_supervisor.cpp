@@ -56,6 +56,25 @@ std::vector<json> violations(const std::string& out) {
     return v;
 }
 
+
+// The listener the init step's half sends over `sock` (SCM_RIGHTS), or -1
+// when the message carries no descriptor.
+int receive_listener(int sock, int flags) {
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl;
+    msg.msg_controllen = sizeof ctl;
+    if (::recvmsg(sock, &msg, flags | MSG_CMSG_CLOEXEC) != 1) return -1;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    if (c == nullptr || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) return -1;
+    int fd = -1;
+    std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    return fd;
+}
 }  // namespace
 
 TEST_CASE("write rules: names, paths and their ancestors, git control files", "[supervisor][unit]") {
@@ -130,18 +149,8 @@ TEST_CASE("write supervisor: with the listener gone, every notified call fails (
     int fd = ::open((dir + "/control").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     CHECK(fd >= 0);
     if (fd >= 0) ::close(fd);
-    char byte;
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctl;
-    msg.msg_controllen = sizeof ctl;
-    REQUIRE(::recvmsg(sp[0], &msg, MSG_CMSG_CLOEXEC) == 1);
-    int listener = -1;
-    std::memcpy(&listener, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof listener);
-    CHECK(listener >= 0);
+    int listener = receive_listener(sp[0], 0);
+    REQUIRE(listener >= 0);
     ::close(listener);  // the supervisor "dies"
     ::close(sp[0]);     // lets the child go on
     int st = 0;
@@ -180,20 +189,7 @@ TEST_CASE("write supervisor: the filter arrives through a pipe; an empty pipe in
     REQUIRE(::waitpid(pid, &st, 0) == pid);
     CHECK(WIFEXITED(st));
     CHECK(WEXITSTATUS(st) == 0);
-    char byte = 0;
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctl;
-    msg.msg_controllen = sizeof ctl;
-    REQUIRE(::recvmsg(sp[0], &msg, MSG_DONTWAIT) == 1);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    REQUIRE(c != nullptr);
-    CHECK(c->cmsg_type == SCM_RIGHTS);
-    int listener = -1;
-    std::memcpy(&listener, CMSG_DATA(c), sizeof listener);
+    int listener = receive_listener(sp[0], MSG_DONTWAIT);
     CHECK(listener >= 0);
     if (listener >= 0) ::close(listener);
     ::close(sp[0]);
