@@ -80,6 +80,7 @@ public:
 
     struct Stats {
         std::uint64_t served = 0, refused = 0, failed = 0;
+        bool sync_wake = false;  // the kernel hands calls over on one CPU
     };
     Stats stats() const;
 
