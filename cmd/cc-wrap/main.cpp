@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
         app.add_option("--probe", rq.probePath, "read host facts from cc-probe --json output instead of probing");
         app.add_option("--profile", rq.profile, "dispatch (agent run, default) or terminal (human shell)");
         app.add_option("--egress", rq.egressReady, "use a running cc-egress: its ready line, saved as a file");
+        app.add_option("--policy", rq.policyPath, "policy file for the session's own cc-egress (its network_access rule)");
+        app.add_option("--approver", rq.approver, "command the session's own cc-egress asks about hosts the policy marks ask");
         app.add_option("--run-as", rq.runAs, "run by root: the command's host UID[:GID] (default: the working directory's owner, else 65534)");
         app.add_option("--deny-write", rq.denyWrite, "extra write-deny: a path, or a file name pattern (fails closed on Linux)");
         app.add_flag("--no-write-supervisor", rq.noWriteSupervisor,

@@ -4,6 +4,11 @@
 // touched, and the host is checked after every refused write.
 #include "launch_fixture.hpp"
 
+#include <poll.h>
+
+#include <algorithm>
+#include <atomic>
+
 TEST_CASE("launch: allowed paths work, statuses pass through", "[launch]") {
     if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
     Tree t("allowed");
@@ -602,4 +607,125 @@ TEST_CASE("schemas: live --print and --events output validate", "[cli][schema]")
     auto r = run({"python3", "-c", script, share, t.root});
     CHECK(r.out == "valid\n");
     CHECK(r.err == "");
+}
+
+// The session's own cc-egress decides the network_access rule with the
+// operator's policy (--policy) and puts the hosts it marks ask to the
+// approver (--approver); with no approver an ask is a refusal. The origin
+// is a loopback server the spec's allowlist admits.
+TEST_CASE("launch: --policy and --approver reach the session's own cc-egress", "[launch][network]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (::access(bin("cc-egress").c_str(), X_OK) != 0) CC_SKIP("cc-egress not built");
+    if (!cc::test::have_program("curl")) CC_SKIP("curl not installed");
+    Tree t("own-egress-policy");
+    int port = 0;
+    int lfd = tcp_listener(port);
+    REQUIRE(port > 0);
+    ::fcntl(lfd, F_SETFL, 0);
+    std::atomic<bool> done{false};
+    std::thread origin([&] {
+        while (!done) {
+            pollfd p{lfd, POLLIN, 0};
+            if (::poll(&p, 1, 100) <= 0) continue;
+            int c = ::accept(lfd, nullptr, nullptr);
+            if (c < 0) continue;
+            char buf[4096];
+            ssize_t n = ::recv(c, buf, sizeof buf, 0);
+            (void)n;
+            const char reply[] = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nhi\n";
+            ssize_t w = ::send(c, reply, sizeof reply - 1, MSG_NOSIGNAL);
+            (void)w;
+            ::close(c);
+        }
+    });
+    struct Join {
+        std::atomic<bool>& d;
+        std::thread& th;
+        int fd;
+        ~Join() { d = true; th.join(); ::close(fd); }
+    } join{done, origin, lfd};
+    const std::string target = "127.0.0.1:" + std::to_string(port);
+    json spec = json::parse(slurp(t.spec));
+    spec["egressAllowlist"] = {target};
+    spit(t.spec, spec.dump());
+    const std::string policy = t.root + "/ask-policy.json";
+    spit(policy, R"({"version":1,"rules":[{"action":"network_access","decision":"ask","reason":"a person approves each host"}]})");
+    const std::string asked = t.root + "/asked.json";
+    auto approver = [&](const std::string& answer) {
+        std::string p = t.root + "/approve-" + answer + ".sh";
+        spit(p, "#!/bin/sh\ncat > '" + asked + "'\necho " + answer + "\n");
+        ::chmod(p.c_str(), 0755);
+        return p;
+    };
+    RunOptions o;
+    o.env["HOME"] = t.home;
+    o.timeout_ms = 30000;
+    auto wrap = [&](std::vector<std::string> flags) {
+        std::vector<std::string> argv = {bin("cc-wrap"), "--spec", t.spec, "--drop-filename-denies"};
+        argv.insert(argv.end(), flags.begin(), flags.end());
+        argv.insert(argv.end(), {"--", "curl", "-sS", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}\\n",
+                                 "http://" + target + "/"});
+        return run(argv, o);
+    };
+    // Without --policy the default policy allows the network in chat mode:
+    // the origin answers through the proxy.
+    auto plain = wrap({});
+    INFO(plain.out << plain.err);
+    REQUIRE(plain.status == 0);
+    CHECK(plain.out == "200\n");
+    // The policy marks the network ask; nobody to ask: the proxy refuses.
+    auto no_approver = wrap({"--policy", policy});
+    INFO(no_approver.out << no_approver.err);
+    CHECK(no_approver.status == 0);
+    CHECK(no_approver.out == "403\n");
+    CHECK_THAT(no_approver.err, Catch::Contains("cc-wrap: cc-egress refused " + target + ": ask without approver"));
+    // An approver that says deny, then one that says allow, each asked once
+    // about exactly this host and port.
+    auto denied = wrap({"--policy", policy, "--approver", approver("deny")});
+    INFO(denied.out << denied.err);
+    CHECK(denied.out == "403\n");
+    json q = json::parse(slurp(asked));
+    CHECK(q["action"] == "network_access");
+    CHECK(q["host"] == "127.0.0.1");
+    CHECK(q["port"] == port);
+    CHECK(q["reason"] == "a person approves each host");
+    fs::remove(asked);
+    auto allowed = wrap({"--policy", policy, "--approver", approver("allow")});
+    INFO(allowed.out << allowed.err);
+    CHECK(allowed.status == 0);
+    CHECK(allowed.out == "200\n");
+    CHECK(json::parse(slurp(asked))["port"] == port);
+    // --print shows what cc-egress will be given: the policy's private copy
+    // in the runtime directory, and the approver.
+    auto printed = run({bin("cc-wrap"), "--spec", t.spec, "--policy", policy, "--approver", approver("allow"), "--print",
+                        "--", "true"},
+                       o);
+    REQUIRE(printed.status == 0);
+    json plan = json::parse(printed.out);
+    CHECK(plan["proxy"]["policy"] == plan["runtimeDir"].get<std::string>() + "/policy.json");
+    CHECK(plan["proxy"]["approver"] == approver("allow"));
+}
+
+TEST_CASE("launch: --policy and --approver refused where they cannot apply, a bad policy before anything runs",
+          "[launch][input]") {
+    Tree t("own-egress-policy-input");
+    RunOptions o;
+    o.env["HOME"] = t.home;
+    const std::string marker = t.root + "/ran";
+    auto r = run({bin("cc-wrap"), "--spec", t.spec, "--egress", t.ready, "--policy", t.spec, "--", "touch", marker}, o);
+    CHECK(r.status == 2);
+    CHECK(r.err == "cc-wrap: --policy: is for the cc-egress cc-wrap starts; a handed-in cc-egress (--egress) has its own\n");
+    r = run({bin("cc-wrap"), "--spec", t.spec, "--egress", t.ready, "--approver", "/bin/true", "--", "touch", marker}, o);
+    CHECK(r.status == 2);
+    CHECK(r.err == "cc-wrap: --approver: is for the cc-egress cc-wrap starts; a handed-in cc-egress (--egress) has its own\n");
+    const std::string bad = t.root + "/bad-policy.json";
+    spit(bad, R"({"version":1,"rules":[{"action":"network_access","decision":"perhaps"}]})");
+    r = run({bin("cc-wrap"), "--spec", t.spec, "--policy", bad, "--", "touch", marker}, o);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::StartsWith("cc-wrap: " + bad));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    r = run({bin("cc-wrap"), "--spec", t.spec, "--policy", t.root + "/missing.json", "--", "touch", marker}, o);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains(t.root + "/missing.json"));
+    CHECK_FALSE(fs::exists(marker));
 }

@@ -120,6 +120,8 @@ Status start_egress(Egress& eg, const std::string& exe, const std::string& spec_
     // Only the inbox, and for one handover (this sandbox's): cc-wrap hands it the
     // listeners; no Unix proxy sockets needed, and nothing else gets in after.
     std::vector<std::string> args = {"--spec", spec_file, "--fd-inbox", inbox, "--fd-inbox-once", "--exit-with-stdin"};
+    if (!eg.policy_file.empty()) args.insert(args.end(), {"--policy", eg.policy_file});
+    if (!eg.approver.empty()) args.insert(args.end(), {"--approver", eg.approver});
     try {
         SpawnMask mask;
         bp::child c(exe, bp::args(args), bp::posix::fd.bind(0, in[0]), bp::posix::fd.bind(1, out[1]),

@@ -45,6 +45,7 @@
 #include "cc/core/io.hpp"
 #include "cc/core/json_reader.hpp"
 #include "cc/core/tool.hpp"
+#include "cc/policy/policy.hpp"
 #include "cc/probe/probe.hpp"
 #include "cc/sandbox/events.hpp"
 #include "cc/sandbox/handover.hpp"
@@ -95,6 +96,20 @@ int wrap(const WrapRequest& rq) {
     else if (rq.profile == "terminal") profile = Profile::terminal;
     else return fail(input_error("--profile", "unknown profile '" + rq.profile + "' (dispatch or terminal)"));
     if (rq.command.empty()) return fail(input_error("command", "missing (cc-wrap [options] -- CMD ARGS...)"));
+    // The session's own cc-egress decides with the operator's policy (and
+    // puts its asks to the approver); a handed-in one has its own.
+    if (rq.egressReady && (rq.policyPath || rq.approver))
+        return fail(input_error(rq.policyPath ? "--policy" : "--approver",
+                                "is for the cc-egress cc-wrap starts; a handed-in cc-egress (--egress) has its own"));
+    if (rq.approver && rq.approver->find_first_not_of(" \t") == std::string::npos)
+        return fail(input_error("--approver", "is empty"));
+    std::string policy_text;
+    if (rq.policyPath) {
+        auto text = io::read_input(*rq.policyPath);
+        if (!text) return fail(text.error());
+        if (auto pol = policy::parse(*text, *rq.policyPath); !pol) return fail(pol.error());
+        policy_text = std::move(*text);
+    }
     // Who the command will be on the host (never uid 0): input too (--run-as).
     const char* home_env = std::getenv("HOME");
     auto identity = choose_identity(*spec, home_env && *home_env ? home_env : "/", ::geteuid(), ::getegid(), rq.runAs,
@@ -150,6 +165,10 @@ int wrap(const WrapRequest& rq) {
     // of the init step will be. Nothing is created yet.
     const bool wants_egress = choice->backend == spec::Backend::native && profile == Profile::dispatch;
     const bool own_egress = wants_egress && !rq.egressReady;
+    if ((rq.policyPath || rq.approver) && !own_egress)
+        log(std::string("note: ") + (rq.policyPath ? "--policy" : "--approver") + " unused: this launch starts no cc-egress (" +
+            (choice->backend != spec::Backend::native ? "backend " + std::string(spec::to_string(choice->backend))
+                                                      : std::string("terminal profile: the host network")) + ")");
     if (wants_egress && rq.egressReady) {
         auto text = io::read_input(*rq.egressReady);
         if (!text) return fail(text.error());
@@ -186,6 +205,8 @@ int wrap(const WrapRequest& rq) {
         if (own_egress) {
             in.egress.source = EgressWiring::Source::own;
             in.egress.inbox = in.runtimeDir + "/egress/inbox.sock";
+            if (rq.policyPath) in.egress.policy = in.runtimeDir + "/policy.json";
+            if (rq.approver) in.egress.approver = *rq.approver;
         }
         plan = build_plan(in, *paths);
         if (!plan) return fail(plan.error());
@@ -223,6 +244,12 @@ int wrap(const WrapRequest& rq) {
         egress.exe = *egress_exe;
         egress.spec_file = rt.path + "/spec.json";
         egress.inbox = in.egress.inbox;
+        // The policy as it was checked: a private copy, read once by cc-egress.
+        if (!in.egress.policy.empty()) {
+            if (auto s = write_private(in.egress.policy, policy_text); !s) return fail(s.error());
+            egress.policy_file = in.egress.policy;
+        }
+        egress.approver = in.egress.approver;
         if (auto s = start_egress(egress, egress.exe, egress.spec_file, egress.inbox); !s) return fail(s.error());
     }
     if (plan->backend == spec::Backend::native && plan->seatbelt.empty())

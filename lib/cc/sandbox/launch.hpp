@@ -22,6 +22,8 @@ struct WrapRequest {
     std::optional<std::string> probePath;       // --probe FILE
     std::string profile = "dispatch";           // --profile
     std::optional<std::string> egressReady;     // --egress READY.json
+    std::optional<std::string> policyPath;      // --policy FILE, for the cc-egress cc-wrap starts
+    std::optional<std::string> approver;        // --approver CMD, for the cc-egress cc-wrap starts
     std::optional<std::string> runAs;           // --run-as UID[:GID] (root only)
     std::vector<std::string> denyWrite;         // --deny-write
     bool dropFilenameDenies = false;

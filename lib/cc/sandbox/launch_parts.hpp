@@ -88,6 +88,7 @@ void read_to_eof(int fd, Fn&& feed) {
 // killed outright (--exit-with-stdin, plus PDEATHSIG).
 struct Egress {
     std::string exe, spec_file, inbox;  // how it was started (a restart starts it the same way)
+    std::string policy_file, approver;  // its --policy and --approver (empty: none)
     pid_t pid = -1;
     int stdin_w = -1;
     int stdout_r = -1;

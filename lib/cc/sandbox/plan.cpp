@@ -106,6 +106,8 @@ auto Builder::proxy_wiring() -> void {
             return;
         }
         p.egress = in.egress.source == EgressWiring::Source::handed ? "handed" : "own";
+        p.policy = in.egress.policy;
+        p.approver = in.egress.approver;
         if (!in.egress.inbox.empty()) {
             p.transport = "fd-handover";
             p.inbox = in.egress.inbox;
@@ -533,6 +535,8 @@ nlohmann::json to_json(const Plan& p) {
     if (p.landlockAbi > 0) j["landlock"] = {{"abi", p.landlockAbi}, {"writable", p.landlockWritable}};
     if (p.writeRules) j["writeSupervisor"] = to_json(*p.writeRules);
     if (!p.proxy.inbox.empty()) j["proxy"]["inbox"] = p.proxy.inbox;
+    if (!p.proxy.policy.empty()) j["proxy"]["policy"] = p.proxy.policy;
+    if (!p.proxy.approver.empty()) j["proxy"]["approver"] = p.proxy.approver;
     return j;
 }
 

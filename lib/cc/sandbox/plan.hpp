@@ -43,6 +43,10 @@ struct EgressWiring {
     std::string httpUnix;   // host paths of the Unix sockets (socat bridge)
     std::string socksUnix;
     std::string http, socks;  // host TCP addresses (backend none / reporting)
+    // Our own cc-egress only: the runtime copy of the operator's policy file
+    // (empty: the default policy) and the approver command (empty: none, so
+    // a host the policy marks ask is denied).
+    std::string policy, approver;
 };
 
 // Who the command is on the host. It is never uid 0 of the host: run by
@@ -111,6 +115,7 @@ struct ProxyWiring {
     int httpPort = 3128, socksPort = 1080;  // loopback ports inside the sandbox
     std::string egress;                     // "own", "handed" or ""
     std::string inbox;                      // fd-handover: cc-egress's inbox (host path, never bound inside)
+    std::string policy, approver;           // own cc-egress: its --policy (runtime copy) and --approver
     std::string why;
 };
 
