@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <future>
+#include <sstream>
 
 using namespace egress_fixture;
 
@@ -176,6 +177,44 @@ TEST_CASE("egress ask: clients asking for the same host:port wait for one questi
     for (const auto& l : eg.lines)
         if (l.value("host", "") == "slow.test" && l.value("askCached", false)) ++cached;
     CHECK(cached == 2);
+}
+
+TEST_CASE("egress ask: --check says ask for a target the rules admit, and whether an approver would be asked") {
+    std::string dir = cc::test::scratch_dir();
+    auto check = [&](std::vector<std::string> extra) {
+        std::vector<std::string> argv = {cc::test::bin("cc-egress"), "--no-baseline", "--allow", "one.test:443",
+                                         "--check", "one.test:443", "two.test:443"};
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        auto r = cc::test::run(argv);
+        std::vector<json> lines;
+        std::istringstream in(r.out);
+        for (std::string l; std::getline(in, l);) lines.push_back(json::parse(l));
+        return std::make_pair(r.status, lines);
+    };
+    // The default policy: the admitted target is allowed.
+    auto [plain_status, plain] = check({});
+    REQUIRE(plain.size() == 2);
+    CHECK(plain[0]["decision"] == "allow");
+    CHECK(plain_status == 1);  // two.test is not in the allowlist
+    // The ask policy: the admitted target is ask, the other still deny.
+    auto [ask_status, asked] = check({"--policy", write_policy(dir)});
+    REQUIRE(asked.size() == 2);
+    CHECK(ask_status == 1);
+    CHECK(asked[0]["decision"] == "ask");
+    CHECK(asked[0]["rule"] == "allow one.test:443 (--allow)");
+    CHECK(asked[0]["ask"] == json{{"source", "rules[0]"}, {"reason", "a person approves each host"}, {"approver", false}});
+    CHECK(asked[0]["reason"] ==
+          "the rules allow it; the policy's network_access rule asks and there is no approver: refused (ask without approver)");
+    CHECK(asked[1]["decision"] == "deny");
+    auto [with_status, with] = check({"--policy", write_policy(dir), "--approver", "/bin/true"});
+    REQUIRE(with.size() == 2);
+    CHECK(with_status == 1);
+    CHECK(with[0]["ask"]["approver"] == true);
+    CHECK(with[0]["reason"] == "the rules allow it; the policy's network_access rule asks: put to the approver");
+    // Only ask targets: still 1 (nothing is allowed yet).
+    auto only = cc::test::run({cc::test::bin("cc-egress"), "--no-baseline", "--allow", "one.test:443", "--policy",
+                               write_policy(dir), "--check", "one.test:443"});
+    CHECK(only.status == 1);
 }
 
 TEST_CASE("egress metrics: an OpenMetrics page on a Unix socket, read with curl --unix-socket") {

@@ -192,6 +192,20 @@ bool check_targets(const EgressOptions& o, const Plan& plan, const std::function
         line["decision"] = v.allow ? "allow" : "deny";
         line["rule"] = v.rule;
         line["reason"] = v.reason;
+        if (v.allow && plan.ask) {
+            // What the proxy would do: the rules admit it, the policy asks.
+            // The approver's answer is not known here, and with none an ask
+            // is a refusal, so the target does not count as allowed.
+            const bool approver = !o.approver.empty();
+            line["decision"] = "ask";
+            line["ask"] = {{"source", plan.network_verdict.source},
+                           {"reason", plan.network_verdict.reason},
+                           {"approver", approver}};
+            line["reason"] = approver ? "the rules allow it; the policy's network_access rule asks: put to the approver"
+                                      : "the rules allow it; the policy's network_access rule asks and there is no "
+                                        "approver: refused (ask without approver)";
+            v.allow = false;
+        }
         all = all && v.allow;
         out(line);
     }
