@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -68,6 +69,17 @@ long call(const std::string& op, const char* arg) {
         if (n < 0) return -1;
         if (lseek(fd, 0, SEEK_SET) < 0) return -1;
         return write(fd, buf, static_cast<std::size_t>(n)) < 0 ? -1 : 0;
+    }
+    if (op == "fchmod_x" || op == "fchmod_rw" || op == "fchmod_path") {
+        // ARG: a path opened read-only (fchmod_path: O_PATH), then fchmod
+        // to 0755 (fchmod_x) or 0600 (fchmod_rw).
+        int fd = open(arg, (op == "fchmod_path" ? O_PATH : O_RDONLY) | O_CLOEXEC);
+        if (fd < 0) return -1;
+        long r = fchmod(fd, op == "fchmod_rw" ? 0600 : 0755);
+        int e = errno;
+        close(fd);
+        errno = e;
+        return r;
     }
     if (op == "openat2_create") {  // ARG: a path, created through openat2 (flags BPF cannot see)
         open_how how{};
@@ -126,7 +138,7 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         std::string op = argv[i];
         const char* arg = nullptr;
-        if ((op == "write" || op == "openat2_create") && i + 1 < argc) arg = argv[++i];
+        if ((op == "write" || op == "openat2_create" || op.rfind("fchmod_", 0) == 0) && i + 1 < argc) arg = argv[++i];
         errno = 0;
         long r = call(op, arg);
         if (r < 0) std::printf("%s errno=%s\n", op.c_str(), strerrorname_np(errno));

@@ -283,6 +283,60 @@ TEST_CASE("write supervisor: a thread rewriting the path after the check gains n
     CHECK_FALSE(fs::exists(t.work + "/.env.xyz"));
 }
 
+// A disabled git hook (present, not executable) made executable through a
+// descriptor: fchmod names no path, so it is judged by what the descriptor
+// names. Only a mode that adds an execute, setuid or setgid bit is sent.
+TEST_CASE("write supervisor: fchmod cannot make a denied file executable", "[supervisor][launch]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!write_supervisor()) CC_SKIP("this kernel has no seccomp user notification with descriptor injection");
+    Tree t("sup-fchmod");
+    std::string probe = t.tools + "/cc-test-syscall";
+    for (const auto& dir : {t.work, t.outside}) {
+        fs::create_directories(dir + "/.git/hooks");
+        for (const auto& f : {dir + "/.git/hooks/pre-push", dir + "/deploy.pem", dir + "/tool.sh"}) {
+            spit(f, "#!/bin/sh\necho pwned\n");
+            ::chmod(f.c_str(), 0644);
+        }
+    }
+    if (cc::test::is_root()) Tree::give_to_nobody(t.root);
+    // Without cc-wrap the hook is enabled this way.
+    auto free_run = run({probe, "fchmod_x", t.outside + "/.git/hooks/pre-push"});
+    REQUIRE(free_run.out == "fchmod_x ok\n");
+    CHECK((fs::status(t.outside + "/.git/hooks/pre-push").permissions() & fs::perms::owner_exec) != fs::perms::none);
+    // Inside: the hook (a read-only bind too) and a denied name refuse an
+    // added execute bit (the supervisor: EACCES); a mode without one is not
+    // sent (the hook's read-only bind still refuses it, the .pem takes it);
+    // an O_PATH descriptor cannot be changed at all; an ordinary file can
+    // be made executable.
+    auto r = wrap_std(t, "cd '" + t.work + "'; p='" + probe + "'; $p fchmod_x .git/hooks/pre-push; $p fchmod_rw .git/hooks/pre-push;"
+                         " $p fchmod_x deploy.pem; $p fchmod_rw deploy.pem; $p fchmod_path tool.sh; $p fchmod_x tool.sh",
+                      {"--events"});
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    std::string text;
+    std::istringstream lines(r.out);
+    for (std::string e; std::getline(lines, e);) {
+        auto j = json::parse(e, nullptr, false);
+        if (j.is_object() && j.value("event", "") == "stdout") text += j.value("text", "");
+    }
+    CHECK(text ==
+          "fchmod_x errno=EACCES\nfchmod_rw errno=EROFS\nfchmod_x errno=EACCES\nfchmod_rw ok\nfchmod_path errno=EBADF\n"
+          "fchmod_x ok\n");
+    auto mode = [&](const std::string& f) { return fs::status(t.work + "/" + f).permissions() & fs::perms::all; };
+    CHECK(mode(".git/hooks/pre-push") == (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                                          fs::perms::others_read));
+    CHECK(mode("deploy.pem") == (fs::perms::owner_read | fs::perms::owner_write));
+    CHECK((mode("tool.sh") & fs::perms::owner_exec) != fs::perms::none);
+    auto v = violations(r.out);
+    REQUIRE(v.size() == 2);
+    CHECK(v[0]["syscall"] == "fchmod");
+    CHECK(v[0]["path"] == t.work + "/.git/hooks/pre-push");
+    CHECK(v[0]["errno"] == "EACCES");
+    CHECK(v[1]["syscall"] == "fchmod");
+    CHECK(v[1]["path"] == t.work + "/deploy.pem");
+    CHECK(v[1]["rule"] == "*.pem");
+}
+
 TEST_CASE("write supervisor: other ways to the same file", "[supervisor][launch]") {
     if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
     if (!write_supervisor()) CC_SKIP("this kernel has no seccomp user notification with descriptor injection");

@@ -25,6 +25,9 @@ namespace {
 // Opens with any of these flags are sent to the supervisor. O_TMPFILE needs
 // O_WRONLY or O_RDWR, so it is among them.
 constexpr std::uint64_t k_write_flags[] = {O_WRONLY, O_RDWR, O_CREAT, O_TRUNC};
+// An fchmod that sets any of these is sent: it could make a file the host
+// runs (or would run as someone else) out of one the rules deny writing.
+constexpr std::uint64_t k_exec_bits[] = {S_IXUSR, S_IXGRP, S_IXOTH, S_ISUID, S_ISGID};
 
 struct Ctx {
     scmp_filter_ctx c;
@@ -48,7 +51,12 @@ Status export_write_filter(int out) {
         int nr = seccomp_syscall_resolve_name(c.name);
         if (nr == __NR_SCMP_ERROR) continue;  // not on any of these ABIs
         int rc = 0;
-        if (c.flagsArg < 0) {
+        if (c.modeArg >= 0) {
+            for (std::uint64_t bit : k_exec_bits) {
+                scmp_arg_cmp cmp{static_cast<unsigned>(c.modeArg), SCMP_CMP_MASKED_EQ, bit, bit};
+                if ((rc = seccomp_rule_add_array(ctx.c, SCMP_ACT_NOTIFY, nr, 1, &cmp)) != 0) break;
+            }
+        } else if (c.flagsArg < 0) {
             rc = seccomp_rule_add(ctx.c, SCMP_ACT_NOTIFY, nr, 0);
         } else {
             for (auto f : k_write_flags) {

@@ -40,6 +40,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -53,7 +54,7 @@ namespace {
 
 enum class Call {
     open, openat, openat2, creat, mkdir, mkdirat, mknod, mknodat, rename, renameat, renameat2, link, linkat, symlink,
-    symlinkat, unlink, unlinkat, rmdir, truncate, chmod, fchmodat
+    symlinkat, unlink, unlinkat, rmdir, truncate, chmod, fchmodat, fchmod
 };
 
 const std::pair<const char*, Call> k_names[] = {
@@ -64,6 +65,7 @@ const std::pair<const char*, Call> k_names[] = {
     {"linkat", Call::linkat},     {"symlink", Call::symlink},     {"symlinkat", Call::symlinkat},
     {"unlink", Call::unlink},     {"unlinkat", Call::unlinkat},   {"rmdir", Call::rmdir},
     {"truncate", Call::truncate}, {"chmod", Call::chmod},         {"fchmodat", Call::fchmodat},
+    {"fchmod", Call::fchmod},
 };
 
 const char* name_of(Call c) {
@@ -567,6 +569,26 @@ struct Job {
         return result(::truncate(via.c_str(), static_cast<off_t>(arg)));
     }
 
+    // fchmod: the caller's descriptor, pinned, judged by what it names now,
+    // then changed through the pin. A descriptor opened with O_PATH cannot
+    // be changed (EBADF), as without the supervisor.
+    Outcome fd_chmod_call(int fd, mode_t mode) {
+        Fd pin(::open(proc("/fd/" + std::to_string(fd)).c_str(), O_PATH | O_CLOEXEC));
+        if (!pin) return {EBADF};
+        {
+            std::ifstream info(proc("/fdinfo/" + std::to_string(fd)));
+            std::string key;
+            unsigned long flags = 0;
+            while (info >> key)
+                if (key == "flags:" && (info >> std::oct >> flags)) break;
+            if (flags & O_PATH) return {EBADF};
+        }
+        std::string p = fd_path(pin.fd);
+        if (!p.empty() && p[0] == '/' && !allowed(p, WriteOp::write)) return {EACCES};
+        std::string via = "/proc/self/fd/" + std::to_string(pin.fd);
+        return result(::chmod(via.c_str(), mode));
+    }
+
     Outcome serve() {
         const auto* a = req.data.args;
         auto str = [&](int i) { return read_string(a[i]); };
@@ -595,11 +617,12 @@ struct Job {
             case Call::symlinkat:
                 if (!need(p1, 0) || !need(p2, 2)) return {EFAULT};
                 break;
+            case Call::fchmod: break;  // a descriptor, no path
         }
         // Everything the call will act on has been copied: from here on the
         // caller's memory is not read again.
         if (!valid()) return {ESRCH};
-        first_path = *p1;
+        first_path = p1 ? *p1 : "descriptor " + std::to_string(dfd(0));
         struct stat ns {};
         if (::stat(proc("/ns/mnt").c_str(), &ns) != 0) return {ESRCH};
         if (ns.st_ino != st.mnt_ns || ns.st_dev != st.mnt_ns_dev) {
@@ -633,6 +656,7 @@ struct Job {
             case Call::truncate: return object_call(AT_FDCWD, *p1, true, false, a[1]);
             case Call::chmod: return object_call(AT_FDCWD, *p1, true, true, a[1]);
             case Call::fchmodat: return object_call(dfd(0), *p1, true, true, a[2]);
+            case Call::fchmod: return fd_chmod_call(dfd(0), static_cast<mode_t>(a[1]));
         }
         return {ENOSYS};
     }

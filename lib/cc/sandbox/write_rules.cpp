@@ -97,7 +97,7 @@ const std::vector<NotifiedCall>& notified_calls() {
         {"open", 1},      {"openat", 2},    {"openat2", -1},  {"creat", -1},    {"mkdir", -1},     {"mkdirat", -1},
         {"mknod", -1},    {"mknodat", -1},  {"rename", -1},   {"renameat", -1}, {"renameat2", -1}, {"link", -1},
         {"linkat", -1},   {"symlink", -1},  {"symlinkat", -1}, {"unlink", -1},  {"unlinkat", -1},  {"rmdir", -1},
-        {"truncate", -1}, {"chmod", -1},    {"fchmodat", -1},
+        {"truncate", -1}, {"chmod", -1},    {"fchmodat", -1}, {"fchmod", -1, 1},
     };
     return calls;
 }
@@ -112,8 +112,9 @@ nlohmann::json to_json(const WriteRules& r) {
     for (const auto& n : r.names) names.push_back({{"glob", n.glob}, {"source", n.source}});
     nlohmann::json calls = nlohmann::json::array();
     for (const auto& n : notified_calls())
-        calls.push_back(n.flagsArg < 0 ? std::string(n.name)
-                                       : std::string(n.name) + " (with O_WRONLY, O_RDWR, O_CREAT or O_TRUNC)");
+        calls.push_back(n.modeArg >= 0    ? std::string(n.name) + " (adding an execute, setuid or setgid bit)"
+                        : n.flagsArg < 0 ? std::string(n.name)
+                                         : std::string(n.name) + " (with O_WRONLY, O_RDWR, O_CREAT or O_TRUNC)");
     calls.push_back("fchmodat2 (ENOSYS: libc falls back to fchmodat)");
     return {{"paths", paths}, {"names", names}, {"gitControl", r.gitScope}, {"writable", r.writable}, {"calls", calls}};
 }

@@ -77,10 +77,14 @@ nlohmann::json to_json(const WriteRules& r);
 
 // The system calls the supervisor's filter sends it: an open is sent when
 // its flags argument (flagsArg; -1: every call) has O_WRONLY, O_RDWR,
-// O_CREAT or O_TRUNC, the rest always. `--print` lists them.
+// O_CREAT or O_TRUNC; fchmod when its mode argument (modeArg) adds an
+// execute, setuid or setgid bit (what could turn a denied file, a disabled
+// git hook say, into something the host runs); the rest always. `--print`
+// lists them.
 struct NotifiedCall {
     const char* name;
     int flagsArg;
+    int modeArg = -1;
 };
 const std::vector<NotifiedCall>& notified_calls();
 
