@@ -58,7 +58,7 @@ fi
 cc-wrap --spec "$w/spec.json" --egress "$w/ready.json" --drop-filename-denies --print -- true 2>/dev/null > "$w/plan.json"
 transport=$(jq -r .proxy.transport "$w/plan.json")
 mkdir -m 0 "$w/rt/mask-dir"; install -m 0 /dev/null "$w/rt/mask-file"
-bare=$(jq -r --arg rt "$w/rt" '.argv | .[: index("--")] | map(gsub("/tmp/cc-wrap.XXXXXX"; $rt))
+bare=$(jq -r --arg rt "$w/rt" '.runtimeDir as $planned | .argv | .[: index("--")] | map(if startswith($planned) then $rt + .[($planned | length):] else . end)
         | (index("--json-status-fd")) as $i | del(.[$i, $i+1])
         | (index("--block-fd")) as $b | (if $b then del(.[$b, $b+1]) else . end)
         | (index("--seccomp")) as $s | (if $s then del(.[$s, $s+1]) else . end) | join(" ")' "$w/plan.json")

@@ -7,7 +7,9 @@
 #include "cc/core/cli.hpp"
 #include "cc/core/io.hpp"
 #include "cc/core/tool.hpp"
+#include "cc/core/output.hpp"
 #include "cc/net/egress.hpp"
+#include "cc/net/egress_text.hpp"
 
 int main(int argc, char** argv) {
     return cc::tool::run("cc-egress", [&] {
@@ -15,6 +17,8 @@ int main(int argc, char** argv) {
         std::string spec, policy, network, unix_dir, fd_inbox;
         CLI::App app{"cc-egress: a session's HTTP and SOCKS5 egress proxies with an allowlist"};
         cc::tool::standard_flags(app, "cc-egress");
+        cc::tool::Format format = cc::tool::Format::auto_;
+        cc::tool::add_format_option(app, format);
         app.add_option("--spec", spec, "SandboxSpec JSON file ('-' is stdin)");
         app.add_option("--policy", policy, "policy file deciding the network_access rule");
         app.add_option("--allow", o.allow, "allow a host pattern or an exact IP address, with :PORTS (default 80,443; * = any) (repeatable)")->allow_extra_args(false);
@@ -84,15 +88,25 @@ int main(int argc, char** argv) {
         if (!metrics_socket.empty()) o.metrics_socket = metrics_socket;
         o.sni_check = !no_sni;
         if (o.fd_inbox_once && !o.fd_inbox) {
-            std::cerr << "cc-egress: --fd-inbox-once: only with --fd-inbox\n";
+            std::cerr << cc::tool::log_prefix("cc-egress") << "--fd-inbox-once: only with --fd-inbox\n";
             return cc::tool::exit_usage;
         }
         if (o.resolve && o.check.empty()) {
-            std::cerr << "cc-egress: --resolve: only with --check\n";
+            std::cerr << cc::tool::log_prefix("cc-egress") << "--resolve: only with --check\n";
             return cc::tool::exit_usage;
         }
+        // --check and --dry-run answer a person on a terminal in text; the
+        // proxies' ready and connection lines are always JSON (a protocol).
+        const bool text = (o.dry_run || !o.check.empty()) && cc::tool::text_output(format);
         auto rc = cc::net::run_egress(
-            o, [](const nlohmann::json& j) { cc::tool::emit_line(j.dump()); },
+            o,
+            [text](const nlohmann::json& j) {
+                if (!text) {
+                    cc::tool::emit_line(j.dump());
+                    return;
+                }
+                std::cout << (j.value("event", "") == "plan" ? cc::net::plan_text(j) : cc::net::check_text(j)) << std::flush;
+            },
             [](const std::string& line) { cc::tool::log("cc-egress", line); });
         if (!rc) return cc::tool::report("cc-egress", rc.error());
         return *rc;

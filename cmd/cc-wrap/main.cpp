@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "cc/core/cli.hpp"
+#include "cc/core/output.hpp"
 #include "cc/core/tool.hpp"
 #include "cc/sandbox/launch.hpp"
 #include "cc/sandbox/sandbox_init.hpp"
@@ -34,7 +35,9 @@ int main(int argc, char** argv) {
         app.add_flag("--drop-filename-denies", rq.dropFilenameDenies,
                      "run without the standard .env/*.key/*.pem write-denies bubblewrap cannot enforce");
         app.add_flag("--inherit-env", rq.inheritEnv, "pass the host environment unchanged (backend none only)");
-        app.add_flag("--print", rq.print, "print the plan as JSON and launch nothing");
+        app.add_flag("--print", rq.print, "print the plan and launch nothing (text on a terminal, else JSON)");
+        cc::tool::Format format = cc::tool::Format::auto_;
+        cc::tool::add_format_option(app, format);
         app.add_flag("--print-seatbelt", rq.printSeatbelt, "print the macOS Seatbelt profile for the spec");
         app.add_flag("--events", rq.events, "JSON Lines events on stdout instead of the child's own stdio");
         app.add_flag("--pty", rq.pty, "give the child a pseudo-terminal");
@@ -43,6 +46,7 @@ int main(int argc, char** argv) {
             ->check(CLI::NonNegativeNumber);
         app.add_option("command", rq.command, "the command and its arguments, after --");
         if (auto rc = cc::tool::parse(app, argc, argv, "cc-wrap")) return *rc;
+        rq.printText = rq.print && cc::tool::text_output(format);
         return cc::sandbox::wrap(rq);
     });
 }

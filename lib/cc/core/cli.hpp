@@ -24,12 +24,17 @@
 
 namespace cc::tool {
 
-// --version ("cc-probe 0.1.0", the same format in every tool) and --quiet.
+// --version ("cc-probe 0.1.0", the same format in every tool), --quiet and
+// --log-format.
 // Call before adding subcommands: they inherit fallthrough, so --quiet is also
 // taken after a subcommand's name.
 inline void standard_flags(CLI::App& app, const char* name) {
     app.set_version_flag("--version", std::string(name) + " " + CC_VERSION, "print the tool's name and version, then exit");
     app.add_flag_callback("--quiet", [] { set_quiet(true); }, "no log lines on stderr when all goes well (errors still)");
+    app.add_option_function<std::string>(
+           "--log-format", [](const std::string& v) { set_log_format(v == "time" ? LogFormat::time : LogFormat::plain); },
+           "plain, or time: every stderr line starts with its UTC time")
+        ->check(CLI::IsMember({"plain", "time"}));
     app.fallthrough();
 }
 

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <ctime>
 #include <exception>
 #include <iostream>
 
@@ -12,17 +13,34 @@ namespace cc::tool {
 
 namespace {
 bool quiet_ = false;
+LogFormat log_format_ = LogFormat::plain;
 }
 
 void set_quiet(bool on) { quiet_ = on; }
 bool quiet() { return quiet_; }
+void set_log_format(LogFormat f) { log_format_ = f; }
+
+std::string log_prefix(const char* name) {
+    std::string p;
+    if (log_format_ == LogFormat::time) {
+        timespec ts{};
+        ::clock_gettime(CLOCK_REALTIME, &ts);
+        tm utc{};
+        ::gmtime_r(&ts.tv_sec, &utc);
+        char buf[40];
+        std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &utc);
+        std::snprintf(buf + n, sizeof buf - n, ".%03ldZ ", ts.tv_nsec / 1000000);
+        p = buf;
+    }
+    return p + name + ": ";
+}
 
 void log(const char* name, const std::string& line) {
-    if (!quiet_) std::cerr << name << ": " << line << '\n';
+    if (!quiet_) std::cerr << log_prefix(name) << line << '\n';
 }
 
 int report(const char* name, const Error& e, int otherwise) {
-    std::cerr << name << ": " << e.one_line() << '\n';
+    std::cerr << log_prefix(name) << e.one_line() << '\n';
     return e.code == Errc::input ? exit_usage : otherwise;
 }
 

@@ -41,4 +41,11 @@ bool quiet();
 // "<name>: <line>" on stderr unless --quiet.
 void log(const char* name, const std::string& line);
 
+// --log-format (every tool): plain, or time, which starts every line the
+// tool writes on stderr with its UTC time (2026-12-04T06:20:01.123Z).
+enum class LogFormat { plain, time };
+void set_log_format(LogFormat f);
+// What starts a stderr line: "[time ]<name>: ".
+std::string log_prefix(const char* name);
+
 }  // namespace cc::tool

@@ -7,6 +7,8 @@
 #include <iostream>
 #include <mutex>
 
+#include "cc/core/tool.hpp"
+
 namespace cc::git {
 
 namespace asio = boost::asio;
@@ -14,7 +16,7 @@ namespace asio = boost::asio;
 void log_line(const std::string& s) {
     static std::mutex mu;
     std::lock_guard<std::mutex> lock(mu);
-    std::cerr << "cc-pushgate: " << s << '\n';
+    std::cerr << cc::tool::log_prefix("cc-pushgate") << s << '\n';
 }
 
 std::string response_head(int status, const std::string& type, std::optional<std::size_t> length, bool close) {

@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "cc/core/io.hpp"
+#include "cc/core/tool.hpp"
 
 namespace cc::git {
 
@@ -101,7 +102,7 @@ public:
             // Its stderr goes to the operator's log only: a failing secret
             // helper may print what it holds, and this message reaches the agent.
             std::string why = first_line(err_text);
-            if (!why.empty()) std::cerr << "cc-pushgate: " << subject << " stderr: " << why.substr(0, 200) << '\n';
+            if (!why.empty()) std::cerr << cc::tool::log_prefix("cc-pushgate") << subject << " stderr: " << why.substr(0, 200) << '\n';
             return io_error(subject, "exited with status " + std::to_string(code) + " (its stderr is in the gateway's log)", 0);
         }
         std::string tok = first_line(out_text);

@@ -50,6 +50,7 @@
 #include "cc/sandbox/events.hpp"
 #include "cc/sandbox/handover.hpp"
 #include "cc/sandbox/plan.hpp"
+#include "cc/sandbox/plan_text.hpp"
 #include "cc/sandbox/launch_parts.hpp"
 #include "cc/sandbox/seatbelt.hpp"
 #include "cc/sandbox/seatbelt_tap.hpp"
@@ -211,7 +212,8 @@ int wrap(const WrapRequest& rq) {
         plan = build_plan(in, *paths);
         if (!plan) return fail(plan.error());
         if (rq.print) {
-            tool::emit_line(to_json(*plan).dump(2));
+            if (rq.printText) std::cout << plan_text(to_json(*plan)) << std::flush;
+            else tool::emit_line(to_json(*plan).dump(2));
             return 0;
         }
         auto d = make_runtime_dir(plan->runtimeDir);

@@ -30,6 +30,7 @@ struct WrapRequest {
     bool noWriteSupervisor = false;  // --no-write-supervisor
     bool inheritEnv = false;
     bool print = false;                         // --print: the plan, nothing launched
+    bool printText = false;                     // --print as text (--format text, or a terminal)
     bool printSeatbelt = false;                 // --print-seatbelt
     bool events = false;
     bool pty = false;

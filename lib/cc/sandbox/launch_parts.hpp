@@ -32,7 +32,7 @@ namespace cc::sandbox::detail {
 inline void log(const std::string& line) { tool::log("cc-wrap", line); }  // silent under --quiet
 
 inline int fail(const Error& e) {
-    std::cerr << "cc-wrap: " << e.one_line() << '\n';
+    std::cerr << tool::log_prefix("cc-wrap") << e.one_line() << '\n';
     return e.code == Errc::input ? tool::exit_usage : exit_own_failure;
 }
 
