@@ -1,5 +1,7 @@
 #include "cc/probe/diagnose.hpp"
 
+#include "cc/core/io.hpp"
+
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/seccomp.h>
@@ -73,6 +75,27 @@ std::optional<std::string> read_trimmed(const std::string& path) {
     return v;
 }
 
+#ifndef CC_LIBEXECDIR
+#define CC_LIBEXECDIR "/usr/libexec/cc"
+#endif
+
+// The exact fix where AppArmor restricts unprivileged user namespaces: the
+// narrow profile cc ships for bubblewrap, put in place by its setup script.
+std::string apparmor_fix() {
+    std::string script;
+    for (const std::string& s : {std::string(CC_LIBEXECDIR) + "/cc-apparmor-setup", io::data_dir() + "/apparmor/cc-apparmor-setup"})
+        if (::access(s.c_str(), X_OK) == 0) {
+            script = s;
+            break;
+        }
+    std::string fix = "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1): ";
+    if (!script.empty())
+        fix += "run 'sudo " + script + " install' (it loads cc's narrow profile for /usr/bin/bwrap unless another "
+               "profile for it exists), ";
+    return fix + "or load an AppArmor profile for /usr/bin/bwrap that allows 'userns,', or set the sysctl "
+                 "kernel.apparmor_restrict_unprivileged_userns=0 (for every program)";
+}
+
 Check check_userns() {
     Check c{"userns", "fail", "", "", false};
     // Fork so the calling process keeps its namespaces; the child reports errno.
@@ -98,8 +121,7 @@ Check check_userns() {
     }
     c.detail = std::string("unshare(CLONE_NEWUSER) failed: ") + (code > 0 ? std::strerror(code) : "child died");
     if (read_trimmed("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").value_or("0") == "1")
-        c.hint = "AppArmor restricts unprivileged user namespaces (Ubuntu): add an AppArmor profile for bwrap "
-                 "with 'userns,' or set sysctl kernel.apparmor_restrict_unprivileged_userns=0";
+        c.hint = apparmor_fix();
     else if (read_trimmed("/proc/sys/kernel/unprivileged_userns_clone").value_or("1") == "0")
         c.hint = "unprivileged user namespaces are disabled: sysctl kernel.unprivileged_userns_clone=1";
     else if (read_trimmed("/proc/sys/user/max_user_namespaces").value_or("1") == "0")
@@ -131,7 +153,9 @@ Check check_bwrap(const ProbeResult& p, int timeout_ms) {
         return c;
     }
     c.detail = "bwrap exited " + std::to_string(r.status) + ": " + first_line(r.err);
-    if (r.err.find("setting up uid map") != std::string::npos || r.err.find("No permissions to creat") != std::string::npos ||
+    if (read_trimmed("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").value_or("0") == "1")
+        c.hint = apparmor_fix();  // the namespace is made, its capabilities are not there
+    else if (r.err.find("setting up uid map") != std::string::npos || r.err.find("No permissions to creat") != std::string::npos ||
         r.err.find("Operation not permitted") != std::string::npos)
         c.hint = "bwrap cannot create namespaces here; see the userns check";
     else
