@@ -10,11 +10,20 @@ mkdir -p "$work/cc"
 # Tracked files, including uncommitted edits, without build trees.
 (cd "$root" && git ls-files -z --cached --others --exclude-standard) |
   (cd "$root" && xargs -0 cp --parents -t "$work/cc" 2>/dev/null || true)
-(cd "$work/cc" && dpkg-buildpackage -us -uc -b >"$work/build.log" 2>&1) || {
+echo "make deb: building in $work/cc (dpkg-buildpackage -b; each step below, the whole log on failure)"
+# Progress: dpkg-buildpackage's and debhelper's steps and ninja's [n/N]
+# counter, as they happen; everything goes to the log.
+set +e
+(cd "$work/cc" && dpkg-buildpackage -us -uc -b 2>&1) | tee "$work/build.log" |
+  grep --line-buffered -E '^(dpkg-buildpackage: info:|   dh_[a-z_]+|\[[0-9]+/[0-9]+\] (Compiling|Linking))' |
+  sed -u -E 's/^\[([0-9]+\/[0-9]+)\] (Compiling|Linking) [^ ]+ [^ ]+ ?(.*)$/  [\1] \2 \3/; s/^/make deb: /'
+built=${PIPESTATUS[0]}
+set -e
+if [ "$built" != 0 ] || ! ls "$work"/cc_*.deb >/dev/null 2>&1; then
   tail -n 40 "$work/build.log" >&2
   echo "make deb: dpkg-buildpackage failed (log above)" >&2
   exit 1
-}
+fi
 mkdir -p "$root/packaging/out"
 cp "$work"/cc_*.deb "$root/packaging/out/"
 ls "$root"/packaging/out/cc_*.deb
