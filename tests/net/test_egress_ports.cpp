@@ -1,12 +1,17 @@
 // Ports in the allowlist: `host:443`, `host:22,443`, `host:*`; an entry
 // without a port admits 80 and 443 only, and a listed host on another port
 // is refused with "port not allowed" in each protocol's words.
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "egress_fixture.hpp"
 
 using namespace egress_fixture;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -190,4 +195,46 @@ TEST_CASE("egress ports: report mode lets a port through as wouldDeny, and learn
     auto learnt = cc::test::run({bin("cc-egress"), "learn"}, text);
     CHECK(learnt.status == 0);
     CHECK(learnt.out == "127.0.0.1:443," + port + "\n" + "[fd00::5]:8080\na.example\n");
+}
+
+// --dry-run stops short of listening only: what a start would refuse, it
+// refuses the same way (exit 2, one line), and a good setup prints the plan.
+TEST_CASE("egress: --dry-run checks what a start checks (the token file's mode, socket paths, TLS ports)") {
+    std::string dir = cc::test::scratch_dir() + "/dry-run";
+    fs::create_directories(dir);
+    std::string token = dir + "/token";
+    std::ofstream(token) << "s3cret\n";
+    ::chmod(token.c_str(), 0644);
+    auto dry = [&](std::vector<std::string> extra) {
+        std::vector<std::string> argv = {bin("cc-egress"), "--no-baseline", "--allow", "a.example", "--dry-run"};
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        return cc::test::run(argv);
+    };
+    // A token readable by others: refused by a start, so by --dry-run too.
+    auto r = dry({"--auth-token-file", token});
+    CHECK(r.status == 2);
+    CHECK(r.err == "cc-egress: --auth-token-file '" + token + "': is readable by other users (chmod 600 it)\n");
+    CHECK(r.out.empty());
+    ::chmod(token.c_str(), 0600);
+    r = dry({"--auth-token-file", token});
+    CHECK(r.status == 0);
+    CHECK(json::parse(r.out)["event"] == "plan");
+    r = dry({"--unix-dir", dir + "/missing"});
+    CHECK(r.status == 2);
+    CHECK(r.err == "cc-egress: --unix-dir '" + dir + "/missing': is not a directory\n");
+    r = dry({"--fd-inbox", dir + "/missing/inbox.sock"});
+    CHECK(r.status == 2);
+    CHECK(r.err == "cc-egress: --fd-inbox '" + dir + "/missing/inbox.sock': its directory does not exist\n");
+    std::string longpath = dir + "/" + std::string(120, 'x') + ".sock";
+    r = dry({"--metrics-socket", longpath});
+    CHECK(r.status == 2);
+    CHECK(r.err == "cc-egress: --metrics-socket '" + longpath + "': is too long for a Unix socket (at most 107 bytes)\n");
+    r = dry({"--tls-ports", "443,nope"});
+    CHECK(r.status == 2);
+    CHECK(r.err.find("--tls-ports") != std::string::npos);
+    CHECK(r.out.empty());
+    r = dry({"--unix-dir", dir, "--fd-inbox", dir + "/inbox.sock", "--metrics-socket", dir + "/m.sock"});
+    CHECK(r.status == 0);
+    CHECK(json::parse(r.out)["event"] == "plan");
+    CHECK_FALSE(fs::exists(dir + "/inbox.sock"));  // nothing was made
 }

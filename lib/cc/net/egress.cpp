@@ -1,6 +1,7 @@
 #include "cc/net/egress.hpp"
 
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -93,6 +94,34 @@ Result<std::string> read_auth_token(const std::string& path) {
     for (unsigned char ch : token)
         if (ch < 0x21 || ch > 0x7e) return input_error(what, "the token must be printable ASCII without spaces");
     return token;
+}
+
+// The Unix sockets a start would make (--unix-dir's two, --fd-inbox,
+// --metrics-socket): each in a directory that exists and can be written,
+// each path short enough for a socket address.
+Status check_socket_paths(const EgressOptions& o) {
+    std::vector<std::pair<std::string, std::string>> paths;  // option, socket path
+    if (o.unix_dir) {
+        struct stat st {};
+        if (::stat(o.unix_dir->c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+            return input_error("--unix-dir '" + *o.unix_dir + "'", "is not a directory");
+        paths.push_back({"--unix-dir", *o.unix_dir + "/http.sock"});
+        paths.push_back({"--unix-dir", *o.unix_dir + "/socks.sock"});
+    }
+    if (o.fd_inbox) paths.push_back({"--fd-inbox", *o.fd_inbox});
+    if (o.metrics_socket) paths.push_back({"--metrics-socket", *o.metrics_socket});
+    for (const auto& [opt, path] : paths) {
+        if (path.size() >= sizeof(sockaddr_un{}.sun_path))
+            return input_error(opt + " '" + path + "'", "is too long for a Unix socket (at most 107 bytes)");
+        auto slash = path.rfind('/');
+        std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+        struct stat st {};
+        if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+            return input_error(opt + " '" + path + "'", "its directory does not exist");
+        if (::access(dir.c_str(), W_OK | X_OK) != 0)
+            return input_error(opt + " '" + path + "'", "its directory cannot be written");
+    }
+    return ok();
 }
 
 Result<std::vector<std::string>> learn_allowlist(std::string_view jsonl) {
@@ -310,21 +339,29 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
             return input_error(text.str(), "must be 0 (off) to 604800 seconds");
         }
     if (o.threads < 0 || o.threads > 64) return input_error("--threads " + std::to_string(o.threads), "must be 0 (one per CPU) to 64");
+    // Everything a start checks, --dry-run checks too (it stops short of
+    // listening): the token file and its mode, the TLS ports, the approver's
+    // timeout, where the sockets would be made.
     std::optional<std::string> token;
-    if (o.auth_token_file && o.check.empty() && !o.dry_run) {
+    if (o.auth_token_file && o.check.empty()) {
         auto t = read_auth_token(*o.auth_token_file);
         if (!t) return t.error();
         token = std::move(*t);
     }
     auto plan = make_plan(o);
     if (!plan) return plan.error();
+    if (!o.check.empty()) return check_targets(o, *plan, out) ? 0 : 1;
+    auto tls_ports = parse_tls_ports(o.tls_ports);
+    if (!tls_ports) return tls_ports.error();
+    if (o.approver_timeout_ms <= 0)
+        return input_error("--approver-timeout " + std::to_string(o.approver_timeout_ms), "must be a positive number of milliseconds");
+    if (auto s = check_socket_paths(o); !s) return s.error();
     if (o.dry_run) {
         json j = plan->to_json();
         j["event"] = "plan";
         out(j);
         return 0;
     }
-    if (!o.check.empty()) return check_targets(o, *plan, out) ? 0 : 1;
 
     auto rules = std::make_shared<RuleSet>(std::move(plan->rules));
     ProxyConfig cfg;
@@ -339,8 +376,6 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     cfg.exit_with_stdin = o.exit_with_stdin;
     cfg.sni_check = o.sni_check;
     cfg.report = o.report;
-    auto tls_ports = parse_tls_ports(o.tls_ports);
-    if (!tls_ports) return tls_ports.error();
     cfg.tls_ports = *tls_ports;
     cfg.handshake_timeout_ms = static_cast<int>(o.header_timeout * 1000);
     cfg.idle_timeout_ms = static_cast<int>(o.idle_timeout * 1000);
@@ -349,8 +384,6 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     cfg.max_connections = o.max_connections;
     cfg.max_client_connections = o.max_client_connections;
     cfg.auth_token = token;
-    if (o.approver_timeout_ms <= 0)
-        return input_error("--approver-timeout " + std::to_string(o.approver_timeout_ms), "must be a positive number of milliseconds");
     cfg.ask = plan->ask;
     if (!o.approver.empty() && !plan->ask)
         log(plan->network ? "--approver: the network rule is " +
