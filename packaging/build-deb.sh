@@ -15,8 +15,8 @@ echo "make deb: building in $work/cc (dpkg-buildpackage -b; each step below, the
 # counter, as they happen; everything goes to the log.
 set +e
 (cd "$work/cc" && dpkg-buildpackage -us -uc -b 2>&1) | tee "$work/build.log" |
-  grep --line-buffered -E '^(dpkg-buildpackage: info:|   dh_[a-z_]+|\[[0-9]+/[0-9]+\] (Compiling|Linking))' |
-  sed -u -E 's/^\[([0-9]+\/[0-9]+)\] (Compiling|Linking) [^ ]+ [^ ]+ ?(.*)$/  [\1] \2 \3/; s/^/make deb: /'
+  grep --line-buffered -E '^(dpkg-buildpackage: info:|   dh_[a-z_]+|\[[0-9]+/[0-9]+\] )' |
+  sed -u -E 's/^\[([0-9]+\/[0-9]+)\] .* -o ([^ ]+).*$/  [\1] \2/; s/^\[([0-9]+\/[0-9]+)\] .*$/  [\1] (another step)/; s/^/make deb: /'
 built=${PIPESTATUS[0]}
 set -e
 if [ "$built" != 0 ] || ! ls "$work"/cc_*.deb >/dev/null 2>&1; then
