@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <set>
 
 #include "cc/sandbox/sandbox_init.hpp"
 #include "cc/sandbox/supervisor.hpp"
@@ -262,6 +263,45 @@ TEST_CASE("write supervisor: mandatory targets that do not exist are refused whe
     CHECK(fs::exists(t.work + "/.git/config"));
     CHECK_FALSE(fs::exists(t.work + "/sub/.git/config"));
     CHECK_FALSE(fs::exists(t.work + "/d/.git"));
+}
+
+// A writable $HOME: the places a later login, shell or tool takes programs
+// from are refused when the command tries to create them (PATH directories
+// a login adds, Python's user site, less's key file), ordinary files are not.
+TEST_CASE("write supervisor: a writable home cannot gain what the host runs next", "[supervisor][launch]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!write_supervisor()) CC_SKIP("this kernel has no seccomp user notification with descriptor injection");
+    Tree t("sup-home");
+    json spec = json::parse(slurp(t.spec));
+    spec["bindMounts"].push_back({{"hostPath", t.home}});
+    spit(t.spec, spec.dump());
+    if (cc::test::is_root()) Tree::give_to_nobody(t.home);
+    const std::string script =
+        "cd \"$HOME\"; mkdir -p .local/bin; echo rc=$?; mkdir -p .local/lib/python3/site-packages; echo rc=$?;"
+        " echo 'import os' > .lesskey; echo rc=$?; mkdir -p .cargo; echo rc=$?; echo x > .cargo/env; echo rc=$?;"
+        " echo notes > notes.txt; echo rc=$?";
+    // Without cc-wrap each of these is made.
+    auto free_run = run({"sh", "-c", "export HOME='" + t.outside + "'; " + script});
+    REQUIRE(free_run.out == "rc=0\nrc=0\nrc=0\nrc=0\nrc=0\nrc=0\n");
+    auto r = wrap_std(t, script, {"--events"});
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    std::string text;
+    std::istringstream lines(r.out);
+    for (std::string e; std::getline(lines, e);) {
+        auto j = json::parse(e, nullptr, false);
+        if (j.is_object() && j.value("event", "") == "stdout") text += j.value("text", "");
+    }
+    CHECK(text == "rc=1\nrc=1\nrc=2\nrc=0\nrc=2\nrc=0\n");
+    for (const auto& f : {"/.local/bin", "/.local/lib", "/.lesskey", "/.cargo/env"}) CHECK_FALSE(fs::exists(t.home + f));
+    CHECK(slurp(t.home + "/notes.txt") == "notes\n");
+    std::set<std::string> rules;
+    for (const auto& v : violations(r.out)) {
+        CHECK(v["source"] == "mandatory");
+        CHECK(v["errno"] == "EACCES");
+        rules.insert(v["rule"].get<std::string>());
+    }
+    CHECK(rules == std::set<std::string>{"~/.local/bin", "~/.local/lib", "~/.lesskey", "~/.cargo/env"});
 }
 
 TEST_CASE("write supervisor: a thread rewriting the path after the check gains nothing", "[supervisor][launch]") {

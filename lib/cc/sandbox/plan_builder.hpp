@@ -40,6 +40,26 @@ inline const std::vector<std::string> k_home_write = {
     "~/.gitconfig", "~/.config/git", "~/.bash_aliases", "~/.config/fish", "~/.tmux.conf", "~/.vimrc",
     "~/.config/nvim", "~/.config/systemd", "~/.config/autostart", "~/.xprofile", "~/.xsessionrc",
     "~/.pam_environment", "~/.config/environment.d",
+    // Directories a login puts first on PATH (Debian's ~/.profile adds them
+    // when they exist), and Python's user site (a .pth file there runs at
+    // every interpreter start): a program dropped there runs instead of the
+    // real one, or before it.
+    "~/.local/bin", "~/bin", "~/.local/lib",
+    // What start files source or put on PATH for language version managers,
+    // and the toolchains they run.
+    "~/.cargo/bin", "~/.cargo/env", "~/.cargo/config", "~/.cargo/config.toml", "~/.rustup", "~/.nvm", "~/.pyenv",
+    "~/.rbenv", "~/.asdf", "~/.sdkman", "~/.volta", "~/.bun/bin", "~/.deno/bin", "~/go/bin", "~/.npm-global",
+    // Files sourced by every interactive shell or run by the tools a person
+    // starts next: completions, shell frameworks and prompts, pagers (less's
+    // lesskey can set LESSOPEN to a command), debuggers, REPLs, editors and
+    // their plugin directories, terminal multiplexers, X sessions, package
+    // managers' settings that name a program or an index to install from.
+    "~/.bash_completion", "~/.local/share/bash-completion", "~/.oh-my-zsh", "~/.config/starship.toml",
+    "~/.lesskey", "~/.less", "~/.config/lesskey", "~/.gdbinit", "~/.config/gdb", "~/.lldbinit", "~/.ipython",
+    "~/.jupyter", "~/.Rprofile", "~/.irbrc", "~/.pryrc", "~/.psqlrc", "~/.sqliterc", "~/.emacs", "~/.emacs.d",
+    "~/.config/emacs", "~/.vim", "~/.local/share/nvim", "~/.vscode", "~/.config/Code", "~/.tmux", "~/.screenrc",
+    "~/.xinitrc", "~/.local/share/applications", "~/.config/direnv", "~/.yarnrc", "~/.config/pip", "~/.pip",
+    "~/.pydistutils.cfg",
 };
 
 // The same agent CLIs read per-repository settings from the checkout (hooks
