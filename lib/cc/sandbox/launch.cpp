@@ -1,45 +1,14 @@
 #include "cc/sandbox/launch.hpp"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <poll.h>
-#include <pty.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
-#include <linux/magic.h>
-#include <sys/wait.h>
 #include <unistd.h>
-#include <linux/close_range.h>
-#include <sys/ioctl.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
 
-// Boost.Process compiles its vfork(2) path only for pre-2008 POSIX feature
-// levels; glibc has vfork at every level, so it is asked for here.
-#ifndef BOOST_POSIX_HAS_VFORK
-#define BOOST_POSIX_HAS_VFORK 1
-#endif
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/process.hpp>
-#include <boost/process/extend.hpp>
-#include <boost/process/posix.hpp>
-
-#include <array>
-#include <chrono>
+#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <functional>
-#include <sstream>
 #include <iostream>
-#include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "cc/core/io.hpp"
@@ -52,9 +21,6 @@
 #include "cc/sandbox/launch_parts.hpp"
 #include "cc/sandbox/seatbelt.hpp"
 #include "cc/sandbox/seatbelt_tap.hpp"
-#include "cc/sandbox/seccomp.hpp"
-#include "cc/fs/unique_fd.hpp"
-#include "cc/sandbox/violation.hpp"
 
 
 namespace cc::sandbox {
@@ -75,6 +41,17 @@ bool passable(const std::string& path, const Identity& id) {
         if (d == "/") break;
     }
     return true;
+}
+
+// A failure after the plan, before the command could start (sandbox-exec
+// refusing to apply the profile): exit 125 with the reason on stderr, and,
+// with --events, an exit event saying the same.
+int setup_failure(const Plan& plan, const WrapRequest& rq, const Error& e) {
+    if (rq.events) {
+        EventWriter ev(plan.spec.sessionId);
+        tool::emit_line(ev.line("exit", setup_failure_exit(e)));
+    }
+    return fail(e);
 }
 }  // namespace
 
@@ -150,13 +127,18 @@ int wrap(const WrapRequest& rq) {
     // of the init step will be. Nothing is created yet.
     const bool wants_egress = choice->backend == spec::Backend::native && profile == Profile::dispatch;
     const bool own_egress = wants_egress && !rq.egressReady;
+    // macOS: the sandbox shares the host's loopback, so it reaches cc-egress
+    // on TCP ports, never through an fd inbox.
+    const bool seatbelt = in.mechanism == "seatbelt";
     if (wants_egress && rq.egressReady) {
         auto text = io::read_input(*rq.egressReady);
         if (!text) return fail(text.error());
         auto j = cc::json::parse(*text, *rq.egressReady);
         if (!j) return fail(j.error());
         in.egress.source = EgressWiring::Source::handed;
-        if (auto s = wiring_from_ready(*j, in.egress, *rq.egressReady); !s) return fail(s.error());
+        auto s = seatbelt ? seatbelt_wiring_from_ready(*j, in.egress, *rq.egressReady)
+                          : wiring_from_ready(*j, in.egress, *rq.egressReady);
+        if (!s) return fail(s.error());
     }
     std::optional<std::string> egress_exe;
     if (own_egress && !rq.print && !rq.printSeatbelt) {
@@ -185,7 +167,7 @@ int wrap(const WrapRequest& rq) {
         if (copy_init) in.initExe = in.runtimeDir + "/init";
         if (own_egress) {
             in.egress.source = EgressWiring::Source::own;
-            in.egress.inbox = in.runtimeDir + "/egress/inbox.sock";
+            if (!seatbelt) in.egress.inbox = in.runtimeDir + "/egress/inbox.sock";
         }
         plan = build_plan(in, *paths);
         if (!plan) return fail(plan.error());
@@ -224,12 +206,26 @@ int wrap(const WrapRequest& rq) {
         egress.spec_file = rt.path + "/spec.json";
         egress.inbox = in.egress.inbox;
         if (auto s = start_egress(egress, egress.exe, egress.spec_file, egress.inbox); !s) return fail(s.error());
+        if (seatbelt) {
+            // Its ports are the kernel's choice, known from its ready line:
+            // the plan is made again with them (same runtime directory), so
+            // the profile allows exactly those ports and the proxy variables
+            // name them. Nothing has run under the first plan.
+            auto ready = read_egress_ready(egress, 10000);
+            if (!ready) return fail(ready.error());
+            if (auto s = seatbelt_wiring_from_ready(*ready, in.egress, "cc-egress ready line"); !s) return fail(s.error());
+            plan = build_plan(in, *paths);
+            if (!plan) return fail(plan.error());
+        }
     }
     if (plan->backend == spec::Backend::native && plan->seatbelt.empty())
         if (auto s = make_masks(*plan); !s) return fail(s.error());
     SeatbeltTap tap;
     bool tapped = false;
     if (!plan->seatbelt.empty()) {
+        // macOS refuses to stack a second profile (cc-wrap run inside
+        // another sandbox): found out before the command, said as such.
+        if (auto s = seatbelt_preflight(plan->argv.at(0)); !s) return setup_failure(*plan, rq, s.error());
         if (auto s = seatbelt_prepare(*plan); !s) return fail(s.error());
         auto t = start_seatbelt_tap(seatbelt_tag(plan->spec.sessionId, plan->runtimeDir));
         if (t) {
