@@ -349,8 +349,9 @@ TEST_CASE("--explain names the rule or default that decided each sub-command") {
     CHECK(bad.err == "cc-classify: --explain: only with a command line\n");
 }
 
-// The command data (share/cc/classify/*.json) is read at start: an operator
-// adds a tool with a file, and a bad file is exit 2 naming the file and field.
+// The shipped command data is compiled in; the data directory's classify/*.json
+// are the operator's, read at start: a file adds tools (or replaces the shipped
+// file of its name), and a bad file is exit 2 naming the file and field.
 TEST_CASE("command data: a tool added without a rebuild; a bad file is exit 2, one line") {
     std::string share = cc::test::source_dir() + "/share/cc";
     std::string data = cc::test::scratch_dir() + "/data";
@@ -407,10 +408,26 @@ TEST_CASE("command data: a tool added without a rebuild; a bad file is exit 2, o
         }
     }
     REQUIRE(std::remove((data + "/classify/local.json").c_str()) == 0);
-    REQUIRE(std::system(("rm -rf '" + data + "/classify'/*.json").c_str()) == 0);
-    auto empty = with({bin("cc-classify"), "ls"});
-    CHECK(empty.status == 2);
-    CHECK(empty.err == "cc-classify: command data directory '" + data + "/classify': holds no *.json file\n");
+
+    // A file named like a shipped one replaces it whole: here git.json knows
+    // only `git`, read-only, so a push reads in plan mode; the other shipped
+    // files still count (gh stays known), and their names stay theirs.
+    std::ofstream(data + "/classify/git.json") << R"({"version":1,"commands":[{"names":["git"],"readOnly":true}]})";
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "git push origin main"}).status == 0);
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "gh pr create"}).status == 11);  // no longer known: run_code
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "ls"}).status == 0);
+    CHECK_THAT(with({bin("cc-classify"), "--explain", "--", "git push"}).out, Catch::Contains("       data git.json (git)\n"));
+    std::ofstream(data + "/classify/git.json", std::ios::trunc)
+        << R"({"version":1,"commands":[{"names":["git","ls"],"readOnly":true}]})";
+    auto twice = with({bin("cc-classify"), "ls"});
+    CHECK(twice.status == 2);
+    CHECK(twice.err == "cc-classify: '" + data + "/classify/git.json': commands[0].names: 'ls' is already listed in "
+                       "readers.json (a name is listed once)\n");
+    REQUIRE(std::remove((data + "/classify/git.json").c_str()) == 0);
+    // No operator file (an empty or missing directory): the shipped data alone.
+    REQUIRE(std::system(("rm -rf '" + data + "/classify'").c_str()) == 0);
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "git status && ls"}).status == 0);
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "git push"}).status == 11);
 }
 
 // The payloads as each CLI sends them (Claude Code and Codex: PreToolUse with
