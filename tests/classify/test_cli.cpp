@@ -367,7 +367,8 @@ TEST_CASE("command data: a tool added without a rebuild; a bad file is exit 2, o
     std::ofstream(data + "/classify/local.json")
         << R"({"version":1,"commands":[{"names":["mytool"],"subcommands":[{"names":["status","log"],"classes":[]},)"
            R"({"names":["sync"],"classes":["network_access","write_files"]}],"valueOptions":{"short":"C"}},)"
-           R"({"names":["peek"],"readOnly":true},{"names":["beam"],"classes":["network_write"]}]})";
+           R"({"names":["peek"],"readOnly":true},{"names":["beam"],"classes":["network_write"]},)"
+           R"({"names":["zap"],"prefixes":["zap-"],"classes":["network_write"]}]})";
     auto status = with({bin("cc-classify"), "--mode", "plan", "mytool -C dir status"});
     CHECK(status.status == 0);
     auto sync = json::parse(with({bin("cc-classify"), "mytool sync"}).out);
@@ -376,6 +377,11 @@ TEST_CASE("command data: a tool added without a rebuild; a bad file is exit 2, o
     CHECK(with({bin("cc-classify"), "--mode", "plan", "sudo peek x"}).status == 11);  // a wrapper still counts
     CHECK(with({bin("cc-classify"), "--mode", "plan", "peek x | grep y"}).status == 0);
     CHECK(json::parse(with({bin("cc-classify"), "beam x"}).out)["classes"] == json::array({"network_write"}));
+    // A name prefix of an operator's entry, and the shipped ones (python*, pip*, mkfs*) as before.
+    CHECK(json::parse(with({bin("cc-classify"), "zap-now x"}).out)["classes"] == json::array({"network_write"}));
+    CHECK(json::parse(with({bin("cc-classify"), "pip3.12 install x"}).out)["classes"] == json::array({"install_package"}));
+    CHECK(json::parse(with({bin("cc-classify"), "mkfs.ext4 /dev/sdb1"}).out)["classes"] == json::array({"destroy_system"}));
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "python3.12 --version"}).status == 0);
     auto explained = with({bin("cc-classify"), "--explain", "--", "mytool sync"});
     CHECK_THAT(explained.out, Catch::Contains("       data local.json (mytool)\n"));
 
@@ -389,6 +395,11 @@ TEST_CASE("command data: a tool added without a rebuild; a bad file is exit 2, o
         {R"({"version":1,"commands":[{"names":["x"],"readOnly":true,"classes":["run_code"]}]})", "commands[0]: needs exactly one of"},
         {R"({"version":2,"commands":[]})", "version: must be 1"},
         {R"({"version":1,"commands":[{"names":["/bin/x"],"readOnly":true}]})", "has a '/'"},
+        {R"({"version":1,"commands":[{"names":["x"],"prefixes":["py"],"readOnly":true}]})",
+         "commands[0].prefixes: 'py' overlaps the prefix 'python' of runtimes.json (prefixes never overlap)"},
+        {R"({"version":1,"commands":[{"names":["x"],"prefixes":["xa","x"],"readOnly":true}]})",
+         "commands[0].prefixes: 'x' overlaps the prefix 'xa' of local.json (prefixes never overlap)"},
+        {R"({"version":1,"commands":[{"names":["x"],"prefixes":[""],"readOnly":true}]})", "commands[0].prefixes[0]: must not be empty"},
         {R"({"version":1,"commands":[{"names":["x"],"subcommands":[{"names":["a"]}]}]})", "commands[0].subcommands[0].classes: is required"},
         {R"({"version":1,"commands":[{"names":["x"],"reader":"sudo","bare":["run_code"]}]})", "\"bare\", \"otherwise\" and \"valueOptions\" go with"},
         {R"({"version":1,"commands":[{"names":["x"],"readOnly":true}],)", "local.json"},

@@ -294,6 +294,8 @@ private:
     // --- interpreters and runners ----------------------------------------------
 
     void python(Call& c);
+    void p_pip(Call& c);   // "reader": "pip" (pip, pip3, pip3.12, ...)
+    void f_mkfs(Call& c);  // "reader": "mkfs" (mkfs, mkfs.ext4, ...)
     void interpreter(Call& c);
     void docker(Call& c);
     void kubectl(Call& c);

@@ -112,7 +112,7 @@ class Spans:
 
 def main():
     out_path, paths = sys.argv[1], sorted(sys.argv[2:], key=os.path.basename)
-    files, entries, names, seen = [], [], [], {}
+    files, entries, names, seen, prefixes = [], [], [], {}, []
     for path in paths:
         raw = open(path, "rb").read()
         try:
@@ -137,6 +137,11 @@ def main():
                     fail(path, f"commands[{index}].names: '{n}' is already listed in {seen[n]}")
                 seen[n] = base
                 names.append((n, len(entries)))
+            for p in entry.get("prefixes", []):
+                for q, _, where in prefixes:
+                    if p.startswith(q) or q.startswith(p):
+                        fail(path, f"commands[{index}].prefixes: '{p}' overlaps the prefix '{q}' of {where}")
+                prefixes.append((p, len(entries), base))
             entries.append((len(files), index, b, e))
         files.append((base, text))
     names.sort(key=lambda p: p[0].encode("utf-8"))
@@ -155,7 +160,12 @@ def main():
     o += ["};", f"const std::size_t entry_count = {len(entries)};", "", "const Name names[] = {"]
     for n, entry in names:
         o.append(f"    {{{lit(n)}sv, {entry}}},")
-    o += ["};", f"const std::size_t name_count = {len(names)};", "", "}  // namespace cc::classify::builtin", ""]
+    o += ["};", f"const std::size_t name_count = {len(names)};", "", "const Name prefixes[] = {"]
+    for p, entry, _ in prefixes:
+        o.append(f"    {{{lit(p)}sv, {entry}}},")
+    if not prefixes:
+        o.append('    {""sv, 0},  // none (an array has at least one element)')
+    o += ["};", f"const std::size_t prefix_count = {len(prefixes)};", "", "}  // namespace cc::classify::builtin", ""]
     with open(out_path, "w", encoding="utf-8") as f:
         f.write("\n".join(o))
 

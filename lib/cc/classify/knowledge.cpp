@@ -308,7 +308,7 @@ void value_options(Reader& r, const Path& at, CommandEntry& e) {
 // One entry of "commands" at `at`: fills e (but its file, path and index)
 // and appends its names, pointing at `self`, to `names`.
 void read_entry(Reader& r, const Path& at, CommandEntry& e, std::vector<std::pair<sv, std::uint32_t>>& names,
-                std::uint32_t self) {
+                std::uint32_t self, std::vector<std::pair<sv, std::uint32_t>>* prefixes = nullptr) {
     std::size_t first_name = names.size();
     Names otherwise;
     sv reader;
@@ -322,6 +322,15 @@ void read_entry(Reader& r, const Path& at, CommandEntry& e, std::vector<std::pai
                 if (n.find('/') != sv::npos)
                     r.fail(x, "'" + std::string(n) + "' has a '/' (commands are named without their directory)");
                 names.emplace_back(n, self);
+            });
+        }
+        else if (k == "prefixes") {
+            r.array(q, [&](const Path& x) {
+                sv n = r.string(x);
+                if (n.empty()) r.fail(x, "must not be empty");
+                if (n.find('/') != sv::npos)
+                    r.fail(x, "'" + std::string(n) + "' has a '/' (commands are named without their directory)");
+                if (prefixes) prefixes->emplace_back(n, self);
             });
         }
         else if (k == "readOnly") e.read_only = r.boolean(q);
@@ -446,6 +455,17 @@ const CommandEntry* Knowledge::find(sv name) const {
     return b ? parsed_builtin(static_cast<std::uint32_t>(b - builtin::entries)) : nullptr;
 }
 
+const CommandEntry* Knowledge::find_prefix(sv name) const {
+    for (const auto& [p, e] : prefixes_)
+        if (name.substr(0, p.size()) == p) return &entries_[e];
+    for (std::size_t j = 0; j < builtin::prefix_count; ++j) {
+        const builtin::Name& p = builtin::prefixes[j];
+        if (name.substr(0, p.name.size()) == p.name && !replaced_[builtin::entries[p.entry].file])
+            return parsed_builtin(p.entry);
+    }
+    return nullptr;
+}
+
 Status Knowledge::check_builtin() {
     Knowledge k;
     k.replaced_.assign(builtin::file_count, true);  // each is checked as if it were an operator's
@@ -472,6 +492,7 @@ Status Knowledge::add(std::string text, const std::string& file) {
     sv base = path.substr(path.rfind('/') + 1);
     Reader r(body, decoded_);
     std::vector<std::pair<sv, std::uint32_t>> names;  // added only once the whole file is good
+    std::vector<std::pair<sv, std::uint32_t>> prefixes;
     names.reserve(body.size() / 16);
     // One entry per "names" key at most: reserved once, never moved while read.
     std::size_t keys = 0;
@@ -493,7 +514,7 @@ Status Knowledge::add(std::string text, const std::string& file) {
                     e.file = base;
                     e.path = path;
                     e.index = entries_.size() - 1 - before;
-                    read_entry(r, at, e, names, self);
+                    read_entry(r, at, e, names, self, &prefixes);
                 });
             } else {
                 r.fail(p, "unknown field");
@@ -521,6 +542,27 @@ Status Knowledge::add(std::string text, const std::string& file) {
                                        "'" + std::string(n) + "' is already listed in " +
                                            std::string(builtin::files[b->file].name) + " (a name is listed once)")};
         }
+        // Prefixes never overlap: which entry a name goes to must not depend
+        // on the order they are tried in.
+        auto overlap = [](sv a, sv b) { return a.substr(0, b.size()) == b || b.substr(0, a.size()) == a; };
+        for (std::size_t i = 0; i < prefixes.size(); ++i) {
+            const auto& [p, e] = prefixes[i];
+            auto refuse = [&](sv other, sv where) {
+                throw Fail{input_error("commands[" + std::to_string(entries_[e].index) + "].prefixes",
+                                       "'" + std::string(p) + "' overlaps the prefix '" + std::string(other) + "' of " +
+                                           std::string(where) + " (prefixes never overlap)")};
+            };
+            for (std::size_t j = 0; j < i; ++j)
+                if (overlap(p, prefixes[j].first)) refuse(prefixes[j].first, base);
+            for (const auto& [q, f] : prefixes_)
+                if (overlap(p, q)) refuse(q, entries_[f].file);
+            for (std::size_t j = 0; j < builtin::prefix_count; ++j) {
+                const builtin::Entry& b = builtin::entries[builtin::prefixes[j].entry];
+                if (!replaced_[b.file] && b.file != replaces && overlap(p, builtin::prefixes[j].name))
+                    refuse(builtin::prefixes[j].name, builtin::files[b.file].name);
+            }
+        }
+        prefixes_.insert(prefixes_.end(), prefixes.begin(), prefixes.end());
         if (replaces < builtin::file_count) replaced_[replaces] = true;
     } catch (Fail& f) {
         names_.truncate(names_before);

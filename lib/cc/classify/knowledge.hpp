@@ -12,7 +12,12 @@
 //     {"names": ["sudo"], "reader": "sudo"},
 //     {"names": ["apk"], "subcommands": [{"names": ["add", "del"], "classes": ["install_package"]},
 //                                        {"names": ["info"], "classes": []}],
-//      "bare": [], "otherwise": ["run_code"], "valueOptions": {"short": "X", "long": ["--root"]}}]}
+//      "bare": [], "otherwise": ["run_code"], "valueOptions": {"short": "X", "long": ["--root"]}},
+//     {"names": ["pip"], "prefixes": ["pip"], "reader": "pip"}]}
+//
+// "prefixes" also gives the entry every command whose name starts with one of
+// them and that no entry lists by name (pip3, pip3.12); prefixes never
+// overlap ("py" and "python" is an error).
 //
 // "reader" names built-in code that reads the command's arguments (which
 // option takes a value, where the wrapped command starts); "subcommands"
@@ -99,6 +104,8 @@ extern const Entry entries[];
 extern const std::size_t entry_count;
 extern const Name names[];  // sorted by name (bytes)
 extern const std::size_t name_count;
+extern const Name prefixes[];  // "prefixes" of the entries
+extern const std::size_t prefix_count;
 }  // namespace builtin
 
 class Knowledge {
@@ -107,6 +114,8 @@ public:
     // shipped entry that fails the loader throws std::runtime_error, which
     // the self-test rules out: check_builtin()).
     const CommandEntry* find(std::string_view name) const;
+    // The entry one of whose "prefixes" starts `name` (after find() found none).
+    const CommandEntry* find_prefix(std::string_view name) const;
 
     // The shipped data and every *.json file of `dir` (the operator's, in
     // name order; a missing `dir` has none).
@@ -129,6 +138,7 @@ private:
     mutable std::deque<std::string> decoded_;  // strings that had escapes
     std::vector<CommandEntry> entries_;
     NameTable names_;  // -> index in entries_
+    std::vector<std::pair<std::string_view, std::uint32_t>> prefixes_;  // -> index in entries_
     std::vector<bool> replaced_ = std::vector<bool>(builtin::file_count);  // shipped files an operator's replaced
     // Shipped entries parsed so far (one process classifies on one thread).
     mutable std::deque<CommandEntry> parsed_;
