@@ -49,6 +49,15 @@ void Analyzer::subcommand_tool(Call& c, const CommandEntry& e) {
     for (sv cls : e.otherwise) add(c.f, cls, "'" + what + "' is not known to only read");
 }
 
+// After a reader's special cases (cargo fmt, go mod, conda env): the
+// subcommand list of the tool's data entry (packages.json), as for a tool
+// with no reader. No list (an operator's entry without one): run_code.
+void Analyzer::listed_subcommands(Call& c) {
+    const CommandEntry* e = known_.find(c.name());
+    if (e && e->has_subcommands) return subcommand_tool(c, *e);
+    add(c.f, kRun, "'" + std::string(c.name()) + "' has no subcommand list in the command data");
+}
+
 void Analyzer::npm(Call& c) {
     std::size_t from = c.args_from();
     auto p = positionals(c.a, from, "Cw", {"--prefix", "--workspace", "--registry", "--loglevel", "--cache",
@@ -169,11 +178,6 @@ void Analyzer::uv(Call& c) {
     add(c.f, kRun, "'uv " + s + "' is not known to only read");
 }
 
-void Analyzer::simple_pm(Call& c, std::initializer_list<sv> install, std::initializer_list<sv> remove, std::initializer_list<sv> publish, std::initializer_list<sv> run, std::initializer_list<sv> read, std::initializer_list<sv> net_write, bool bare_installs, sv sopts, std::initializer_list<sv> lopts) {
-    package_manager(c, c.args_from(), {install, remove, publish, run, read, net_write, bare_installs, true}, sopts,
-                    lopts);
-}
-
 void Analyzer::p_conda(Call& c) {
     auto p = positionals(c.a, c.args_from(), "npc", {"--name", "--prefix", "--channel"});
     if (p.size() > 1 && c.a[p[0]].text == "env") {
@@ -182,9 +186,7 @@ void Analyzer::p_conda(Call& c) {
         if (s == "list" || s == "export") return;
         return add(c.f, kWrite, std::string(c.name()) + " env " + s);
     }
-    simple_pm(c, {"install", "create", "update", "upgrade"}, {"remove", "uninstall", "clean", "init", "config"}, {},
-              {"run", "activate"}, {"list", "info", "search", "--version", "doctor", "compare"}, {}, false, "npc",
-              {"--name", "--prefix", "--channel"});
+    listed_subcommands(c);
 }
 
 void Analyzer::p_dpkg(Call& c) {
@@ -264,14 +266,7 @@ void Analyzer::p_cargo(Call& c) {
         rest_args.insert(rest_args.end(), c.a.begin() + static_cast<std::ptrdiff_t>(p[0] + 1), c.a.end());
         return command(rest_args, 0, c.f, c.ctx, c.depth);
     }
-    simple_pm(c, {"install", "add", "binstall", "uninstall"}, {"remove", "rm", "new", "init", "clean", "package"},
-              {"publish", "yank", "owner", "login", "logout"},
-              {"build", "b", "run", "r", "test", "t", "bench", "check", "c", "clippy", "doc", "d", "fix", "rustc",
-               "rustdoc", "miri", "nextest", "watch", "expand", "llvm-cov", "tarpaulin", "xtask"},
-              {"tree", "metadata", "search", "locate-project", "version", "pkgid", "verify-project", "--version",
-               "-V", "help", "--list", "read-manifest", "info", "report"},
-              {"fetch", "update", "generate-lockfile", "vendor"}, false, "pjZ",
-              {"--manifest-path", "--package", "--jobs", "--target", "--features", "--config", "--color"});
+    listed_subcommands(c);
 }
 
 void Analyzer::p_go(Call& c) {
@@ -287,9 +282,7 @@ void Analyzer::p_go(Call& c) {
     }
     if (!p.empty() && c.a[p[0]].text == "env" && has_flag(c.a, c.args_from(), c.a.size(), 'w', {}))
         return add(c.f, kWrite, "go env -w");
-    simple_pm(c, {"install", "get"}, {"clean", "fmt", "fix", "work", "mod"}, {},
-              {"build", "run", "test", "generate", "vet", "tool", "bug"},
-              {"version", "env", "list", "doc", "help", "telemetry"}, {}, false, "C", {});
+    listed_subcommands(c);
 }
 
 void Analyzer::p_dotnet(Call& c) {

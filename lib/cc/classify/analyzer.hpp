@@ -276,7 +276,6 @@ private:
     void bun(Call& c);
     void pip(Call& c, std::size_t from);
     void uv(Call& c);
-    void simple_pm(Call& c, std::initializer_list<sv> install, std::initializer_list<sv> remove, std::initializer_list<sv> publish, std::initializer_list<sv> run, std::initializer_list<sv> read, std::initializer_list<sv> net_write = {}, bool bare_installs = false, sv sopts = "", std::initializer_list<sv> lopts = {});
     // A data entry's "subcommands" (no reader): the first word after the options -> its classes.
     void subcommand_tool(Call& c, const CommandEntry& e);
     void p_conda(Call& c);
@@ -294,7 +293,8 @@ private:
     // --- interpreters and runners ----------------------------------------------
 
     void python(Call& c);
-    void p_pip(Call& c);   // "reader": "pip" (pip, pip3, pip3.12, ...)
+    void p_pip(Call& c);
+    void listed_subcommands(Call& c);  // the entry's "subcommands" (cargo, go, conda)   // "reader": "pip" (pip, pip3, pip3.12, ...)
     void f_mkfs(Call& c);  // "reader": "mkfs" (mkfs, mkfs.ext4, ...)
     void interpreter(Call& c);
     void docker(Call& c);
