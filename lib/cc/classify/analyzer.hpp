@@ -264,20 +264,13 @@ private:
 
     // --- packages --------------------------------------------------------------
 
-    struct PkgSpec {
-        std::initializer_list<sv> install, remove, publish, run, read, net_write;  // net_write: network + files
-        bool bare_installs = false;  // `yarn`, `bundle` alone install
-        bool unknown_runs = true;    // `yarn build` runs a script
-    };
-
-    void package_manager(Call& c, std::size_t from, const PkgSpec& spec, sv sopts = "", std::initializer_list<sv> lopts = {});
     void npm(Call& c);
     void yarn(Call& c);
     void bun(Call& c);
     void pip(Call& c, std::size_t from);
     void uv(Call& c);
     // A data entry's "subcommands" (no reader): the first word after the options -> its classes.
-    void subcommand_tool(Call& c, const CommandEntry& e);
+    void subcommand_tool(Call& c, const CommandEntry& e, std::size_t from = sv::npos);
     void p_conda(Call& c);
     void p_dpkg(Call& c);
     void p_rpm(Call& c);
@@ -293,8 +286,10 @@ private:
     // --- interpreters and runners ----------------------------------------------
 
     void python(Call& c);
-    void p_pip(Call& c);
-    void listed_subcommands(Call& c);  // the entry's "subcommands" (cargo, go, conda)   // "reader": "pip" (pip, pip3, pip3.12, ...)
+    void p_pip(Call& c);   // "reader": "pip" (pip, pip3, pip3.12, ...)
+    // After a reader's special cases: the subcommand list of the command's
+    // entry (by name, else prefix, else `family`'s), from `from` on.
+    void listed_subcommands(Call& c, std::size_t from = sv::npos, sv family = {});
     void f_mkfs(Call& c);  // "reader": "mkfs" (mkfs, mkfs.ext4, ...)
     void interpreter(Call& c);
     void docker(Call& c);
