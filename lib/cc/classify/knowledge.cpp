@@ -352,12 +352,12 @@ void read_entry(Reader& r, const Path& at, CommandEntry& e, std::vector<std::pai
         r.fail(at, "needs exactly one of \"readOnly\": true, \"classes\", \"reader\" or \"subcommands\"");
     // The readers that handle their tool's special cases, then its list.
     const bool list_reader = reader == "git" || reader == "cargo" || reader == "go" || reader == "conda" ||
-                             reader == "npm" || reader == "yarn" || reader == "bun" || reader == "pip";
+                             reader == "npm" || reader == "yarn" || reader == "bun" || reader == "pip" || reader == "gh";
     if (e.has_subcommands && has_reader && !list_reader)
         r.fail(Path{&at, "subcommands"}, "the reader '" + std::string(reader) + "' does not read a subcommand list");
     if ((has_bare || has_otherwise || has_values) && (!e.has_subcommands || (has_reader && reader == "git")))
         r.fail(at, "\"bare\", \"otherwise\" and \"valueOptions\" go with \"subcommands\" and no reader (or a reader "
-                   "that reads one: cargo, go, conda, npm, yarn, bun, pip)");
+                   "that reads one: cargo, go, conda, npm, yarn, bun, pip, gh)");
     e.name = names[first_name].first;
 }
 
