@@ -99,8 +99,9 @@ TEST_CASE("seatbelt launch: a ready line without loopback TCP ports is refused",
         CHECK(w.http.empty());
         return s.error().one_line();
     };
-    const std::string tail = "' is not a loopback TCP listener 127.0.0.1:PORT; under Seatbelt the sandbox reaches "
-                             "the proxies on loopback only";
+    const std::string tail =
+        "' is not a loopback TCP listener 127.0.0.1:PORT; under Seatbelt the sandbox reaches "
+        "the proxies on loopback only";
     CHECK(refuse(json{{"event", "connection"}}) == "egress.json: not a cc-egress ready object");
     CHECK(refuse(json{{"event", "ready"}, {"fdInbox", "/x/inbox.sock"}}) == "egress.json.http: '" + tail);
     CHECK(refuse(json{{"event", "ready"}, {"http", "0.0.0.0:3128"}, {"socks", "127.0.0.1:1080"}}) ==
@@ -177,7 +178,8 @@ TEST_CASE("seatbelt launch: sandbox-exec refusing to stack a profile is a setup 
     auto other = stand_in(dir, "other", "echo 'sandbox-exec: something else' >&2\necho more >&2\nexit 1\n");
     auto o = seatbelt_preflight(other);
     REQUIRE_FALSE(o);
-    CHECK(o.error().one_line() == other + ": cannot apply even a trivial profile here (it exited 1): sandbox-exec: something else");
+    CHECK(o.error().one_line() ==
+          other + ": cannot apply even a trivial profile here (it exited 1): sandbox-exec: something else");
     auto killed = stand_in(dir, "killed", "kill -9 $$\n");
     auto k = seatbelt_preflight(killed);
     REQUIRE_FALSE(k);
