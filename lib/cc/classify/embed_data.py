@@ -5,7 +5,7 @@ embed_data.py OUT.cpp FILE.json...
 
 Writes OUT.cpp: each file's text as a raw string literal, where each entry of
 its "commands" array starts and ends in that text, and every command name
-sorted, so that cc-classify reads no file at start and parses only the
+sorted and in a hash table, so that cc-classify reads no file at start and parses only the
 entries a command line names. A file that is not JSON, an entry without
 names, or a name listed twice (in one file or across files) fails the build
 naming the file; every other check is the loader's own (Knowledge::add),
@@ -160,7 +160,25 @@ def main():
     o += ["};", f"const std::size_t entry_count = {len(entries)};", "", "const Name names[] = {"]
     for n, entry in names:
         o.append(f"    {{{lit(n)}sv, {entry}}},")
-    o += ["};", f"const std::size_t name_count = {len(names)};", "", "const Name prefixes[] = {"]
+    # The names' open-addressing table, as NameTable lays one out at run time
+    # (FNV-1a, linear probing, a power of two at least twice the names): a
+    # look-up is a hash and a probe or two, with nothing built at start.
+    size = 16
+    while size < 2 * len(names):
+        size *= 2
+    slots = [0] * size
+    for k, (n, _) in enumerate(names):
+        h = 1469598103934665603
+        for c in n.encode("utf-8"):
+            h = ((h ^ c) * 1099511628211) % (1 << 64)
+        i = h & (size - 1)
+        while slots[i]:
+            i = (i + 1) & (size - 1)
+        slots[i] = k + 1
+    o += ["};", f"const std::size_t name_count = {len(names)};", "", "const std::uint32_t name_slots[] = {"]
+    for i in range(0, size, 16):
+        o.append("    " + " ".join(f"{v}," for v in slots[i:i + 16]))
+    o += ["};", f"const std::size_t name_slot_count = {size};", "", "const Name prefixes[] = {"]
     for p, entry, _ in prefixes:
         o.append(f"    {{{lit(p)}sv, {entry}}},")
     if not prefixes:

@@ -423,12 +423,14 @@ const Names* CommandEntry::subcommand(sv s) const {
 }
 
 const builtin::Entry* Knowledge::builtin_entry(sv name) const {
-    const builtin::Name* end = builtin::names + builtin::name_count;
-    auto it = std::lower_bound(builtin::names, end, name,
-                               [](const builtin::Name& n, sv want) { return n.name < want; });
-    if (it == end || it->name != name) return nullptr;
-    const builtin::Entry& e = builtin::entries[it->entry];
-    return replaced_[e.file] ? nullptr : &e;
+    std::size_t mask = builtin::name_slot_count - 1;
+    for (std::size_t i = hash(name) & mask; builtin::name_slots[i]; i = (i + 1) & mask) {
+        const builtin::Name& n = builtin::names[builtin::name_slots[i] - 1];
+        if (n.name != name) continue;
+        const builtin::Entry& e = builtin::entries[n.entry];
+        return replaced_[e.file] ? nullptr : &e;
+    }
+    return nullptr;
 }
 
 const CommandEntry* Knowledge::parsed_builtin(std::uint32_t id) const {
@@ -476,8 +478,13 @@ Status Knowledge::check_builtin() {
     for (std::size_t i = 0; i < builtin::file_count; ++i)
         if (auto s = k.add(std::string(builtin::files[i].text), "builtin/" + std::string(builtin::files[i].name)); !s)
             return s;
-    // and every entry as start-up parses it, alone
+    // and every entry as start-up parses it, alone, found by each of its
+    // names through the generated hash table
     Knowledge lazy;
+    for (std::size_t i = 0; i < builtin::name_count; ++i)
+        if (lazy.builtin_entry(builtin::names[i].name) != &builtin::entries[builtin::names[i].entry])
+            return input_error("built-in command data", "the name table does not find '" +
+                                                            std::string(builtin::names[i].name) + "'");
     for (std::uint32_t id = 0; id < builtin::entry_count; ++id) {
         try {
             lazy.parsed_builtin(id);

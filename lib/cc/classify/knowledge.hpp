@@ -104,6 +104,8 @@ extern const Entry entries[];
 extern const std::size_t entry_count;
 extern const Name names[];  // sorted by name (bytes)
 extern const std::size_t name_count;
+extern const std::uint32_t name_slots[];  // open addressing over names (FNV-1a): 0 empty, else 1 + index
+extern const std::size_t name_slot_count;  // a power of two
 extern const Name prefixes[];  // "prefixes" of the entries
 extern const std::size_t prefix_count;
 }  // namespace builtin
