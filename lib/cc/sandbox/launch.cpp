@@ -184,6 +184,10 @@ int wrap(const WrapRequest& rq) {
     }
     if (rt.path.empty()) return fail(plan ? unavailable_error("runtime directory", "no free name") : plan.error());
     for (const auto& n : plan->notes) log("note: " + n);
+    // macOS refuses to stack a second profile (cc-wrap run inside another
+    // sandbox): found out before anything else starts, and said as such.
+    if (!plan->seatbelt.empty())
+        if (auto s = seatbelt_preflight(plan->argv.at(0)); !s) return setup_failure(*plan, rq, s.error());
 
     // 5. Execute the plan: the runtime directory's contents, the session's
     // own cc-egress, the masks, then the sandbox.
@@ -223,9 +227,6 @@ int wrap(const WrapRequest& rq) {
     SeatbeltTap tap;
     bool tapped = false;
     if (!plan->seatbelt.empty()) {
-        // macOS refuses to stack a second profile (cc-wrap run inside
-        // another sandbox): found out before the command, said as such.
-        if (auto s = seatbelt_preflight(plan->argv.at(0)); !s) return setup_failure(*plan, rq, s.error());
         if (auto s = seatbelt_prepare(*plan); !s) return fail(s.error());
         auto t = start_seatbelt_tap(seatbelt_tag(plan->spec.sessionId, plan->runtimeDir));
         if (t) {
