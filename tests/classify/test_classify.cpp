@@ -6,6 +6,7 @@
 #include "cc/classify/classify.hpp"
 #include "cc/classify/cli.hpp"
 #include "cc/classify/expansions.hpp"
+#include "cc/classify/knowledge.hpp"
 #include "cc/policy/policy.hpp"
 
 using cc::policy::Decision;
@@ -368,4 +369,20 @@ TEST_CASE("append_json writes exactly what dumping to_json writes") {
             ++compared;
         }
     CHECK(compared == static_cast<int>(lines.size()) * 4);
+}
+
+// The shipped command data is compiled in and parsed an entry at a time on
+// first use; the self-test puts every shipped file through the strict loader
+// whole, and every entry alone as start-up parses it.
+TEST_CASE("command data: every shipped file passes the strict loader") {
+    auto s = cc::classify::Knowledge::check_builtin();
+    INFO((s ? std::string() : s.error().one_line()));
+    CHECK(s);
+    auto k = cc::classify::Knowledge::load(cc::test::scratch_dir() + "/no-such-dir");
+    REQUIRE(k);
+    const auto* git = k->find("git");
+    REQUIRE(git);
+    CHECK(git->file == "git.json");
+    CHECK(k->find("git") == git);  // parsed once
+    CHECK(k->find("no-such-command") == nullptr);
 }

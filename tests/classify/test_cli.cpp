@@ -349,8 +349,9 @@ TEST_CASE("--explain names the rule or default that decided each sub-command") {
     CHECK(bad.err == "cc-classify: --explain: only with a command line\n");
 }
 
-// The command data (share/cc/classify/*.json) is read at start: an operator
-// adds a tool with a file, and a bad file is exit 2 naming the file and field.
+// The shipped command data is compiled in; the data directory's classify/*.json
+// are the operator's, read at start: a file adds tools (or replaces the shipped
+// file of its name), and a bad file is exit 2 naming the file and field.
 TEST_CASE("command data: a tool added without a rebuild; a bad file is exit 2, one line") {
     std::string share = cc::test::source_dir() + "/share/cc";
     std::string data = cc::test::scratch_dir() + "/data";
@@ -366,7 +367,8 @@ TEST_CASE("command data: a tool added without a rebuild; a bad file is exit 2, o
     std::ofstream(data + "/classify/local.json")
         << R"({"version":1,"commands":[{"names":["mytool"],"subcommands":[{"names":["status","log"],"classes":[]},)"
            R"({"names":["sync"],"classes":["network_access","write_files"]}],"valueOptions":{"short":"C"}},)"
-           R"({"names":["peek"],"readOnly":true},{"names":["beam"],"classes":["network_write"]}]})";
+           R"({"names":["peek"],"readOnly":true},{"names":["beam"],"classes":["network_write"]},)"
+           R"({"names":["zap"],"prefixes":["zap-"],"classes":["network_write"]}]})";
     auto status = with({bin("cc-classify"), "--mode", "plan", "mytool -C dir status"});
     CHECK(status.status == 0);
     auto sync = json::parse(with({bin("cc-classify"), "mytool sync"}).out);
@@ -375,6 +377,11 @@ TEST_CASE("command data: a tool added without a rebuild; a bad file is exit 2, o
     CHECK(with({bin("cc-classify"), "--mode", "plan", "sudo peek x"}).status == 11);  // a wrapper still counts
     CHECK(with({bin("cc-classify"), "--mode", "plan", "peek x | grep y"}).status == 0);
     CHECK(json::parse(with({bin("cc-classify"), "beam x"}).out)["classes"] == json::array({"network_write"}));
+    // A name prefix of an operator's entry, and the shipped ones (python*, pip*, mkfs*) as before.
+    CHECK(json::parse(with({bin("cc-classify"), "zap-now x"}).out)["classes"] == json::array({"network_write"}));
+    CHECK(json::parse(with({bin("cc-classify"), "pip3.12 install x"}).out)["classes"] == json::array({"install_package"}));
+    CHECK(json::parse(with({bin("cc-classify"), "mkfs.ext4 /dev/sdb1"}).out)["classes"] == json::array({"destroy_system"}));
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "python3.12 --version"}).status == 0);
     auto explained = with({bin("cc-classify"), "--explain", "--", "mytool sync"});
     CHECK_THAT(explained.out, Catch::Contains("       data local.json (mytool)\n"));
 
@@ -388,6 +395,11 @@ TEST_CASE("command data: a tool added without a rebuild; a bad file is exit 2, o
         {R"({"version":1,"commands":[{"names":["x"],"readOnly":true,"classes":["run_code"]}]})", "commands[0]: needs exactly one of"},
         {R"({"version":2,"commands":[]})", "version: must be 1"},
         {R"({"version":1,"commands":[{"names":["/bin/x"],"readOnly":true}]})", "has a '/'"},
+        {R"({"version":1,"commands":[{"names":["x"],"prefixes":["py"],"readOnly":true}]})",
+         "commands[0].prefixes: 'py' overlaps the prefix 'python' of runtimes.json (prefixes never overlap)"},
+        {R"({"version":1,"commands":[{"names":["x"],"prefixes":["xa","x"],"readOnly":true}]})",
+         "commands[0].prefixes: 'x' overlaps the prefix 'xa' of local.json (prefixes never overlap)"},
+        {R"({"version":1,"commands":[{"names":["x"],"prefixes":[""],"readOnly":true}]})", "commands[0].prefixes[0]: must not be empty"},
         {R"({"version":1,"commands":[{"names":["x"],"subcommands":[{"names":["a"]}]}]})", "commands[0].subcommands[0].classes: is required"},
         {R"({"version":1,"commands":[{"names":["x"],"reader":"sudo","bare":["run_code"]}]})", "\"bare\", \"otherwise\" and \"valueOptions\" go with"},
         {R"({"version":1,"commands":[{"names":["x"],"readOnly":true}],)", "local.json"},
@@ -407,10 +419,26 @@ TEST_CASE("command data: a tool added without a rebuild; a bad file is exit 2, o
         }
     }
     REQUIRE(std::remove((data + "/classify/local.json").c_str()) == 0);
-    REQUIRE(std::system(("rm -rf '" + data + "/classify'/*.json").c_str()) == 0);
-    auto empty = with({bin("cc-classify"), "ls"});
-    CHECK(empty.status == 2);
-    CHECK(empty.err == "cc-classify: command data directory '" + data + "/classify': holds no *.json file\n");
+
+    // A file named like a shipped one replaces it whole: here git.json knows
+    // only `git`, read-only, so a push reads in plan mode; the other shipped
+    // files still count (gh stays known), and their names stay theirs.
+    std::ofstream(data + "/classify/git.json") << R"({"version":1,"commands":[{"names":["git"],"readOnly":true}]})";
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "git push origin main"}).status == 0);
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "gh pr create"}).status == 11);  // no longer known: run_code
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "ls"}).status == 0);
+    CHECK_THAT(with({bin("cc-classify"), "--explain", "--", "git push"}).out, Catch::Contains("       data git.json (git)\n"));
+    std::ofstream(data + "/classify/git.json", std::ios::trunc)
+        << R"({"version":1,"commands":[{"names":["git","ls"],"readOnly":true}]})";
+    auto twice = with({bin("cc-classify"), "ls"});
+    CHECK(twice.status == 2);
+    CHECK(twice.err == "cc-classify: '" + data + "/classify/git.json': commands[0].names: 'ls' is already listed in "
+                       "readers.json (a name is listed once)\n");
+    REQUIRE(std::remove((data + "/classify/git.json").c_str()) == 0);
+    // No operator file (an empty or missing directory): the shipped data alone.
+    REQUIRE(std::system(("rm -rf '" + data + "/classify'").c_str()) == 0);
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "git status && ls"}).status == 0);
+    CHECK(with({bin("cc-classify"), "--mode", "plan", "git push"}).status == 11);
 }
 
 // The payloads as each CLI sends them (Claude Code and Codex: PreToolUse with

@@ -48,9 +48,13 @@ try:
         if not os.path.exists(os.path.join(base, opts["mandir"], rel)):
             fail(rel + " not installed")
     share = os.path.join(base, opts["datadir"], "cc")
-    for rel in ("policy/default.json", "schema/sandbox-spec.schema.json", "classify/git.json", "classify/readers.json"):
+    for rel in ("policy/default.json", "schema/sandbox-spec.schema.json"):
         if not os.path.exists(os.path.join(share, rel)):
             fail("share/cc/" + rel + " not installed")
+    # cc-classify's shipped command data is compiled in: installed as
+    # documentation only, never where it would be read as an operator's file.
+    if os.path.exists(os.path.join(share, "classify", "git.json")) or os.path.exists(os.path.join(share, "classify", "builtin")):
+        fail("share/cc/classify holds the shipped command data (it is compiled in; it belongs under doc/cc/classify)")
     for t in tools:
         if t == "cc-wrap-init":
             continue
@@ -59,13 +63,13 @@ try:
                 fail(f"{rel} not installed")
     doc = os.path.join(base, opts["datadir"], "doc", "cc")
     for rel in ("README.md", "examples/session.sh", "examples/policy.json", "examples/spec.json",
-                "examples/claude-settings.json", "examples/allowlist.txt"):
+                "examples/claude-settings.json", "examples/allowlist.txt", "classify/git.json", "classify/readers.json"):
         if not os.path.exists(os.path.join(doc, rel)):
             fail("doc/cc/" + rel + " not installed")
     if os.path.exists(os.path.join(share, "examples")):
         fail("share/cc/examples installed as data (it belongs under doc/cc)")
-    # cc-classify reads its command data from the installed share/cc: every
-    # family's file is there and loads (a git status only reads in plan mode).
+    # cc-classify installed knows git and ls with no data file of its own
+    # (a git status only reads in plan mode).
     if "cc-classify" in tools:
         r = subprocess.run([os.path.join(base, opts["bindir"], "cc-classify"), "--mode", "plan", "git status && ls"],
                            capture_output=True, text=True, env=dict(os.environ, CC_DATA_DIR=share))

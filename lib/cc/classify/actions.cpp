@@ -258,7 +258,9 @@ void Analyzer::command(const Args& a, std::size_t k, Finding& f, const Ctx& ctx,
         }
         return git_sub(c, k, std::string(name.substr(4)));
     }
+    // By name, else by a data entry's name prefix (python3.12, pip3, mkfs.ext4).
     const CommandEntry* e = known_.find(name);
+    if (!e) e = known_.find_prefix(name);
     if (e && resolve) f.data.push_back(std::string(e->file) + " (" + std::string(e->name) + ")");
     if (e && e->reader >= 0) return (this->*reader(e->reader))(c);
     if (e && e->has_subcommands) return subcommand_tool(c, *e);
@@ -272,14 +274,15 @@ void Analyzer::command(const Args& a, std::size_t k, Finding& f, const Ctx& ctx,
         for (sv cls : e->classes) add(f, cls, std::string(name) + " is " + std::string(cls));
         return;
     }
-    if (starts_with(name, "python")) return python(c);
-    if (starts_with(name, "pip")) return pip(c, k + 1);
-    if (starts_with(name, "mkfs")) return add(f, kDestroy, std::string(name) + " formats a filesystem");
     if (function) return;
     if (a[k].text.find('/') != std::string::npos)
         return add(f, kRun, "runs the program '" + a[k].text + "'");
     add(f, kRun, "'" + std::string(name) + "' is not a command known to only read");
 }
+
+void Analyzer::p_pip(Call& c) { pip(c, c.args_from()); }
+
+void Analyzer::f_mkfs(Call& c) { add(c.f, kDestroy, std::string(c.name()) + " formats a filesystem"); }
 
 void Analyzer::rest(Call& c, std::size_t from) { command(c.a, from, c.f, c.ctx, c.depth); }
 

@@ -326,51 +326,19 @@ void Analyzer::forge(Call& c) {
     add(c.f, kRun, "'" + what + "' is not a command known to cc-classify");
 }
 
+// gh: `gh GROUP SUB` is looked up as "GROUP SUB", then "GROUP *", in the
+// entry's subcommand list (git.json); `gh api` is read here (its method and
+// body decide). Not listed: run_code.
 void Analyzer::gh(Call& c) {
-    auto p = positionals(c.a, c.args_from(), "RqtXfFHpbBHLlswaAeSjcmT",
-                         {"--repo", "--hostname", "--jq", "--template", "--method", "--field", "--raw-field",
-                          "--header", "--input", "--title", "--body", "--body-file", "--base", "--head",
-                          "--label", "--assignee", "--reviewer", "--milestone", "--project", "--limit",
-                          "--state", "--author", "--search", "--json", "--web-url", "--template-file",
-                          "--preview", "--cache", "--subject", "--match-head-commit", "--author-email",
-                          "--add-label", "--remove-label", "--add-assignee", "--remove-assignee",
-                          "--add-reviewer", "--remove-reviewer", "--add-project", "--remove-project",
-                          "--notes", "--notes-file", "--target", "--repo-name", "--comment", "--reason"});
+    const CommandEntry* e = known_.find(c.name());
+    if (!e || !e->has_subcommands) e = known_.find("gh");
+    static const std::vector<std::string> none;
+    auto p = positionals(c.a, c.args_from(), e ? e->short_value_options : sv(), e ? e->long_value_options : none);
     if (p.empty()) return;
     std::string group = c.a[p[0]].text;
     std::string sub = p.size() > 1 ? c.a[p[1]].text : "";
     std::string what = "gh " + group + (sub.empty() ? "" : " " + sub);
-    auto in = [&](std::initializer_list<sv> l) { return std::find(l.begin(), l.end(), sv(sub)) != l.end(); };
-    auto note = [&](sv cls) { add(c.f, cls, what); };
-    if (group == "pr") {
-        if (sub == "create" || sub == "new") return note(kOpenPr);
-        if (in({"merge", "review", "comment", "close", "reopen", "edit", "ready", "lock", "unlock", "update-branch"}))
-            return note(kReview);
-        if (sub == "checkout" || sub == "co") return note(kWrite);
-        if (in({"view", "list", "diff", "checks", "status"})) return;
-    } else if (group == "issue") {
-        if (in({"create", "new", "edit", "comment", "close", "reopen", "delete", "transfer", "lock", "unlock", "pin",
-                "unpin", "develop"}))
-            return note(kTracker);
-        if (in({"view", "list", "status"})) return;
-    } else if (group == "repo") {
-        if (in({"view", "list"})) return;
-        if (sub == "clone") {
-            note(kNet);
-            return note(kWrite);
-        }
-        if (sub == "set-default") return note(kWrite);
-        if (in({"create", "new", "delete", "edit", "rename", "archive", "unarchive", "fork", "sync", "deploy-key"}))
-            return note(kTracker);
-    } else if (group == "release") {
-        if (in({"view", "list"})) return;
-        if (sub == "download") return note(kWrite);
-        if (in({"create", "upload", "edit", "delete", "delete-asset"})) return note(kPublish);
-    } else if (group == "run" || group == "workflow" || group == "cache") {
-        if (in({"view", "list", "watch"})) return;
-        if (sub == "download") return note(kWrite);
-        return note(kTracker);
-    } else if (group == "api") {
+    if (group == "api") {
         std::string m = opt_value(c.a, c.args_from(), 'X', {"--method"}).value_or("");
         std::transform(m.begin(), m.end(), m.begin(), [](unsigned char ch) { return std::toupper(ch); });
         bool fields = has_flag(c.a, c.args_from(), c.a.size(), 'f', {"--field", "--raw-field", "--input"}) ||
@@ -388,24 +356,12 @@ void Analyzer::gh(Call& c) {
         if ((!m.empty() && m != "GET" && m != "HEAD") || (m.empty() && fields))
             return add(c.f, kTracker, "gh api " + (m.empty() ? std::string("POST") : m) + " writes to the forge");
         return;
-    } else if (group == "search" || group == "status" || group == "browse" || group == "help" ||
-               group == "version" || group == "--version" || group == "completion") {
+    }
+    const Names* listed = e ? e->subcommand(group + " " + sub) : nullptr;
+    if (!listed && e) listed = e->subcommand(group + " *");
+    if (listed) {
+        for (sv cls : *listed) add(c.f, cls, what);
         return;
-    } else if (group == "auth") {
-        if (in({"status", "token"})) return;
-        return note(kWrite);
-    } else if (group == "config" || group == "alias") {
-        if (in({"get", "list"})) return;
-        return note(kWrite);
-    } else if (group == "extension" || group == "ext") {
-        if (in({"list", "ls", "browse", "search"})) return;
-        if (in({"install", "upgrade"})) return note(kInstall);
-        return note(kWrite);
-    } else if (group == "gist" || group == "label" || group == "secret" || group == "variable" ||
-               group == "ruleset" || group == "project" || group == "codespace" || group == "org") {
-        if (in({"view", "list", "ls", "check"})) return;
-        if (group == "gist" && sub == "clone") return note(kWrite);
-        return note(kTracker);
     }
     add(c.f, kRun, "'" + what + "' is not a gh command known to cc-classify");
 }

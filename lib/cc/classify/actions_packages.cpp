@@ -3,35 +3,11 @@
 
 namespace cc::classify::detail {
 
-void Analyzer::package_manager(Call& c, std::size_t from, const PkgSpec& spec, sv sopts, std::initializer_list<sv> lopts) {
-    auto p = positionals(c.a, from, sopts, lopts);
-    std::string tool(c.name());
-    if (p.empty()) {
-        if (spec.bare_installs && !has_flag(c.a, from, c.a.size(), 'v', {"--version", "--help"}) &&
-            !has_flag(c.a, from, c.a.size(), 'h', {}))
-            add(c.f, kInstall, tool + " installs dependencies");
-        return;
-    }
-    std::string sub = c.a[p[0]].text;
-    auto in = [&](std::initializer_list<sv> l) { return std::find(l.begin(), l.end(), sv(sub)) != l.end(); };
-    std::string what = tool + " " + sub;
-    if (in(spec.install)) return add(c.f, kInstall, what);
-    if (in(spec.publish)) return add(c.f, kPublish, what);
-    if (in(spec.remove)) return add(c.f, kWrite, what);
-    if (in(spec.run)) return add(c.f, kRun, what);
-    if (in(spec.net_write)) {
-        add(c.f, kNet, what);
-        return add(c.f, kWrite, what);
-    }
-    if (in(spec.read)) return;
-    add(c.f, kRun, "'" + what + "' is not known to only read");
-}
-
 // A data entry with "subcommands" and no reader (apt, brew, pnpm, ...): the
 // first word after the options names the classes; none given is "bare",
 // one not listed is "otherwise" (run_code unless the file says).
-void Analyzer::subcommand_tool(Call& c, const CommandEntry& e) {
-    std::size_t from = c.args_from();
+void Analyzer::subcommand_tool(Call& c, const CommandEntry& e, std::size_t from) {
+    if (from == sv::npos) from = c.args_from();
     auto p = positionals(c.a, from, e.short_value_options, e.long_value_options);
     std::string tool(c.name());
     if (p.empty()) {
@@ -47,6 +23,17 @@ void Analyzer::subcommand_tool(Call& c, const CommandEntry& e) {
     }
     if (!e.has_otherwise) return add(c.f, kRun, "'" + what + "' is not known to only read");
     for (sv cls : e.otherwise) add(c.f, cls, "'" + what + "' is not known to only read");
+}
+
+// After a reader's special cases (cargo fmt, go mod, conda env, npm audit): the
+// subcommand list of the tool's data entry (packages.json), as for a tool
+// with no reader. No list (an operator's entry without one): run_code.
+void Analyzer::listed_subcommands(Call& c, std::size_t from, sv family) {
+    const CommandEntry* e = known_.find(c.name());
+    if (!e || !e->has_subcommands) e = known_.find_prefix(c.name());
+    if ((!e || !e->has_subcommands) && !family.empty()) e = known_.find(family);
+    if (e && e->has_subcommands) return subcommand_tool(c, *e, from);
+    add(c.f, kRun, "'" + std::string(c.name()) + "' has no subcommand list in the command data");
 }
 
 void Analyzer::npm(Call& c) {
@@ -66,42 +53,13 @@ void Analyzer::npm(Call& c) {
         return add(c.f, kPublish, "npm dist-tag");
     }
     if (!p.empty() && c.a[p[0]].text == "version" && p.size() > 1) return add(c.f, kWrite, "npm version bumps the version");
-    package_manager(c, from,
-                    {{"install", "i", "in", "ins", "inst", "insta", "instal", "isnt", "isnta", "isntal", "isntall",
-                      "add", "ci", "clean-install", "install-clean", "ic", "install-ci-test", "cit",
-                      "install-test", "it", "update", "up", "upgrade", "udpate", "link", "ln", "rebuild", "rb",
-                      "dedupe", "ddp"},
-                     {"uninstall", "un", "unlink", "remove", "rm", "r", "prune", "pack", "init", "innit",
-                      "create", "pkg", "cache"},
-                     {"publish", "unpublish", "deprecate", "owner", "access", "star", "unstar"},
-                     {"run", "run-script", "rum", "urn", "test", "t", "tst", "start", "stop", "restart", "exec",
-                      "x", "explore", "edit"},
-                     {"view", "v", "info", "show", "ls", "list", "ll", "la", "outdated", "search", "s", "se",
-                      "find", "help", "root", "prefix", "bin", "whoami", "get", "explain", "why", "fund",
-                      "doctor", "version", "docs", "home", "repo", "bugs", "query", "sbom", "help-search",
-                      "completion", "diff", "team", "org", "hook"},
-                     {},
-                     false,
-                     true},
-                    "Cw", {"--prefix", "--workspace", "--registry", "--loglevel", "--cache", "--userconfig",
-                           "--tag", "--otp", "--access", "--omit", "--include"});
+    listed_subcommands(c);
 }
 
 void Analyzer::yarn(Call& c) {
     auto p = positionals(c.a, c.args_from(), "", {"--cwd", "--modules-folder"});
     if (p.size() > 1 && c.a[p[0]].text == "npm" && c.a[p[1]].text == "publish") return add(c.f, kPublish, "yarn npm publish");
-    package_manager(c, c.args_from(),
-                    {{"add", "install", "upgrade", "up", "upgrade-interactive", "link", "import", "dedupe",
-                      "global"},
-                     {"remove", "unlink", "init", "pack", "autoclean", "cache"},
-                     {"publish", "owner", "tag"},
-                     {"run", "exec", "dlx", "create", "test", "start", "node", "build"},
-                     {"info", "list", "why", "outdated", "licenses", "config", "help", "--version", "-v", "bin",
-                      "check", "audit", "workspaces"},
-                     {},
-                     true,
-                     true},
-                    "", {"--cwd", "--modules-folder"});
+    listed_subcommands(c);
 }
 
 void Analyzer::bun(Call& c) {
@@ -113,32 +71,11 @@ void Analyzer::bun(Call& c) {
             if (p.size() > 1 && (c.a[p[1]].text == "ls" || c.a[p[1]].text == "hash" || c.a[p[1]].text == "bin")) return;
         }
     }
-    package_manager(c, c.args_from(),
-                    {{"add", "a", "install", "i", "update", "link"},
-                     {"remove", "rm", "unlink", "init"},
-                     {"publish"},
-                     {"run", "x", "test", "create", "build", "exec", "repl"},
-                     {"--version", "-v", "--help", "outdated", "pm", "info", "why"},
-                     {},
-                     false,
-                     true},
-                    "", {"--cwd"});
+    listed_subcommands(c);
 }
 
-void Analyzer::pip(Call& c, std::size_t from) {
-    package_manager(c, from,
-                    {{"install", "download", "wheel"},
-                     {"uninstall", "cache"},
-                     {},
-                     {},
-                     {"list", "show", "freeze", "check", "search", "index", "inspect", "debug", "config", "hash",
-                      "help", "--version", "-V"},
-                     {},
-                     false,
-                     true},
-                    "rcet", {"--requirement", "--constraint", "--target", "--prefix", "--root", "--index-url",
-                             "--extra-index-url", "--python", "--log"});
-}
+// pip, also as `python -m pip` (from: the word after "pip").
+void Analyzer::pip(Call& c, std::size_t from) { listed_subcommands(c, from, "pip"); }
 
 void Analyzer::uv(Call& c) {
     auto p = positionals(c.a, c.args_from(), "p", {"--python", "--directory", "--project", "--index-url"});
@@ -169,11 +106,6 @@ void Analyzer::uv(Call& c) {
     add(c.f, kRun, "'uv " + s + "' is not known to only read");
 }
 
-void Analyzer::simple_pm(Call& c, std::initializer_list<sv> install, std::initializer_list<sv> remove, std::initializer_list<sv> publish, std::initializer_list<sv> run, std::initializer_list<sv> read, std::initializer_list<sv> net_write, bool bare_installs, sv sopts, std::initializer_list<sv> lopts) {
-    package_manager(c, c.args_from(), {install, remove, publish, run, read, net_write, bare_installs, true}, sopts,
-                    lopts);
-}
-
 void Analyzer::p_conda(Call& c) {
     auto p = positionals(c.a, c.args_from(), "npc", {"--name", "--prefix", "--channel"});
     if (p.size() > 1 && c.a[p[0]].text == "env") {
@@ -182,9 +114,7 @@ void Analyzer::p_conda(Call& c) {
         if (s == "list" || s == "export") return;
         return add(c.f, kWrite, std::string(c.name()) + " env " + s);
     }
-    simple_pm(c, {"install", "create", "update", "upgrade"}, {"remove", "uninstall", "clean", "init", "config"}, {},
-              {"run", "activate"}, {"list", "info", "search", "--version", "doctor", "compare"}, {}, false, "npc",
-              {"--name", "--prefix", "--channel"});
+    listed_subcommands(c);
 }
 
 void Analyzer::p_dpkg(Call& c) {
@@ -264,14 +194,7 @@ void Analyzer::p_cargo(Call& c) {
         rest_args.insert(rest_args.end(), c.a.begin() + static_cast<std::ptrdiff_t>(p[0] + 1), c.a.end());
         return command(rest_args, 0, c.f, c.ctx, c.depth);
     }
-    simple_pm(c, {"install", "add", "binstall", "uninstall"}, {"remove", "rm", "new", "init", "clean", "package"},
-              {"publish", "yank", "owner", "login", "logout"},
-              {"build", "b", "run", "r", "test", "t", "bench", "check", "c", "clippy", "doc", "d", "fix", "rustc",
-               "rustdoc", "miri", "nextest", "watch", "expand", "llvm-cov", "tarpaulin", "xtask"},
-              {"tree", "metadata", "search", "locate-project", "version", "pkgid", "verify-project", "--version",
-               "-V", "help", "--list", "read-manifest", "info", "report"},
-              {"fetch", "update", "generate-lockfile", "vendor"}, false, "pjZ",
-              {"--manifest-path", "--package", "--jobs", "--target", "--features", "--config", "--color"});
+    listed_subcommands(c);
 }
 
 void Analyzer::p_go(Call& c) {
@@ -287,9 +210,7 @@ void Analyzer::p_go(Call& c) {
     }
     if (!p.empty() && c.a[p[0]].text == "env" && has_flag(c.a, c.args_from(), c.a.size(), 'w', {}))
         return add(c.f, kWrite, "go env -w");
-    simple_pm(c, {"install", "get"}, {"clean", "fmt", "fix", "work", "mod"}, {},
-              {"build", "run", "test", "generate", "vet", "tool", "bug"},
-              {"version", "env", "list", "doc", "help", "telemetry"}, {}, false, "C", {});
+    listed_subcommands(c);
 }
 
 void Analyzer::p_dotnet(Call& c) {

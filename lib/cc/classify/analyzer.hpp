@@ -264,21 +264,13 @@ private:
 
     // --- packages --------------------------------------------------------------
 
-    struct PkgSpec {
-        std::initializer_list<sv> install, remove, publish, run, read, net_write;  // net_write: network + files
-        bool bare_installs = false;  // `yarn`, `bundle` alone install
-        bool unknown_runs = true;    // `yarn build` runs a script
-    };
-
-    void package_manager(Call& c, std::size_t from, const PkgSpec& spec, sv sopts = "", std::initializer_list<sv> lopts = {});
     void npm(Call& c);
     void yarn(Call& c);
     void bun(Call& c);
     void pip(Call& c, std::size_t from);
     void uv(Call& c);
-    void simple_pm(Call& c, std::initializer_list<sv> install, std::initializer_list<sv> remove, std::initializer_list<sv> publish, std::initializer_list<sv> run, std::initializer_list<sv> read, std::initializer_list<sv> net_write = {}, bool bare_installs = false, sv sopts = "", std::initializer_list<sv> lopts = {});
     // A data entry's "subcommands" (no reader): the first word after the options -> its classes.
-    void subcommand_tool(Call& c, const CommandEntry& e);
+    void subcommand_tool(Call& c, const CommandEntry& e, std::size_t from = sv::npos);
     void p_conda(Call& c);
     void p_dpkg(Call& c);
     void p_rpm(Call& c);
@@ -294,6 +286,11 @@ private:
     // --- interpreters and runners ----------------------------------------------
 
     void python(Call& c);
+    void p_pip(Call& c);   // "reader": "pip" (pip, pip3, pip3.12, ...)
+    // After a reader's special cases: the subcommand list of the command's
+    // entry (by name, else prefix, else `family`'s), from `from` on.
+    void listed_subcommands(Call& c, std::size_t from = sv::npos, sv family = {});
+    void f_mkfs(Call& c);  // "reader": "mkfs" (mkfs, mkfs.ext4, ...)
     void interpreter(Call& c);
     void docker(Call& c);
     void kubectl(Call& c);

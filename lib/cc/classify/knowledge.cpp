@@ -305,6 +305,62 @@ void value_options(Reader& r, const Path& at, CommandEntry& e) {
     });
 }
 
+// One entry of "commands" at `at`: fills e (but its file, path and index)
+// and appends its names, pointing at `self`, to `names`.
+void read_entry(Reader& r, const Path& at, CommandEntry& e, std::vector<std::pair<sv, std::uint32_t>>& names,
+                std::uint32_t self, std::vector<std::pair<sv, std::uint32_t>>* prefixes = nullptr) {
+    std::size_t first_name = names.size();
+    Names otherwise;
+    sv reader;
+    bool has_reader = false, has_classes = false, has_bare = false, has_otherwise = false,
+         has_values = false;
+    r.object(at, [&](sv k, const Path& q) {
+        if (k == "names") {
+            r.array(q, [&](const Path& x) {
+                sv n = r.string(x);
+                if (n.empty()) r.fail(x, "must not be empty");
+                if (n.find('/') != sv::npos)
+                    r.fail(x, "'" + std::string(n) + "' has a '/' (commands are named without their directory)");
+                names.emplace_back(n, self);
+            });
+        }
+        else if (k == "prefixes") {
+            r.array(q, [&](const Path& x) {
+                sv n = r.string(x);
+                if (n.empty()) r.fail(x, "must not be empty");
+                if (n.find('/') != sv::npos)
+                    r.fail(x, "'" + std::string(n) + "' has a '/' (commands are named without their directory)");
+                if (prefixes) prefixes->emplace_back(n, self);
+            });
+        }
+        else if (k == "readOnly") e.read_only = r.boolean(q);
+        else if (k == "classes") has_classes = true, strings(r, q, e.classes, true);
+        else if (k == "reader") has_reader = true, reader = r.string(q);
+        else if (k == "subcommands") sub_groups(r, q, e);
+        else if (k == "bare") has_bare = true, strings(r, q, e.bare, true);
+        else if (k == "otherwise") has_otherwise = true, strings(r, q, otherwise, true);
+        else if (k == "valueOptions") has_values = true, value_options(r, q, e);
+        else r.fail(q, "unknown field");
+    });
+    if (names.size() == first_name) r.fail(Path{&at, "names"}, "is required (one or more command names)");
+    if (has_otherwise) e.otherwise = std::move(otherwise), e.has_otherwise = true;
+    if (has_reader) {
+        e.reader = detail::reader_index(reader);
+        if (e.reader < 0) r.fail(Path{&at, "reader"}, "unknown reader '" + std::string(reader) + "' (cc-classify(1) lists them)");
+    }
+    if (e.read_only + has_classes + (has_reader || e.has_subcommands) != 1)
+        r.fail(at, "needs exactly one of \"readOnly\": true, \"classes\", \"reader\" or \"subcommands\"");
+    // The readers that handle their tool's special cases, then its list.
+    const bool list_reader = reader == "git" || reader == "cargo" || reader == "go" || reader == "conda" ||
+                             reader == "npm" || reader == "yarn" || reader == "bun" || reader == "pip" || reader == "gh";
+    if (e.has_subcommands && has_reader && !list_reader)
+        r.fail(Path{&at, "subcommands"}, "the reader '" + std::string(reader) + "' does not read a subcommand list");
+    if ((has_bare || has_otherwise || has_values) && (!e.has_subcommands || (has_reader && reader == "git")))
+        r.fail(at, "\"bare\", \"otherwise\" and \"valueOptions\" go with \"subcommands\" and no reader (or a reader "
+                   "that reads one: cargo, go, conda, npm, yarn, bun, pip, gh)");
+    e.name = names[first_name].first;
+}
+
 std::uint64_t hash(sv s) {  // FNV-1a
     std::uint64_t h = 1469598103934665603ull;
     for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
@@ -366,9 +422,77 @@ const Names* CommandEntry::subcommand(sv s) const {
     return g ? &groups[*g] : nullptr;
 }
 
+const builtin::Entry* Knowledge::builtin_entry(sv name) const {
+    std::size_t mask = builtin::name_slot_count - 1;
+    for (std::size_t i = hash(name) & mask; builtin::name_slots[i]; i = (i + 1) & mask) {
+        const builtin::Name& n = builtin::names[builtin::name_slots[i] - 1];
+        if (n.name != name) continue;
+        const builtin::Entry& e = builtin::entries[n.entry];
+        return replaced_[e.file] ? nullptr : &e;
+    }
+    return nullptr;
+}
+
+const CommandEntry* Knowledge::parsed_builtin(std::uint32_t id) const {
+    if (parsed_at_[id] >= 0) return &parsed_[static_cast<std::size_t>(parsed_at_[id])];
+    const builtin::Entry& be = builtin::entries[id];
+    const builtin::File& f = builtin::files[be.file];
+    CommandEntry& e = parsed_.emplace_back();
+    e.file = f.name;
+    e.path = f.name;
+    e.index = be.index;
+    Reader r(f.text.substr(be.begin, be.end - be.begin), decoded_);
+    std::vector<std::pair<sv, std::uint32_t>> names;
+    const Path commands{&root, "commands"};
+    try {
+        read_entry(r, Path{&commands, {}, be.index}, e, names, id);
+        r.end();
+    } catch (Fail& fail) {
+        parsed_.pop_back();
+        throw std::runtime_error("built-in " + std::string(f.name) + ": " + fail.error.one_line());
+    }
+    parsed_at_[id] = static_cast<std::int32_t>(parsed_.size() - 1);
+    return &e;
+}
+
 const CommandEntry* Knowledge::find(sv name) const {
-    const std::uint32_t* e = names_.find(name);
-    return e ? &entries_[*e] : nullptr;
+    if (const std::uint32_t* e = names_.find(name)) return &entries_[*e];
+    const builtin::Entry* b = builtin_entry(name);
+    return b ? parsed_builtin(static_cast<std::uint32_t>(b - builtin::entries)) : nullptr;
+}
+
+const CommandEntry* Knowledge::find_prefix(sv name) const {
+    for (const auto& [p, e] : prefixes_)
+        if (name.substr(0, p.size()) == p) return &entries_[e];
+    for (std::size_t j = 0; j < builtin::prefix_count; ++j) {
+        const builtin::Name& p = builtin::prefixes[j];
+        if (name.substr(0, p.name.size()) == p.name && !replaced_[builtin::entries[p.entry].file])
+            return parsed_builtin(p.entry);
+    }
+    return nullptr;
+}
+
+Status Knowledge::check_builtin() {
+    Knowledge k;
+    k.replaced_.assign(builtin::file_count, true);  // each is checked as if it were an operator's
+    for (std::size_t i = 0; i < builtin::file_count; ++i)
+        if (auto s = k.add(std::string(builtin::files[i].text), "builtin/" + std::string(builtin::files[i].name)); !s)
+            return s;
+    // and every entry as start-up parses it, alone, found by each of its
+    // names through the generated hash table
+    Knowledge lazy;
+    for (std::size_t i = 0; i < builtin::name_count; ++i)
+        if (lazy.builtin_entry(builtin::names[i].name) != &builtin::entries[builtin::names[i].entry])
+            return input_error("built-in command data", "the name table does not find '" +
+                                                            std::string(builtin::names[i].name) + "'");
+    for (std::uint32_t id = 0; id < builtin::entry_count; ++id) {
+        try {
+            lazy.parsed_builtin(id);
+        } catch (const std::runtime_error& e) {
+            return input_error("built-in command data", e.what());
+        }
+    }
+    return ok();
 }
 
 Status Knowledge::add(std::string text, const std::string& file) {
@@ -379,6 +503,7 @@ Status Knowledge::add(std::string text, const std::string& file) {
     sv base = path.substr(path.rfind('/') + 1);
     Reader r(body, decoded_);
     std::vector<std::pair<sv, std::uint32_t>> names;  // added only once the whole file is good
+    std::vector<std::pair<sv, std::uint32_t>> prefixes;
     names.reserve(body.size() / 16);
     // One entry per "names" key at most: reserved once, never moved while read.
     std::size_t keys = 0;
@@ -400,43 +525,7 @@ Status Knowledge::add(std::string text, const std::string& file) {
                     e.file = base;
                     e.path = path;
                     e.index = entries_.size() - 1 - before;
-                    std::size_t first_name = names.size();
-                    Names otherwise;
-                    sv reader;
-                    bool has_reader = false, has_classes = false, has_bare = false, has_otherwise = false,
-                         has_values = false;
-                    r.object(at, [&](sv k, const Path& q) {
-                        if (k == "names") {
-                            r.array(q, [&](const Path& x) {
-                                sv n = r.string(x);
-                                if (n.empty()) r.fail(x, "must not be empty");
-                                if (n.find('/') != sv::npos)
-                                    r.fail(x, "'" + std::string(n) + "' has a '/' (commands are named without their directory)");
-                                names.emplace_back(n, self);
-                            });
-                        }
-                        else if (k == "readOnly") e.read_only = r.boolean(q);
-                        else if (k == "classes") has_classes = true, strings(r, q, e.classes, true);
-                        else if (k == "reader") has_reader = true, reader = r.string(q);
-                        else if (k == "subcommands") sub_groups(r, q, e);
-                        else if (k == "bare") has_bare = true, strings(r, q, e.bare, true);
-                        else if (k == "otherwise") has_otherwise = true, strings(r, q, otherwise, true);
-                        else if (k == "valueOptions") has_values = true, value_options(r, q, e);
-                        else r.fail(q, "unknown field");
-                    });
-                    if (names.size() == first_name) r.fail(Path{&at, "names"}, "is required (one or more command names)");
-                    if (has_otherwise) e.otherwise = std::move(otherwise), e.has_otherwise = true;
-                    if (has_reader) {
-                        e.reader = detail::reader_index(reader);
-                        if (e.reader < 0) r.fail(Path{&at, "reader"}, "unknown reader '" + std::string(reader) + "' (cc-classify(1) lists them)");
-                    }
-                    if (e.read_only + has_classes + (has_reader || e.has_subcommands) != 1)
-                        r.fail(at, "needs exactly one of \"readOnly\": true, \"classes\", \"reader\" or \"subcommands\"");
-                    if (e.has_subcommands && has_reader && reader != "git")
-                        r.fail(Path{&at, "subcommands"}, "the reader '" + std::string(reader) + "' does not read a subcommand list");
-                    if ((has_bare || has_otherwise || has_values) && (!e.has_subcommands || has_reader))
-                        r.fail(at, "\"bare\", \"otherwise\" and \"valueOptions\" go with \"subcommands\" and no reader");
-                    e.name = names[first_name].first;
+                    read_entry(r, at, e, names, self, &prefixes);
                 });
             } else {
                 r.fail(p, "unknown field");
@@ -448,13 +537,44 @@ Status Knowledge::add(std::string text, const std::string& file) {
         // A name listed twice (here or in an earlier file). Nothing of a file
         // that fails is kept: its names are taken out again below.
         names_.reserve(names_before + names.size());
+        // A file named like a shipped one replaces it: its names are not
+        // the shipped file's a second time.
+        std::size_t replaces = builtin::file_count;
+        for (std::size_t i = 0; i < builtin::file_count; ++i)
+            if (builtin::files[i].name == base) replaces = i;
         for (const auto& [n, e] : names) {
             std::uint32_t had = 0;
             if (!names_.insert(n, e, &had))
                 throw Fail{input_error("commands[" + std::to_string(entries_[e].index) + "].names",
                                        "'" + std::string(n) + "' is already listed in " + std::string(entries_[had].file) +
                                            " (a name is listed once)")};
+            if (const builtin::Entry* b = builtin_entry(n); b && b->file != replaces)
+                throw Fail{input_error("commands[" + std::to_string(entries_[e].index) + "].names",
+                                       "'" + std::string(n) + "' is already listed in " +
+                                           std::string(builtin::files[b->file].name) + " (a name is listed once)")};
         }
+        // Prefixes never overlap: which entry a name goes to must not depend
+        // on the order they are tried in.
+        auto overlap = [](sv a, sv b) { return a.substr(0, b.size()) == b || b.substr(0, a.size()) == a; };
+        for (std::size_t i = 0; i < prefixes.size(); ++i) {
+            const auto& [p, e] = prefixes[i];
+            auto refuse = [&](sv other, sv where) {
+                throw Fail{input_error("commands[" + std::to_string(entries_[e].index) + "].prefixes",
+                                       "'" + std::string(p) + "' overlaps the prefix '" + std::string(other) + "' of " +
+                                           std::string(where) + " (prefixes never overlap)")};
+            };
+            for (std::size_t j = 0; j < i; ++j)
+                if (overlap(p, prefixes[j].first)) refuse(prefixes[j].first, base);
+            for (const auto& [q, f] : prefixes_)
+                if (overlap(p, q)) refuse(q, entries_[f].file);
+            for (std::size_t j = 0; j < builtin::prefix_count; ++j) {
+                const builtin::Entry& b = builtin::entries[builtin::prefixes[j].entry];
+                if (!replaced_[b.file] && b.file != replaces && overlap(p, builtin::prefixes[j].name))
+                    refuse(builtin::prefixes[j].name, builtin::files[b.file].name);
+            }
+        }
+        prefixes_.insert(prefixes_.end(), prefixes.begin(), prefixes.end());
+        if (replaces < builtin::file_count) replaced_[replaces] = true;
     } catch (Fail& f) {
         names_.truncate(names_before);
         entries_.resize(before);
@@ -494,17 +614,16 @@ cc::Result<std::string> read_whole(const std::string& path) {
 }  // namespace
 
 cc::Result<Knowledge> Knowledge::load(const std::string& dir) {
+    Knowledge k;
     std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
+    if (!d && errno == ENOENT) return k;  // no operator files: the shipped data alone
     if (!d) return input_error("command data directory '" + dir + "'", "cannot be read (CC_DATA_DIR names its parent)");
     std::vector<std::string> files;
     while (const dirent* ent = ::readdir(d.get())) {
         std::size_t n = std::strlen(ent->d_name);
         if (n > 5 && ent->d_name[0] != '.' && std::strcmp(ent->d_name + n - 5, ".json") == 0) files.emplace_back(ent->d_name);
     }
-    if (files.empty()) return input_error("command data directory '" + dir + "'", "holds no *.json file");
     std::sort(files.begin(), files.end());
-    Knowledge k;
-    k.names_.reserve(2048);
     for (const auto& f : files) {
         std::string path = dir + "/" + f;
         auto text = read_whole(path);

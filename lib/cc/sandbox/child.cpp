@@ -1,21 +1,17 @@
 // Children of cc-wrap: the session's own cc-egress, and waiting for exits (launch_parts.hpp).
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <sys/file.h>
 #include <poll.h>
-#include <pty.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
-#include <linux/magic.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <linux/close_range.h>
-#include <sys/ioctl.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
+#ifdef __linux__
 #include <sys/syscall.h>
+#endif
+#ifdef __APPLE__
+#include <mach-o/dyld.h>
+#endif
 
 // Boost.Process compiles its vfork(2) path only for pre-2008 POSIX feature
 // levels; glibc has vfork at every level, so it is asked for here.
@@ -30,8 +26,10 @@
 #include <boost/process/extend.hpp>
 #include <boost/process/posix.hpp>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -50,6 +48,7 @@
 #include "cc/sandbox/handover.hpp"
 #include "cc/sandbox/plan.hpp"
 #include "cc/sandbox/launch_parts.hpp"
+#include "cc/sandbox/portable.hpp"
 #include "cc/sandbox/seatbelt.hpp"
 #include "cc/sandbox/seccomp.hpp"
 #include "cc/fs/unique_fd.hpp"
@@ -64,9 +63,18 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 std::string self_exe() {
+#ifdef __APPLE__
+    char buf[4096];
+    std::uint32_t size = sizeof buf;
+    if (::_NSGetExecutablePath(buf, &size) != 0) return "cc-wrap";
+    std::error_code ec;
+    auto real = fs::canonical(buf, ec);
+    return ec ? std::string(buf) : real.string();
+#else
     std::error_code ec;
     auto p = fs::read_symlink("/proc/self/exe", ec);
     return ec ? std::string("/proc/self/exe") : p.string();
+#endif
 }
 
 // Waits up to `ms` for `pid` (a child) to exit and reaps it; its wait status,
@@ -75,6 +83,7 @@ std::string self_exe() {
 std::optional<int> wait_exit(pid_t pid, int ms) {
     int st = 0;
     if (::waitpid(pid, &st, WNOHANG) == pid) return st;
+#ifdef __linux__
     int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
     if (fd >= 0) {
         pollfd p{fd, POLLIN, 0};
@@ -83,6 +92,7 @@ std::optional<int> wait_exit(pid_t pid, int ms) {
         if (::waitpid(pid, &st, WNOHANG) == pid) return st;
         return std::nullopt;
     }
+#endif
     for (int i = 0; i < ms; ++i) {
         if (::waitpid(pid, &st, WNOHANG) == pid) return st;
         ::usleep(1000);
@@ -115,11 +125,13 @@ std::optional<std::string> find_egress() {
 
 Status start_egress(Egress& eg, const std::string& exe, const std::string& spec_file, const std::string& inbox) {
     int in[2], out[2], err[2];
-    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
-        return io_error("pipe", "cannot create");
+    if (!pipe_cloexec(in) || !pipe_cloexec(out) || !pipe_cloexec(err)) return io_error("pipe", "cannot create");
     // Only the inbox, and for one handover (this sandbox's): cc-wrap hands it the
     // listeners; no Unix proxy sockets needed, and nothing else gets in after.
-    std::vector<std::string> args = {"--spec", spec_file, "--fd-inbox", inbox, "--fd-inbox-once", "--exit-with-stdin"};
+    // No inbox (Seatbelt): its own loopback listeners on ports the kernel
+    // chooses, which its ready line names (read_egress_ready).
+    std::vector<std::string> args = {"--spec", spec_file, "--exit-with-stdin"};
+    if (!inbox.empty()) args.insert(args.end(), {"--fd-inbox", inbox, "--fd-inbox-once"});
     if (!eg.policy_file.empty()) args.insert(args.end(), {"--policy", eg.policy_file});
     if (!eg.approver.empty()) args.insert(args.end(), {"--approver", eg.approver});
     try {
@@ -127,8 +139,8 @@ Status start_egress(Egress& eg, const std::string& exe, const std::string& spec_
         bp::child c(exe, bp::args(args), bp::posix::fd.bind(0, in[0]), bp::posix::fd.bind(1, out[1]),
                     bp::posix::fd.bind(2, err[1]),
                     bp::posix::use_vfork, bp::extend::on_exec_setup = [&mask](auto&) {
-                        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-                        ::syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+                        die_with_parent();
+                        cloexec_from(3);
                         child_signals_default(mask.old);
                     });
         eg.pid = c.id();
@@ -144,6 +156,41 @@ Status start_egress(Egress& eg, const std::string& exe, const std::string& spec_
     eg.stdin_w = in[1];
     eg.stdout_r = out[0];
     return ok();
+}
+
+Result<json> read_egress_ready(Egress& eg, int ms) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    auto gone = [&](const std::string& why) -> Error {
+        // cc-egress refusing its input (exit 2: a bad allowlist pattern) is
+        // the caller's bad input; anything else is our own failure.
+        auto st = eg.stop();
+        eg.show_err();
+        if (st && WIFEXITED(*st) && WEXITSTATUS(*st) == tool::exit_usage)
+            return input_error("cc-egress", why + " (it refused its input)");
+        return unavailable_error("cc-egress", why);
+    };
+    while (eg.head.find('\n') == std::string::npos) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) return gone("not ready within " + std::to_string(ms) + " ms");
+        if (eg.head.size() > 65536) return gone("no ready line in its first 64 KiB of output");
+        pollfd pf{eg.stdout_r, POLLIN, 0};
+        int r = ::poll(&pf, 1, static_cast<int>(left.count()));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) continue;
+        char tmp[4096];
+        ssize_t n = ::read(eg.stdout_r, tmp, sizeof tmp);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return gone("exited before it was ready");
+        eg.head.append(tmp, static_cast<std::size_t>(n));
+    }
+    auto nl = eg.head.find('\n');
+    auto j = json::parse(eg.head.substr(0, nl), nullptr, false);
+    if (!j.is_object() || j.value("event", "") != "ready")
+        return gone("first line is not a ready object: " + eg.head.substr(0, std::min<std::size_t>(nl, 200)));
+    // Nothing connects before the command starts, so nothing follows yet.
+    eg.head.erase(0, nl + 1);
+    eg.ready_seen = true;
+    return j;
 }
 
 // The runtime copy of the spec for cc-egress: private to this run, removed

@@ -177,4 +177,8 @@ std::string Utf8Carry::take(std::string_view data) {
     return buf;
 }
 
+nlohmann::json setup_failure_exit(const Error& e) {
+    return {{"exitCode", 125}, {"endedBy", "setup"}, {"reason", e.one_line()}};
+}
+
 }  // namespace cc::sandbox

@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "cc/core/result.hpp"
+
 namespace cc::sandbox {
 
 // Length of the longest prefix of s that is complete, valid UTF-8; `complete`
@@ -37,6 +39,12 @@ private:
     std::string session_;
     std::uint64_t seq_ = 0;
 };
+
+// The exit event's fields when cc-wrap's own setup failed before the command
+// could start (sandbox-exec refusing its profile): status 125, endedBy
+// "setup", and the reason, the same one line cc-wrap prints on stderr.
+//   {"exitCode":125,"endedBy":"setup","reason":"sandbox-exec could not apply the profile: ..."}
+nlohmann::json setup_failure_exit(const Error& e);
 
 // Carries an unfinished UTF-8 sequence from one read to the next so a
 // multi-byte character split by the pipe stays text.

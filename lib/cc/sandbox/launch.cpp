@@ -1,45 +1,14 @@
 #include "cc/sandbox/launch.hpp"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <poll.h>
-#include <pty.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
-#include <linux/magic.h>
-#include <sys/wait.h>
 #include <unistd.h>
-#include <linux/close_range.h>
-#include <sys/ioctl.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
 
-// Boost.Process compiles its vfork(2) path only for pre-2008 POSIX feature
-// levels; glibc has vfork at every level, so it is asked for here.
-#ifndef BOOST_POSIX_HAS_VFORK
-#define BOOST_POSIX_HAS_VFORK 1
-#endif
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/process.hpp>
-#include <boost/process/extend.hpp>
-#include <boost/process/posix.hpp>
-
-#include <array>
-#include <chrono>
+#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <functional>
-#include <sstream>
 #include <iostream>
-#include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "cc/core/io.hpp"
@@ -54,9 +23,6 @@
 #include "cc/sandbox/launch_parts.hpp"
 #include "cc/sandbox/seatbelt.hpp"
 #include "cc/sandbox/seatbelt_tap.hpp"
-#include "cc/sandbox/seccomp.hpp"
-#include "cc/fs/unique_fd.hpp"
-#include "cc/sandbox/violation.hpp"
 
 
 namespace cc::sandbox {
@@ -77,6 +43,17 @@ bool passable(const std::string& path, const Identity& id) {
         if (d == "/") break;
     }
     return true;
+}
+
+// A failure after the plan, before the command could start (sandbox-exec
+// refusing to apply the profile): exit 125 with the reason on stderr, and,
+// with --events, an exit event saying the same.
+int setup_failure(const Plan& plan, const WrapRequest& rq, const Error& e) {
+    if (rq.events) {
+        EventWriter ev(plan.spec.sessionId);
+        tool::emit_line(ev.line("exit", setup_failure_exit(e)));
+    }
+    return fail(e);
 }
 }  // namespace
 
@@ -170,13 +147,18 @@ int wrap(const WrapRequest& rq) {
         log(std::string("note: ") + (rq.policyPath ? "--policy" : "--approver") + " unused: this launch starts no cc-egress (" +
             (choice->backend != spec::Backend::native ? "backend " + std::string(spec::to_string(choice->backend))
                                                       : std::string("terminal profile: the host network")) + ")");
+    // macOS: the sandbox shares the host's loopback, so it reaches cc-egress
+    // on TCP ports, never through an fd inbox.
+    const bool seatbelt = in.mechanism == "seatbelt";
     if (wants_egress && rq.egressReady) {
         auto text = io::read_input(*rq.egressReady);
         if (!text) return fail(text.error());
         auto j = cc::json::parse(*text, *rq.egressReady);
         if (!j) return fail(j.error());
         in.egress.source = EgressWiring::Source::handed;
-        if (auto s = wiring_from_ready(*j, in.egress, *rq.egressReady); !s) return fail(s.error());
+        auto s = seatbelt ? seatbelt_wiring_from_ready(*j, in.egress, *rq.egressReady)
+                          : wiring_from_ready(*j, in.egress, *rq.egressReady);
+        if (!s) return fail(s.error());
     }
     std::optional<std::string> egress_exe;
     if (own_egress && !rq.print && !rq.printSeatbelt) {
@@ -205,7 +187,7 @@ int wrap(const WrapRequest& rq) {
         if (copy_init) in.initExe = in.runtimeDir + "/init";
         if (own_egress) {
             in.egress.source = EgressWiring::Source::own;
-            in.egress.inbox = in.runtimeDir + "/egress/inbox.sock";
+            if (!seatbelt) in.egress.inbox = in.runtimeDir + "/egress/inbox.sock";
             if (rq.policyPath) in.egress.policy = in.runtimeDir + "/policy.json";
             if (rq.approver) in.egress.approver = *rq.approver;
         }
@@ -225,6 +207,10 @@ int wrap(const WrapRequest& rq) {
     }
     if (rt.path.empty()) return fail(plan ? unavailable_error("runtime directory", "no free name") : plan.error());
     for (const auto& n : plan->notes) log("note: " + n);
+    // macOS refuses to stack a second profile (cc-wrap run inside another
+    // sandbox): found out before anything else starts, and said as such.
+    if (!plan->seatbelt.empty())
+        if (auto s = seatbelt_preflight(plan->argv.at(0)); !s) return setup_failure(*plan, rq, s.error());
 
     // 5. Execute the plan: the runtime directory's contents, the session's
     // own cc-egress, the masks, then the sandbox.
@@ -253,6 +239,17 @@ int wrap(const WrapRequest& rq) {
         }
         egress.approver = in.egress.approver;
         if (auto s = start_egress(egress, egress.exe, egress.spec_file, egress.inbox); !s) return fail(s.error());
+        if (seatbelt) {
+            // Its ports are the kernel's choice, known from its ready line:
+            // the plan is made again with them (same runtime directory), so
+            // the profile allows exactly those ports and the proxy variables
+            // name them. Nothing has run under the first plan.
+            auto ready = read_egress_ready(egress, 10000);
+            if (!ready) return fail(ready.error());
+            if (auto s = seatbelt_wiring_from_ready(*ready, in.egress, "cc-egress ready line"); !s) return fail(s.error());
+            plan = build_plan(in, *paths);
+            if (!plan) return fail(plan.error());
+        }
     }
     if (plan->backend == spec::Backend::native && plan->seatbelt.empty())
         if (auto s = make_masks(*plan); !s) return fail(s.error());

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <linux/close_range.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +27,7 @@
 #include "cc/core/tool.hpp"
 #include "cc/sandbox/launch.hpp"
 #include "cc/sandbox/plan.hpp"
+#include "cc/sandbox/portable.hpp"
 #include "cc/sandbox/seatbelt_tap.hpp"
 
 namespace cc::sandbox::detail {
@@ -147,7 +150,13 @@ struct Egress {
 // cc-wrap-init next to this binary; else cc-wrap itself runs the init step.
 std::string init_exe();
 std::optional<std::string> find_egress();
+// inbox empty: no fd inbox, cc-egress listens on loopback ports of its
+// choosing (Seatbelt, where the sandbox shares the host's loopback).
 Status start_egress(Egress& eg, const std::string& exe, const std::string& spec_file, const std::string& inbox);
+// Waits up to `ms` for its ready line and returns it (eg.ready_seen set);
+// on failure cc-egress is stopped and its stderr shown (exit 2 from it is
+// an input error).
+Result<nlohmann::json> read_egress_ready(Egress& eg, int ms);
 // The runtime copy of the spec for cc-egress (0600, private to this run).
 Status write_private(const std::string& path, const std::string& text);
 // Fills the wiring from a ready object (our own cc-egress, or --egress FILE).
@@ -213,14 +222,23 @@ struct ChildSetup {
             ::setpgid(0, 0);
         }
         if (identity && identity->drop) {
+#ifdef __linux__
             if (::syscall(SYS_setgroups, 0, nullptr) != 0 ||
                 ::syscall(SYS_setresgid, identity->gid, identity->gid, identity->gid) != 0 ||
                 ::syscall(SYS_setresuid, identity->uid, identity->uid, identity->uid) != 0)
+#else
+            // macOS: a vfork child has its own credentials; plain calls.
+            if (::setgroups(0, nullptr) != 0 || ::setgid(identity->gid) != 0 || ::setuid(identity->uid) != 0)
+#endif
                 die("cc-wrap: cannot switch to the sandbox's unprivileged uid/gid; nothing was started\n");
         }
+#ifdef __linux__
         // KEYCTL_JOIN_SESSION_KEYRING with no name: a new anonymous keyring.
+        // (macOS has no kernel keyring; its keychain is behind the profile's
+        // Mach-service denies.)
         if (::syscall(SYS_keyctl, 1, nullptr) < 0)
             die("cc-wrap: cannot join a fresh session keyring; nothing was started\n");
+#endif
         if (seccomp_fd >= 0) {
             if (::dup2(seccomp_fd, bwrap_seccomp_fd) < 0)
                 die("cc-wrap: cannot hand the seccomp filter to bubblewrap; nothing was started\n");
@@ -228,7 +246,7 @@ struct ChildSetup {
         if (write_filter_src >= 0 &&
             (::dup2(write_filter_src, write_filter_fd) < 0 || ::dup2(write_sock_src, write_sock_fd) < 0))
             die("cc-wrap: cannot hand the write supervisor's filter to the sandbox; nothing was started\n");
-        ::syscall(SYS_close_range, keep_from, ~0U, CLOSE_RANGE_CLOEXEC);
+        cloexec_from(keep_from);
         child_signals_default(*restore);
     }
     [[noreturn]] static void die(const char* msg) {

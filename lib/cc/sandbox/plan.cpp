@@ -310,6 +310,9 @@ auto Builder::seatbelt_plan() -> Result<Plan> {
             p.httpPort = port_of(in.egress.http, 0);
             p.socksPort = port_of(in.egress.socks, 0);
             p.why = "Seatbelt shares the host loopback: the child reaches cc-egress's ports directly";
+            if (p.egress == "own" && (p.httpPort == 0 || p.socksPort == 0))
+                p.why += "; the session's own cc-egress listens on ports the kernel chooses, and the profile allowing "
+                         "exactly those is made once its ready line names them";
         }
         if (in.dropFilenameDenies) plan.filenameDeniesDropped = k_filename;
         plan.seatbelt = seatbelt_profile(in, host, p.httpPort, p.socksPort);

@@ -2,13 +2,15 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/random.h>
-#include <sys/statfs.h>
 #include <stdio.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <linux/magic.h>
+#include <sys/random.h>
+#include <sys/statfs.h>
+#endif
 
 #include <cerrno>
 #include <cstdlib>
@@ -44,9 +46,11 @@ std::string runtime_base() {
     if (xdg && *xdg && ::access(xdg, W_OK) == 0) return xdg;
     const char* tmp = std::getenv("TMPDIR");
     if (tmp && *tmp) return tmp;
+#ifdef __linux__
     struct statfs fs {};
     if (::statfs("/dev/shm", &fs) == 0 && fs.f_type == TMPFS_MAGIC && ::access("/dev/shm", W_OK | X_OK) == 0)
         return "/dev/shm";
+#endif
     return "/tmp";
 }
 
@@ -79,8 +83,12 @@ int sweep_stale_runtime_dirs(const std::string& base) {
 std::string choose_runtime_path() {
     static const char k[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     unsigned char rnd[6] = {};
+#ifdef __linux__
     if (::getrandom(rnd, sizeof rnd, 0) != static_cast<ssize_t>(sizeof rnd))
         for (auto& c : rnd) c = static_cast<unsigned char>(std::rand());
+#else
+    ::arc4random_buf(rnd, sizeof rnd);
+#endif
     std::string name = "cc-wrap.";
     for (unsigned char c : rnd) name += k[c % (sizeof k - 1)];
     return runtime_base() + "/" + name;
@@ -100,7 +108,11 @@ Result<RuntimeDir> make_runtime_dir(const std::string& final_path) {
     rt.path = tmpl;
     rt.lock = ::open((tmpl + "/lock").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (rt.lock < 0 || ::flock(rt.lock, LOCK_EX) != 0) return io_error(tmpl + "/lock", "cannot create or lock");
+#ifdef __linux__
     if (::renameat2(AT_FDCWD, tmpl.c_str(), AT_FDCWD, final_path.c_str(), RENAME_NOREPLACE) != 0) {
+#else
+    if (::renamex_np(tmpl.c_str(), final_path.c_str(), RENAME_EXCL) != 0) {  // macOS: never over anything
+#endif
         if (errno == EEXIST) return io_error(final_path, "is taken", EEXIST);  // the destructor removes ours
         return io_error(final_path, "cannot rename the runtime directory into place");
     }

@@ -559,6 +559,30 @@ Result<std::string> seatbelt_print(PlanInput in, const HostPaths& host) {
     return plan->seatbelt;
 }
 
+Status seatbelt_wiring_from_ready(const nlohmann::json& j, EgressWiring& w, const std::string& subject) {
+    if (!j.is_object() || j.value("event", "") != "ready") return input_error(subject, "not a cc-egress ready object");
+    auto loopback_port = [&](const char* key, std::string& out) -> Status {
+        const std::string prefix = "127.0.0.1:";
+        std::string v = j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+        std::string digits = v.rfind(prefix, 0) == 0 ? v.substr(prefix.size()) : std::string();
+        bool ok_port = !digits.empty() && digits.size() <= 5 &&
+                       digits.find_first_not_of("0123456789") == std::string::npos && digits[0] != '0' &&
+                       std::stoi(digits) <= 65535;
+        if (!ok_port)
+            return input_error(subject + "." + key, "'" + v +
+                                                        "' is not a loopback TCP listener 127.0.0.1:PORT; under "
+                                                        "Seatbelt the sandbox reaches the proxies on loopback only");
+        out = v;
+        return ok();
+    };
+    std::string http, socks;
+    if (auto s = loopback_port("http", http); !s) return s;
+    if (auto s = loopback_port("socks", socks); !s) return s;
+    w.http = http;
+    w.socks = socks;
+    return ok();
+}
+
 std::string seatbelt_apply_failure(const std::string& line) {
     if (line.rfind("sandbox-exec:", 0) != 0) return {};
     if (line.find("sandbox_apply") == std::string::npos) return {};

@@ -73,6 +73,18 @@ const std::vector<std::string>& seatbelt_exec_denies();
 const std::vector<std::string>& seatbelt_mach_services();
 const std::vector<std::string>& seatbelt_system_read_roots();
 
+// The session's proxies as Seatbelt reaches them: cc-egress's ready object
+// (its own, started without an fd inbox, or one handed in with --egress)
+// names the TCP listeners it took, "127.0.0.1:PORT" each, the ports chosen
+// by the kernel. They fill w.http and w.socks, which the plan turns into the
+// profile's only network allow and the proxy variables. Anything else
+// (another address, no port, not a ready object) is refused: the child
+// shares the host's loopback and nothing else.
+//
+//   {"event":"ready","http":"127.0.0.1:50123","socks":"127.0.0.1:50124"}
+//     -> w.http "127.0.0.1:50123", w.socks "127.0.0.1:50124"
+Status seatbelt_wiring_from_ready(const nlohmann::json& ready, EgressWiring& w, const std::string& subject);
+
 // sandbox-exec's own complaint when the caller is already sandboxed (macOS
 // refuses to stack a second profile): the reason to report with exit 125,
 // or empty when the line is something else.

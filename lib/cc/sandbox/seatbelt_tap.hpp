@@ -36,6 +36,16 @@ struct SeatbeltTap {
 Result<SeatbeltTap> start_seatbelt_tap(const std::string& tag, const std::string& log_exe = "/usr/bin/log",
                                        int wait_ms = 5000);
 
+// Whether sandbox-exec can apply a profile here at all: it runs once with a
+// trivial profile, `sandbox-exec -p "(version 1)(allow default)" /usr/bin/true`,
+// before the session's run. macOS does not stack Seatbelt profiles, so
+// inside another sandbox it fails with "sandbox-exec: sandbox_apply:
+// Operation not permitted"; that becomes an error whose one line is the
+// reason (seatbelt_apply_failure), for exit 125. Its stdin and stdout are
+// /dev/null; its first stderr line is the reason for any other failure.
+// Waits up to wait_ms, then stops it (an error too).
+Status seatbelt_preflight(const std::string& sandbox_exec = "/usr/bin/sandbox-exec", int wait_ms = 5000);
+
 // SIGTERM to the tap's own pid, reaped, fd closed. Safe on an empty tap.
 void stop_seatbelt_tap(SeatbeltTap& tap);
 
