@@ -17,6 +17,7 @@
 #include "cc/classify/hook.hpp"
 #include "cc/classify/knowledge.hpp"
 #include "cc/core/cli.hpp"
+#include "cc/core/output.hpp"
 #include "cc/core/tool.hpp"
 #include "cc/policy/approver.hpp"
 
@@ -28,6 +29,8 @@ int main(int argc, char** argv) {
         bool jsonl = false, explain = false, emit_ask = false;
         std::vector<std::string> words;
         cc::tool::standard_flags(app, "cc-classify");
+        cc::tool::Format format = cc::tool::Format::auto_;
+        cc::tool::add_format_option(app, format);
         app.add_option("--mode", mode_name, "chat, plan, review or orchestrate (default chat)");
         app.add_option("--policy", policy_path, "policy file (JSON, version 1); '-' is stdin");
         app.add_flag("--jsonl", jsonl, "read {\"cmd\",\"mode\"} lines on stdin, write one result line each");
@@ -90,6 +93,7 @@ int main(int argc, char** argv) {
         int forms = (jsonl ? 1 : 0) + (!hook.empty() ? 1 : 0) + (!words.empty() ? 1 : 0);
         if (forms != 1) return usage("give exactly one of a command line, '--jsonl' or '--hook PROTOCOL'");
         if (explain && words.empty()) return usage("--explain: only with a command line");
+        if (explain && format == cc::tool::Format::json) return usage("--explain is the text form: not with --format json");
         if (!approver_cmd.empty() || !hook.empty()) {
             auto approver = cc::policy::approver_from_command(approver_cmd, std::chrono::milliseconds(approver_timeout_ms));
             if (!approver_cmd.empty() && approver.argv.empty()) return usage("--approver: empty command");
@@ -106,13 +110,25 @@ int main(int argc, char** argv) {
         }
         if (!hook.empty()) return cc::classify::run_hook(std::cin, opts, hook_opts, std::cout, std::cerr);
         // The words byte for byte (CLI11 would have rewritten "[a,b]").
-        words = cc::classify::line_words(argc, argv, {"--mode", "--policy", "--hook", "--approver", "--approver-timeout",
-                                                      "--wrap-with", "--hook-timeout"});
+        // The options that take a value, from the definitions themselves (a
+        // list kept by hand misses the next option added, and its value
+        // would be read as part of the command line).
+        std::vector<std::string> value_options;
+        for (const CLI::Option* o : app.get_options())
+            if (!o->get_positional() && o->get_expected_max() != 0) {
+                for (const auto& n : o->get_lnames()) value_options.push_back("--" + n);
+                for (const auto& n : o->get_snames()) value_options.push_back("-" + n);
+            }
+        words = cc::classify::line_words(argc, argv, value_options);
         std::string line;
         for (const auto& w : words) line += (line.empty() ? "" : " ") + w;
+        // A person on a terminal reads the explanation (--format text, or
+        // --explain); a program gets the JSON.
+        const bool text = explain || cc::tool::text_output(format);
         std::string json;
-        int status = explain ? cc::classify::run_explain(line, opts, json) : cc::classify::run_line(line, opts, json);
-        if (explain && !json.empty()) json.pop_back();  // emit_line adds the last newline
+        int status = text ? cc::classify::run_explain(line, opts, json) : cc::classify::run_line(line, opts, json);
+        if (text) json = cc::tool::paint_decisions(json);
+        if (text && !json.empty()) json.pop_back();  // emit_line adds the last newline
         // A reader that stopped reading is not an error (as in cc::tool::run).
         return cc::tool::emit_line(json) ? status : cc::tool::exit_ok;
     });

@@ -76,6 +76,23 @@ check(d.returncode == 0 and d.stdout.startswith("network  on (allow by default:c
 check("allowed names (1)\n  one.test:80,443  --allow\n" in d.stdout, "cc-egress --dry-run text: the allow list")
 check(json.loads(run([egress, "--no-baseline", "--dry-run"]).stdout)["event"] == "plan", "cc-egress --dry-run piped: JSON")
 
+# cc-classify: the explanation on a terminal or with --format text, JSON
+# piped; an option's value is never read as part of the command line.
+classify = tool("cc-classify")
+c = run([classify, "--format", "text", "rm -rf /"])
+check(c.returncode == 11 and c.stdout.startswith("deny   rm -rf /\n"), "cc-classify --format text: " + c.stdout[:200])
+check(c.stdout.rstrip("\n").splitlines()[-1].startswith("line: deny in chat mode"), "cc-classify text: the line's verdict")
+for extra in (["--format", "json"], ["--log-format", "time"], []):
+    c = run([classify] + extra + ["ls"])
+    j = json.loads(c.stdout)
+    check(c.returncode == 0 and j["commands"][0]["argv"] == ["ls"], f"cc-classify {extra}: JSON, argv ['ls']: {c.stdout[:200]}")
+c = run([classify, "--explain", "--format", "json", "ls"])
+check(c.returncode == 2 and c.stderr == "cc-classify: --explain is the text form: not with --format json\n",
+      "cc-classify --explain --format json: " + c.stderr)
+if shutil.which("script"):
+    tty = on_tty([classify, "ls"])
+    check("\x1b[32mallow\x1b[0m  ls" in tty, "cc-classify on a terminal: coloured text: " + repr(tty[:200]))
+
 # cc-wrap --print.
 work = tempfile.mkdtemp(prefix="cc-human-")
 os.chmod(work, 0o755)

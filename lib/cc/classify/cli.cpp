@@ -47,8 +47,7 @@ void resolve(Result& r, std::string_view line, const Resolver& resolver) {
     r.resolved = true;
 }
 
-std::vector<std::string> line_words(int argc, const char* const* argv,
-                                    std::initializer_list<std::string_view> value_options) {
+std::vector<std::string> line_words(int argc, const char* const* argv, const std::vector<std::string>& value_options) {
     std::vector<std::string> words;
     for (int k = 1; k < argc; ++k) {
         std::string_view a = argv[k];

@@ -44,8 +44,7 @@ void resolve(Result& r, std::string_view line, const Resolver& resolver);
 // has validated it: everything after "--", and each argument that is not an
 // option or the value of one of `value_options` ("--mode plan"; "--mode=plan"
 // is one argument).
-std::vector<std::string> line_words(int argc, const char* const* argv,
-                                    std::initializer_list<std::string_view> value_options);
+std::vector<std::string> line_words(int argc, const char* const* argv, const std::vector<std::string>& value_options);
 
 // One line: prints the JSON result, returns 0 / 10 / 11.
 int run_line(const std::string& line, const Options& opts, std::ostream& out);

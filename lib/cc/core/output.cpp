@@ -44,4 +44,26 @@ std::string paint_decision(std::string_view d) {
     return std::string(d);
 }
 
+std::string paint_decisions(const std::string& text) {
+    if (!colour_on()) return text;
+    std::string out;
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        std::size_t nl = text.find('\n', pos);
+        std::string_view line(text.data() + pos, (nl == std::string::npos ? text.size() : nl) - pos);
+        std::size_t lead = line.rfind("line: ", 0) == 0 ? 6 : 0;
+        std::string_view rest = line.substr(lead);
+        std::size_t word = rest.find(' ');
+        std::string_view w = rest.substr(0, word);
+        if (w == "allow" || w == "ask" || w == "deny")
+            out.append(line.substr(0, lead)).append(paint_decision(w)).append(rest.substr(w.size()));
+        else
+            out.append(line);
+        if (nl == std::string::npos) break;
+        out.push_back('\n');
+        pos = nl + 1;
+    }
+    return out;
+}
+
 }  // namespace cc::tool

@@ -29,5 +29,8 @@ std::string paint(std::string_view text, Colour c);
 
 // The colour of a decision word: allow green, deny red, ask yellow.
 std::string paint_decision(std::string_view decision);
+// Every line of `text` that starts with a decision word (or "line: " and
+// one) gets that word coloured; the rest is left as it is.
+std::string paint_decisions(const std::string& text);
 
 }  // namespace cc::tool
