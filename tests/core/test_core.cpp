@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <thread>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -192,4 +194,32 @@ TEST_CASE("core: the CLI wrapper: exit 2 and one line for bad arguments, 0 for -
     CHECK(*completion.rc == 0);
     CHECK(completion.out.find("complete -o default -F _cc_test cc-test") != std::string::npos);
     CHECK(completion.out.find("--spec) COMPREPLY=($(compgen -f") != std::string::npos);
+}
+
+TEST_CASE("io: write_all and read_all round-trip through a pipe; a closed reader is EPIPE", "[core]") {
+    int p[2];
+    REQUIRE(::pipe(p) == 0);
+    std::string big(200000, 'x');  // more than a pipe holds: the writer loops while the reader drains
+    big[12345] = '\n';
+    std::string got;
+    std::thread reader([&] {
+        auto r = cc::io::read_all(p[0], "the pipe");
+        REQUIRE(r);
+        got = *r;
+    });
+    CHECK(cc::io::write_all(p[1], big) == 0);
+    ::close(p[1]);
+    reader.join();
+    ::close(p[0]);
+    CHECK(got == big);
+    // Nothing to write: nothing written, no error.
+    REQUIRE(::pipe(p) == 0);
+    CHECK(cc::io::write_all(p[1], "") == 0);
+    ::close(p[0]);
+    std::signal(SIGPIPE, SIG_IGN);
+    CHECK(cc::io::write_all(p[1], "gone") == EPIPE);
+    ::close(p[1]);
+    auto bad = cc::io::read_all(-1, "fd -1");
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().one_line().rfind("fd -1: cannot read", 0) == 0);
 }

@@ -17,8 +17,19 @@
 
 namespace cc::io {
 
-namespace {
-Result<std::string> read_fd(int fd, const std::string& name) {
+int write_all(int fd, std::string_view data) {
+    std::size_t off = 0;
+    while (off < data.size()) {
+        ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return errno;
+        if (n == 0) return EIO;
+        off += static_cast<std::size_t>(n);
+    }
+    return 0;
+}
+
+Result<std::string> read_all(int fd, const std::string& name) {
     std::string out;
     char buf[65536];
     for (;;) {
@@ -32,10 +43,9 @@ Result<std::string> read_fd(int fd, const std::string& name) {
     }
     return out;
 }
-}  // namespace
 
 Result<std::string> read_input(const std::string& path) {
-    if (path == "-") return read_fd(0, "stdin");
+    if (path == "-") return read_all(0, "stdin");
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     // A file named on the command line that is missing, unreadable or a
     // directory is bad input (exit 2 in every tool), not a failure of the tool.
@@ -45,7 +55,7 @@ Result<std::string> read_input(const std::string& path) {
         ::close(fd);
         return input_error("'" + path + "'", "is a directory");
     }
-    auto r = read_fd(fd, "'" + path + "'");
+    auto r = read_all(fd, "'" + path + "'");
     ::close(fd);
     return r;
 }
@@ -54,17 +64,10 @@ Status write_file_atomic(const std::string& path, const std::string& data, unsig
     std::string tmp = path + ".tmp." + std::to_string(::getpid());
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (fd < 0) return io_error("'" + tmp + "'", "cannot create");
-    std::size_t off = 0;
-    while (off < data.size()) {
-        ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            int e = errno;
-            ::close(fd);
-            ::unlink(tmp.c_str());
-            return io_error("'" + tmp + "'", "cannot write", e);
-        }
-        off += static_cast<std::size_t>(n);
+    if (int e = write_all(fd, data); e != 0) {
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        return io_error("'" + tmp + "'", "cannot write", e);
     }
     if (::fsync(fd) != 0 || ::close(fd) != 0) {
         int e = errno;

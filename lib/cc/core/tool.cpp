@@ -1,5 +1,7 @@
 #include "cc/core/tool.hpp"
 
+#include "cc/core/io.hpp"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -47,16 +49,7 @@ int report(const char* name, const Error& e, int otherwise) {
 bool emit_line(const std::string& line) {
     std::string buf = line;
     buf.push_back('\n');
-    std::size_t off = 0;
-    while (off < buf.size()) {
-        ssize_t n = ::write(1, buf.data() + off, buf.size() - off);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return false;
-        }
-        off += static_cast<std::size_t>(n);
-    }
-    return true;
+    return io::write_all(1, buf) == 0;
 }
 
 int run(const char* name, const std::function<int()>& body) {

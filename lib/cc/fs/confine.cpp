@@ -1,5 +1,7 @@
 #include "cc/fs/confine.hpp"
 
+#include "cc/core/io.hpp"
+
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
@@ -314,30 +316,10 @@ Result<Opened> Confinement::open(const std::string& path, Access access, const O
     return o;
 }
 
-Result<std::string> read_all(int fd) {
-    std::string out;
-    char buf[65536];
-    for (;;) {
-        ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n == 0) return out;
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return io_error("fd " + std::to_string(fd), "cannot read");
-        }
-        out.append(buf, static_cast<std::size_t>(n));
-    }
-}
+Result<std::string> read_all(int fd) { return io::read_all(fd, "fd " + std::to_string(fd)); }
 
 Status write_all(int fd, const std::string& data) {
-    std::size_t off = 0;
-    while (off < data.size()) {
-        ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return io_error("fd " + std::to_string(fd), "cannot write");
-        }
-        off += static_cast<std::size_t>(n);
-    }
+    if (int e = io::write_all(fd, data); e != 0) return io_error("fd " + std::to_string(fd), "cannot write", e);
     return ok();
 }
 

@@ -198,14 +198,9 @@ Result<json> read_egress_ready(Egress& eg, int ms) {
 Status write_private(const std::string& path, const std::string& text) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return io_error(path, "cannot create");
-    std::size_t off = 0;
-    while (off < text.size()) {
-        ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) { ::close(fd); return io_error(path, "cannot write"); }
-        off += static_cast<std::size_t>(n);
-    }
+    int e = io::write_all(fd, text);
     ::close(fd);
+    if (e != 0) return io_error(path, "cannot write", e);
     return ok();
 }
 

@@ -9,6 +9,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "cc/core/io.hpp"
 #include "cc/sandbox/runner.hpp"
 
 namespace cc::sandbox::detail {
@@ -42,13 +43,7 @@ void Runner::seatbelt_line(const std::string& line) {
 void Runner::emit_chunk(Stream& s, std::string_view data) {
     ev_.chunk_into(s.line, s.kind, data);
     s.line.push_back('\n');
-    std::size_t off = 0;
-    while (off < s.line.size()) {
-        ssize_t n = ::write(1, s.line.data() + off, s.line.size() - off);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) { stdout_gone_ = true; return; }
-        off += static_cast<std::size_t>(n);
-    }
+    if (io::write_all(1, s.line) != 0) stdout_gone_ = true;
 }
 
 void Runner::read_stream(int fd, const char* kind, bool violations) {
@@ -90,12 +85,7 @@ void Runner::pump(std::shared_ptr<Stream> s) {
             if (!data.empty()) emit_chunk(*s, data);
             if (s->violations) s->lines.feed(s->buf.data(), n, [this](const std::string& l) { on_line(l); });
         } else {  // --pty without --events: the terminal's bytes as they are
-            std::size_t off = 0;
-            while (off < n) {
-                ssize_t w = ::write(1, s->buf.data() + off, n - off);
-                if (w <= 0) break;
-                off += static_cast<std::size_t>(w);
-            }
+            if (io::write_all(1, std::string_view(s->buf.data(), n)) != 0) stdout_gone_ = true;
         }
         pump(s);
     });
