@@ -557,7 +557,10 @@ Status Knowledge::add(std::string text, const std::string& file) {
         // on the order they are tried in.
         auto overlap = [](sv a, sv b) { return a.substr(0, b.size()) == b || b.substr(0, a.size()) == a; };
         for (std::size_t i = 0; i < prefixes.size(); ++i) {
-            const auto& [p, e] = prefixes[i];
+            // Named, not a structured binding: clang 14 (the fuzz build)
+            // cannot capture one in a lambda.
+            const sv p = prefixes[i].first;
+            const auto e = prefixes[i].second;
             auto refuse = [&](sv other, sv where) {
                 throw Fail{input_error("commands[" + std::to_string(entries_[e].index) + "].prefixes",
                                        "'" + std::string(p) + "' overlaps the prefix '" + std::string(other) + "' of " +

@@ -116,7 +116,8 @@ SanitisedEnv sanitise_env(const Env& host, const std::vector<std::string>& env_p
         } else if (is_credential_variable(k, v) &&
                    std::find(env_pass.begin(), env_pass.end(), k) == env_pass.end()) {
             s.removed.push_back(k);
-            bool by_name = std::any_of(credential_names.begin(), credential_names.end(), [&](auto n) { return k == n; }) ||
+            const std::string& name = k;  // clang 14 cannot capture a structured binding
+            bool by_name = std::any_of(credential_names.begin(), credential_names.end(), [&](auto n) { return name == n; }) ||
                            is_credential_variable(k, "");
             s.why[k] = by_name ? "credential" : "credential-url";
         } else {
