@@ -28,7 +28,13 @@ done
 meta=linux-image-$flavour
 pkg=$(apt-cache depends "$meta" 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -n1)
 if [ -z "$pkg" ]; then
-  echo "microvm-kernel.sh: apt-cache knows no $meta (run apt-get update?)" >&2
+  # A fresh image may have no package lists yet.
+  if [ "$(id -u)" -eq 0 ]; then as_root=(); else as_root=(sudo); fi
+  "${as_root[@]}" apt-get update -qq >/dev/null
+  pkg=$(apt-cache depends "$meta" 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -n1)
+fi
+if [ -z "$pkg" ]; then
+  echo "microvm-kernel.sh: apt-cache knows no $meta" >&2
   exit 1
 fi
 release=${pkg#linux-image-}
