@@ -157,7 +157,8 @@ Result<VmInput> resolve_vm(const VmOptions& o) {
                                                         "/order): the guest init needs virtio-mmio, virtio-serial and 9p");
 
     fs::path self = fs::path(detail::self_exe()).parent_path();
-    for (const auto& c : {(self / "cc-wrap-vm").string(), std::string(CC_LIBEXECDIR) + "/cc-wrap-vm"})
+    for (const auto& c : {(self / "cc-wrap-vm").string(), (self.parent_path() / "cc-wrap" / "cc-wrap-vm").string(),
+                          std::string(CC_LIBEXECDIR) + "/cc-wrap-vm"})
         if (::access(c.c_str(), X_OK) == 0) {
             vm.guestExe = c;
             break;
