@@ -34,7 +34,7 @@ try:
     tools = [os.path.basename(t) for t in glob.glob(os.path.join(build, "cmd", "cc-*", "cc-*"))
              if os.path.isfile(t) and os.access(t, os.X_OK)]
     for t in tools:
-        if t == "cc-wrap-init":  # a helper, not a command
+        if t in ("cc-wrap-init", "cc-wrap-vm"):  # helpers, not commands
             if not os.access(os.path.join(base, opts["libexecdir"], "cc", t), os.X_OK):
                 fail(f"{t} not installed in libexec/cc/")
             if os.path.exists(os.path.join(base, opts["bindir"], t)):
@@ -52,7 +52,7 @@ try:
         if not os.path.exists(os.path.join(share, rel)):
             fail("share/cc/" + rel + " not installed")
     for t in tools:
-        if t == "cc-wrap-init":
+        if t in ("cc-wrap-init", "cc-wrap-vm"):
             continue
         for rel in (f"bash-completion/completions/{t}", f"zsh/vendor-completions/_{t}", f"fish/vendor_completions.d/{t}.fish"):
             if not os.path.exists(os.path.join(base, opts["datadir"], rel)):
