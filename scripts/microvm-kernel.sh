@@ -4,7 +4,9 @@
 # scratch directory, then the image and the few modules the guest init loads
 # are copied to DEST (default build/microvm):
 #
-#   DEST/vmlinuz           the kernel image (cc-wrap --vm-kernel, or found here)
+#   DEST/vmlinuz           the kernel image as Debian ships it (a bzImage)
+#   DEST/vmlinux           the same kernel uncompressed (PVH entry): preferred
+#                          by cc-wrap, it saves the guest the decompression
 #   DEST/version           its release (uname -r inside the guest)
 #   DEST/modules/*.ko      virtio-mmio, virtio-serial, virtio-net, 9p
 #   DEST/modules/order     one file name a line, dependencies first
@@ -38,7 +40,7 @@ if [ -z "$pkg" ]; then
   exit 1
 fi
 release=${pkg#linux-image-}
-if [ -f "$dest/version" ] && [ "$(cat "$dest/version")" = "$release" ] && [ -f "$dest/vmlinuz" ]; then
+if [ -f "$dest/version" ] && [ "$(cat "$dest/version")" = "$release" ] && [ -f "$dest/vmlinuz" ] && [ -f "$dest/vmlinux" ]; then
   exit 0
 fi
 
@@ -90,6 +92,18 @@ for f in "${order[@]}"; do
   esac
   basename "$f" >> "$tmp/modules/order"
 done
+# The image is a bzImage whose payload is xz-compressed: under TCG the guest
+# spends seconds decompressing it. The kernel also has a PVH entry point
+# (CONFIG_PVH), so the monitor can load the uncompressed ELF directly:
+# vmlinux, next to vmlinuz, is what cc-wrap uses when it is there.
+if grep -q '^CONFIG_PVH=y' "$tmp/config"; then
+  off=$(grep -abo $'\xfd7zXZ\x00' "$tmp/vmlinuz" | head -n1 | cut -d: -f1 || true)
+  if [ -n "$off" ] && command -v xz >/dev/null; then
+    tail -c +"$((off + 1))" "$tmp/vmlinuz" | xz -dc 2>/dev/null > "$tmp/vmlinux" || true
+    # Trailing data after the xz stream makes xz complain; the ELF is whole.
+    if [ "$(head -c 4 "$tmp/vmlinux" | od -An -tx1 | tr -d ' ')" != 7f454c46 ]; then rm -f "$tmp/vmlinux"; fi
+  fi
+fi
 echo "$release" > "$tmp/version"
 rm -rf "$dest"
 mv "$tmp" "$dest"

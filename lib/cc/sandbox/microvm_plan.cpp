@@ -33,7 +33,7 @@ std::vector<std::string> monitor_argv(const VmInput& vm, const std::string& soca
     std::vector<std::string> a = {vm.monitor, "-M", "microvm,acpi=on,isa-serial=on", "-accel", vm.accel,
                                   "-cpu", vm.accel == "kvm" ? "host" : "max", "-m", std::to_string(vm.memoryMiB) + "M",
                                   "-smp", std::to_string(vm.cpus), "-nodefaults", "-no-user-config", "-display", "none",
-                                  "-no-reboot", "-kernel", guest_file("vmlinuz"), "-initrd", guest_file("initrd"),
+                                  "-no-reboot", "-kernel", guest_file("kernel"), "-initrd", guest_file("initrd"),
                                   "-append", cmdline};
     auto chardev = [&](const char* id, int fd) {
         a.insert(a.end(), {"-chardev", std::string("socket,id=") + id + ",fd=" + std::to_string(fd)});
@@ -73,7 +73,7 @@ std::vector<std::string> monitor_argv(const VmInput& vm, const std::string& soca
 
 auto Builder::microvm_mounts() -> void {
         const auto& vm = *in.vm;
-        add("ro-bind", vm.kernel, guest_file("vmlinuz"), "microvm: the guest kernel (" + vm.kernelVersion + ")");
+        add("ro-bind", vm.kernel, guest_file("kernel"), "microvm: the guest kernel (" + vm.kernelVersion + ")");
         add("ro-bind", in.runtimeDir + "/vm-initrd", guest_file("initrd"), "microvm: the initramfs made for this launch");
         add("ro-bind", vm.guestExe, guest_file("cc-wrap-vm"), "microvm: the host step (and the guest's /init)");
         if (vm.accel == "kvm") add("dev-bind", "/dev/kvm", "/dev/kvm", "microvm: KVM for the VM monitor");

@@ -88,11 +88,15 @@ void cpio_entry(std::string& out, const std::string& name, unsigned mode, const 
 
 std::vector<std::string> vm_kernel_candidates() {
     std::vector<std::string> c;
-    if (const char* d = std::getenv("CC_MICROVM_DIR"); d && *d) c.push_back(std::string(d) + "/vmlinuz");
+    std::vector<std::string> dirs;
+    if (const char* d = std::getenv("CC_MICROVM_DIR"); d && *d) dirs.push_back(d);
     // A build tree: build/cmd/cc-wrap/cc-wrap -> build/microvm (scripts/microvm-kernel.sh).
     fs::path self = fs::path(detail::self_exe()).parent_path();
-    c.push_back((self.parent_path().parent_path() / "microvm" / "vmlinuz").string());
-    c.push_back(std::string(CC_DATADIR) + "/microvm/vmlinuz");
+    dirs.push_back((self.parent_path().parent_path() / "microvm").string());
+    dirs.push_back(std::string(CC_DATADIR) + "/microvm");
+    // vmlinux (uncompressed, PVH entry) first: no decompression in the guest.
+    for (const auto& d : dirs)
+        for (const char* name : {"vmlinux", "vmlinuz"}) c.push_back(d + "/" + name);
     return c;
 }
 
