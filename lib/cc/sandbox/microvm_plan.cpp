@@ -129,7 +129,12 @@ Result<Plan> build_microvm_plan(const PlanInput& in, const HostPaths& host) {
                 {"modules", vm.in.modules},
                 {"rootTag", "ccroot"},
                 {"msize", 512000},
-                {"cache", "mmap"},
+                // loose: the guest caches what it reads and writes (git status
+                // over 300 files: about 0.6-1.3 s instead of 2.1 s under TCG);
+                // files the host changes during the run may be seen late.
+                // The init syncs before it reports the status, so the host
+                // sees every write once cc-wrap returns.
+                {"cache", "loose"},
                 {"net", {{"interface", "eth0"}, {"address", vm_guest_address}, {"netmask", "255.255.255.0"}}}};
     p.vm = vm;
     p.layers.push_back("microvm:" + vm.in.accel);
