@@ -53,8 +53,8 @@ struct VmTree {
         for (const auto& d : {root, work, config}) ::chmod(d.c_str(), 0755);
         if (cc::test::is_root()) {
             REQUIRE(run({"chown", "-R", "65534:65534", work}).status == 0);
-            // Every directory above the binds must be passable by uid 65534.
-            for (fs::path p = root; p != p.root_path(); p = p.parent_path()) ::chmod(p.c_str(), 0755);
+            // The scratch directory (ours) must be passable by uid 65534.
+            ::chmod(cc::test::scratch_dir().c_str(), 0755);
         }
         json j = {{"sessionId", "vm-test"},
                   {"workspaceId", "ws"},
@@ -110,7 +110,9 @@ std::set<pid_t> monitors_under(pid_t root) {
 
 // Starts cc-wrap, records the monitor's PIDs while it runs, stops it with
 // `how` (0: let --timeout do it), and returns (status, the PIDs seen).
-std::pair<int, std::set<pid_t>> run_and_watch(const std::vector<std::string>& argv, int how) {
+// With `ready`, the signal waits until that file exists (the command started).
+std::pair<int, std::set<pid_t>> run_and_watch(const std::vector<std::string>& argv, int how,
+                                              const std::string& ready = "") {
     pid_t pid = ::fork();
     if (pid == 0) {
         int devnull = ::open("/dev/null", O_RDWR);
@@ -129,7 +131,9 @@ std::pair<int, std::set<pid_t>> run_and_watch(const std::vector<std::string>& ar
         if (::waitpid(pid, &wst, WNOHANG) == pid) break;
         auto m = monitors_under(pid);
         seen.insert(m.begin(), m.end());
-        if (how && !seen.empty() && std::chrono::steady_clock::now() - start > std::chrono::seconds(2)) {
+        bool started = ready.empty() ? std::chrono::steady_clock::now() - start > std::chrono::seconds(2)
+                                     : fs::exists(ready);
+        if (how && !seen.empty() && started) {
             ::kill(pid, how);
             how = 0;
         }
@@ -224,6 +228,16 @@ TEST_CASE("microvm: cc-wrap killed outright takes the monitor with it") {
     if (auto why = cannot_boot(t); !why.empty()) CC_SKIP(why);
     auto [status, seen] = run_and_watch(t.argv({"sleep", "300"}), SIGKILL);
     CHECK(status == 128 + SIGKILL);
+    REQUIRE(!seen.empty());
+    for (pid_t p : seen) CHECK(gone(p));
+}
+
+TEST_CASE("microvm: SIGTERM reaches the command in the guest (143), and the VM stops") {
+    VmTree t;
+    if (auto why = cannot_boot(t); !why.empty()) CC_SKIP(why);
+    auto [status, seen] =
+        run_and_watch(t.argv({"sh", "-c", "touch /work/started; exec sleep 300"}), SIGTERM, t.work + "/started");
+    CHECK(status == 128 + SIGTERM);
     REQUIRE(!seen.empty());
     for (pid_t p : seen) CHECK(gone(p));
 }
