@@ -37,7 +37,9 @@ std::string slurp(const std::string& p) {
     return ss.str();
 }
 
-void spit(const std::string& p, const std::string& s) { std::ofstream(p) << s; }
+void spit(const std::string& p, const std::string& s) {
+    std::ofstream(p) << s;
+}
 
 struct VmTree {
     std::string root, work, config, outside, spec;
@@ -131,8 +133,8 @@ std::pair<int, std::set<pid_t>> run_and_watch(const std::vector<std::string>& ar
         if (::waitpid(pid, &wst, WNOHANG) == pid) break;
         auto m = monitors_under(pid);
         seen.insert(m.begin(), m.end());
-        bool started = ready.empty() ? std::chrono::steady_clock::now() - start > std::chrono::seconds(2)
-                                     : fs::exists(ready);
+        bool started =
+            ready.empty() ? std::chrono::steady_clock::now() - start > std::chrono::seconds(2) : fs::exists(ready);
         if (how && !seen.empty() && started) {
             ::kill(pid, how);
             how = 0;
@@ -168,7 +170,9 @@ TEST_CASE("microvm: a guest kernel, only the binds, read-only stays read-only, s
     host_release.erase(host_release.find_last_not_of('\n') + 1);
     std::string script =
         "echo kernel=$(uname -r); "
-        "cat " + t.outside + " 2>/dev/null || echo outside-missing; "
+        "cat " +
+        t.outside +
+        " 2>/dev/null || echo outside-missing; "
         "cat /config/settings; "
         "echo x > /config/new 2>/dev/null && echo ro-written || echo ro-refused; "
         "touch /config/settings 2>&1 | sed 's/^/touch: /'; "

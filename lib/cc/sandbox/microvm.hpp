@@ -28,24 +28,24 @@
 namespace cc::sandbox {
 
 struct VmInput {
-    std::string accel = "kvm";        // "kvm" (default) or "tcg" (only when asked for)
-    std::string monitor;              // host path of qemu-system-x86_64
-    std::string monitorVersion;       // its --version first line
-    std::string kernel;               // host path of the guest kernel image
-    std::string kernelVersion;        // its release (DIR/version next to it)
-    std::string modulesDir;           // DIR/modules
-    std::vector<std::string> modules; // file names, dependencies first (DIR/modules/order)
-    std::string guestExe;             // cc-wrap-vm: the host step and the guest's /init
+    std::string accel = "kvm";         // "kvm" (default) or "tcg" (only when asked for)
+    std::string monitor;               // host path of qemu-system-x86_64
+    std::string monitorVersion;        // its --version first line
+    std::string kernel;                // host path of the guest kernel image
+    std::string kernelVersion;         // its release (DIR/version next to it)
+    std::string modulesDir;            // DIR/modules
+    std::vector<std::string> modules;  // file names, dependencies first (DIR/modules/order)
+    std::string guestExe;              // cc-wrap-vm: the host step and the guest's /init
     unsigned memoryMiB = 256;
     unsigned cpus = 1;
-    long tscKhz = 0;                  // TCG: the host's TSC rate, so the guest skips calibrating it
+    long tscKhz = 0;  // TCG: the host's TSC rate, so the guest skips calibrating it
 };
 
 struct VmPlan {
     VmInput in;
-    std::string initrd;              // host path, made in the runtime directory at launch
-    std::string cmdline;             // the guest kernel's
-    nlohmann::json guest;            // /cc/plan.json inside the initramfs
+    std::string initrd;    // host path, made in the runtime directory at launch
+    std::string cmdline;   // the guest kernel's
+    nlohmann::json guest;  // /cc/plan.json inside the initramfs
     std::vector<std::string> monitorArgv;
     std::string share = "virtio-9p";
     std::string why;

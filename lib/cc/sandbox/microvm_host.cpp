@@ -22,7 +22,9 @@ namespace cc::sandbox {
 namespace {
 
 volatile sig_atomic_t pending_signal = 0;
-void on_signal(int sig) { pending_signal = sig; }
+void on_signal(int sig) {
+    pending_signal = sig;
+}
 
 int fail(const std::string& what) {
     std::cerr << "cc-wrap: microvm: " << what << '\n';
@@ -110,7 +112,8 @@ int vm_host_main(const std::vector<std::string>& args) {
         }
         if (p[0].revents) {
             ssize_t k = ::read(0, buf, sizeof buf);
-            if (k > 0) to_guest.assign(buf, static_cast<std::size_t>(k));
+            if (k > 0)
+                to_guest.assign(buf, static_cast<std::size_t>(k));
             else if (k == 0 || errno != EINTR) {
                 stdin_open = false;
                 ::shutdown(in, SHUT_WR);
@@ -118,7 +121,8 @@ int vm_host_main(const std::vector<std::string>& args) {
         }
         if (p[1].revents) {
             ssize_t k = ::write(in, to_guest.data(), to_guest.size());
-            if (k > 0) to_guest.erase(0, static_cast<std::size_t>(k));
+            if (k > 0)
+                to_guest.erase(0, static_cast<std::size_t>(k));
             else if (k < 0 && errno != EAGAIN && errno != EINTR) {
                 to_guest.clear();
                 stdin_open = false;
@@ -128,8 +132,10 @@ int vm_host_main(const std::vector<std::string>& args) {
         auto pump = [&](int i, int fd, bool& open, auto&& sink) {
             if (!p[i].revents) return;
             ssize_t k = ::read(fd, buf, sizeof buf);
-            if (k > 0) sink(buf, static_cast<std::size_t>(k));
-            else if (k == 0 || (errno != EINTR && errno != EAGAIN)) open = false;
+            if (k > 0)
+                sink(buf, static_cast<std::size_t>(k));
+            else if (k == 0 || (errno != EINTR && errno != EAGAIN))
+                open = false;
         };
         pump(2, out, out_open, [](const char* d, std::size_t k) { write_all(1, d, k); });
         pump(3, err, err_open, [](const char* d, std::size_t k) { write_all(2, d, k); });

@@ -12,14 +12,17 @@ namespace detail {
 
 namespace {
 
-std::string guest_file(const char* name) { return std::string(vm_guest_dir) + "/" + name; }
+std::string guest_file(const char* name) {
+    return std::string(vm_guest_dir) + "/" + name;
+}
 
 // The guest kernel's command line. quiet: every console line costs time
 // under TCG; panic=-1 turns a guest panic into a reset, which -no-reboot
 // turns into the monitor's exit (the host step then reports 125).
 std::string kernel_cmdline(const VmInput& vm) {
-    std::string c = "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init cryptomgr.notests random.trust_cpu=on "
-                    "no_timer_check 8250.nr_uarts=1";
+    std::string c =
+        "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init cryptomgr.notests random.trust_cpu=on "
+        "no_timer_check 8250.nr_uarts=1";
     // Under TCG the guest has no timer to calibrate the TSC against (microvm
     // has no PIT or HPET by default) and would wait for it; the host's rate
     // is given instead (the emulated TSC runs at the host's).
@@ -30,11 +33,28 @@ std::string kernel_cmdline(const VmInput& vm) {
 
 std::vector<std::string> monitor_argv(const VmInput& vm, const std::string& socat, int http, int socks,
                                       const std::string& cmdline) {
-    std::vector<std::string> a = {vm.monitor, "-M", "microvm,acpi=on,isa-serial=on", "-accel", vm.accel,
-                                  "-cpu", vm.accel == "kvm" ? "host" : "max", "-m", std::to_string(vm.memoryMiB) + "M",
-                                  "-smp", std::to_string(vm.cpus), "-nodefaults", "-no-user-config", "-display", "none",
-                                  "-no-reboot", "-kernel", guest_file("kernel"), "-initrd", guest_file("initrd"),
-                                  "-append", cmdline};
+    std::vector<std::string> a = {vm.monitor,
+                                  "-M",
+                                  "microvm,acpi=on,isa-serial=on",
+                                  "-accel",
+                                  vm.accel,
+                                  "-cpu",
+                                  vm.accel == "kvm" ? "host" : "max",
+                                  "-m",
+                                  std::to_string(vm.memoryMiB) + "M",
+                                  "-smp",
+                                  std::to_string(vm.cpus),
+                                  "-nodefaults",
+                                  "-no-user-config",
+                                  "-display",
+                                  "none",
+                                  "-no-reboot",
+                                  "-kernel",
+                                  guest_file("kernel"),
+                                  "-initrd",
+                                  guest_file("initrd"),
+                                  "-append",
+                                  cmdline};
     auto chardev = [&](const char* id, int fd) {
         a.insert(a.end(), {"-chardev", std::string("socket,id=") + id + ",fd=" + std::to_string(fd)});
     };
@@ -64,21 +84,21 @@ std::vector<std::string> monitor_argv(const VmInput& vm, const std::string& soca
                  " STDIO TCP:127.0.0.1:" + std::to_string(port);
         return s;
     }();
-    a.insert(a.end(), {"-netdev", "user,id=net,restrict=on,net=10.0.2.0/24" + fwd, "-device",
-                       "virtio-net-device,netdev=net"});
+    a.insert(a.end(),
+             {"-netdev", "user,id=net,restrict=on,net=10.0.2.0/24" + fwd, "-device", "virtio-net-device,netdev=net"});
     return a;
 }
 
 }  // namespace
 
 auto Builder::microvm_mounts() -> void {
-        const auto& vm = *in.vm;
-        add("ro-bind", vm.kernel, guest_file("kernel"), "microvm: the guest kernel (" + vm.kernelVersion + ")");
-        add("ro-bind", in.runtimeDir + "/vm-initrd", guest_file("initrd"), "microvm: the initramfs made for this launch");
-        add("ro-bind", vm.guestExe, guest_file("cc-wrap-vm"), "microvm: the host step (and the guest's /init)");
-        if (vm.accel == "kvm") add("dev-bind", "/dev/kvm", "/dev/kvm", "microvm: KVM for the VM monitor");
-        std::stable_sort(plan.mounts.begin(), plan.mounts.end(),
-                         [](const Mount& x, const Mount& y) { return depth(x.dest) < depth(y.dest); });
+    const auto& vm = *in.vm;
+    add("ro-bind", vm.kernel, guest_file("kernel"), "microvm: the guest kernel (" + vm.kernelVersion + ")");
+    add("ro-bind", in.runtimeDir + "/vm-initrd", guest_file("initrd"), "microvm: the initramfs made for this launch");
+    add("ro-bind", vm.guestExe, guest_file("cc-wrap-vm"), "microvm: the host step (and the guest's /init)");
+    if (vm.accel == "kvm") add("dev-bind", "/dev/kvm", "/dev/kvm", "microvm: KVM for the VM monitor");
+    std::stable_sort(plan.mounts.begin(), plan.mounts.end(),
+                     [](const Mount& x, const Mount& y) { return depth(x.dest) < depth(y.dest); });
 }
 
 }  // namespace detail
@@ -88,7 +108,8 @@ using namespace detail;
 Result<Plan> build_microvm_plan(const PlanInput& in, const HostPaths& host) {
     if (!in.vm) return unavailable_error("backend microvm", "no VM runtime was resolved (monitor, guest kernel)");
     if (in.profile == Profile::terminal)
-        return unavailable_error("backend microvm", "--profile terminal is not implemented yet for the microvm backend");
+        return unavailable_error("backend microvm",
+                                 "--profile terminal is not implemented yet for the microvm backend");
     if (in.pty) return unavailable_error("backend microvm", "--pty is not implemented yet for the microvm backend");
     if (in.command.empty()) return input_error("command", "missing (cc-wrap [options] -- CMD ARGS...)");
     PlanInput m = in;
@@ -101,8 +122,9 @@ Result<Plan> build_microvm_plan(const PlanInput& in, const HostPaths& host) {
     vm.initrd = in.runtimeDir + "/vm-initrd";
     vm.cmdline = kernel_cmdline(vm.in);
     vm.monitorArgv = monitor_argv(vm.in, in.socat, http, socks, vm.cmdline);
-    vm.why = "virtio-9p: built into the monitor, one device for the whole view bubblewrap made (no helper daemon, "
-             "no shared-memory backend as virtiofs needs); read-only binds and masks are the host's mounts";
+    vm.why =
+        "virtio-9p: built into the monitor, one device for the whole view bubblewrap made (no helper daemon, "
+        "no shared-memory backend as virtiofs needs); read-only binds and masks are the host's mounts";
     m.command = {guest_file("cc-wrap-vm"), "--internal-vm-host", "--"};
     m.command.insert(m.command.end(), vm.monitorArgv.begin(), vm.monitorArgv.end());
     Builder b{m, host, {}, {}, {}, {}, {}, {}, {}};
@@ -138,9 +160,10 @@ Result<Plan> build_microvm_plan(const PlanInput& in, const HostPaths& host) {
                 {"net", {{"interface", "eth0"}, {"address", vm_guest_address}, {"netmask", "255.255.255.0"}}}};
     p.vm = vm;
     p.layers.push_back("microvm:" + vm.in.accel);
-    p.notes.push_back("microvm: the command runs in a " + vm.in.kernelVersion + " guest under " +
-                      (vm.in.accel == "kvm" ? std::string("KVM") : std::string("TCG (emulation, asked for with --vm-accel tcg)")) +
-                      "; the proxies are at " + vm_proxy_host + " inside the guest");
+    p.notes.push_back(
+        "microvm: the command runs in a " + vm.in.kernelVersion + " guest under " +
+        (vm.in.accel == "kvm" ? std::string("KVM") : std::string("TCG (emulation, asked for with --vm-accel tcg)")) +
+        "; the proxies are at " + vm_proxy_host + " inside the guest");
     return plan;
 }
 

@@ -109,14 +109,17 @@ Result<VmInput> resolve_vm(const VmOptions& o) {
     if (vm.accel == "kvm") {
         int fd = ::open("/dev/kvm", O_RDWR | O_CLOEXEC);
         if (fd < 0)
-            return unavailable_error("backend microvm", std::string("KVM: /dev/kvm cannot be opened: ") +
-                                                            std::strerror(errno) +
-                                                            "; TCG (emulation) only when asked for, with --vm-accel tcg");
+            return unavailable_error("backend microvm",
+                                     std::string("KVM: /dev/kvm cannot be opened: ") + std::strerror(errno) +
+                                         "; TCG (emulation) only when asked for, with --vm-accel tcg");
         ::close(fd);
     }
-    if (o.monitor) vm.monitor = *o.monitor;
-    else if (const char* m = std::getenv("CC_VM_MONITOR"); m && *m) vm.monitor = m;
-    else vm.monitor = bp::search_path("qemu-system-x86_64").string();
+    if (o.monitor)
+        vm.monitor = *o.monitor;
+    else if (const char* m = std::getenv("CC_VM_MONITOR"); m && *m)
+        vm.monitor = m;
+    else
+        vm.monitor = bp::search_path("qemu-system-x86_64").string();
     if (vm.monitor.empty() || ::access(vm.monitor.c_str(), X_OK) != 0)
         return unavailable_error("backend microvm",
                                  "no VM monitor: qemu-system-x86_64 not found (Debian package qemu-system-x86)");
@@ -129,7 +132,7 @@ Result<VmInput> resolve_vm(const VmOptions& o) {
         tried.push_back(*o.kernel);
         vm.kernel = *o.kernel;
         if (::access(vm.kernel.c_str(), R_OK) != 0)
-            return unavailable_error("--vm-kernel", vm.kernel + ": " + std::strerror(errno));
+            return unavailable_error("backend microvm", "--vm-kernel " + vm.kernel + ": " + std::strerror(errno));
     } else {
         for (const auto& c : vm_kernel_candidates()) {
             tried.push_back(c);
@@ -142,8 +145,9 @@ Result<VmInput> resolve_vm(const VmOptions& o) {
     if (vm.kernel.empty()) {
         std::string list;
         for (const auto& t : tried) list += (list.empty() ? "" : ", ") + t;
-        return unavailable_error("backend microvm", "no guest kernel (looked for " + list +
-                                                        "; scripts/microvm-kernel.sh extracts one, or --vm-kernel FILE)");
+        return unavailable_error(
+            "backend microvm",
+            "no guest kernel (looked for " + list + "; scripts/microvm-kernel.sh extracts one, or --vm-kernel FILE)");
     }
     fs::path dir = fs::path(vm.kernel).parent_path();
     vm.kernelVersion = first_line(slurp((dir / "version").string()));
@@ -157,8 +161,9 @@ Result<VmInput> resolve_vm(const VmOptions& o) {
             vm.modules.push_back(m);
         }
     if (vm.modules.empty())
-        return unavailable_error("backend microvm", "no guest modules beside the kernel (" + vm.modulesDir +
-                                                        "/order): the guest init needs virtio-mmio, virtio-serial and 9p");
+        return unavailable_error("backend microvm",
+                                 "no guest modules beside the kernel (" + vm.modulesDir +
+                                     "/order): the guest init needs virtio-mmio, virtio-serial and 9p");
 
     fs::path self = fs::path(detail::self_exe()).parent_path();
     for (const auto& c : {(self / "cc-wrap-vm").string(), (self.parent_path() / "cc-wrap" / "cc-wrap-vm").string(),
