@@ -11,6 +11,7 @@ all: build
 # make deps installs everything; each target asks only for what it needs.
 deps:
 	@bash scripts/deps.sh all
+	@bash scripts/microvm-kernel.sh $(BUILD)/microvm
 
 $(BUILD)/build.ninja:
 	@bash scripts/deps.sh build
@@ -22,6 +23,7 @@ build: $(BUILD)/build.ninja
 # Every tier; ends with one line `N passed, N failed, N skipped`.
 test: build
 	@bash scripts/deps.sh test
+	@bash scripts/microvm-kernel.sh $(BUILD)/microvm
 	@rm -rf $(BUILD)/test-summary
 	@meson test -C $(BUILD) --no-rebuild --print-errorlogs $(TESTARGS) > $(BUILD)/meson-test.out 2>&1; \
 	  rc=$$?; tail -n 40 $(BUILD)/meson-test.out; \
@@ -39,6 +41,7 @@ demo: build
 
 bench:
 	@bash scripts/deps.sh bench
+	@bash scripts/microvm-kernel.sh $(BUILD)-bench/microvm
 	@[ -f $(BUILD)-bench/build.ninja ] || meson setup $(BUILD)-bench -Dbench=true -Dtests=false >/dev/null
 	@ninja -C $(BUILD)-bench
 	@bash bench/run.sh $(BUILD)-bench

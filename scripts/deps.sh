@@ -3,7 +3,7 @@
 # Idempotent: quiet when everything is present. apt-get as root, sudo otherwise.
 set -euo pipefail
 
-# What each make target needs (usage: deps.sh [build|demo|test|bench|deb|fuzz|all]):
+# What each make target needs (usage: deps.sh [build|demo|test|bench|deb|fuzz|microvm|all]):
 build=(
   g++ meson ninja-build pkg-config
   libcli11-dev nlohmann-json3-dev libcurl4-openssl-dev libc-ares-dev libidn2-dev
@@ -20,6 +20,9 @@ demo=(curl jq lighttpd python3 xfsprogs util-linux)
 # The test tiers: real peers (TLS servers, netcat, ssh), network namespaces,
 # schema and man-page checks.
 test=(openssl netcat-openbsd openssh-client iproute2 procps man-db groff-base python3-jsonschema)
+# The microvm backend: the VM monitor (qemu -M microvm). The guest kernel is
+# not installed: scripts/microvm-kernel.sh extracts Debian's into build/microvm.
+microvm=(qemu-system-x86)
 # Benchmarks: the peers measured against, and the timers.
 bench=(libbenchmark-dev tinyproxy microsocks hyperfine strace time)
 deb=(dpkg-dev debhelper fakeroot)
@@ -28,12 +31,13 @@ fuzz=(clang)
 case ${1:-all} in
   build) packages=("${build[@]}") ;;
   demo|install) packages=("${build[@]}" "${runtime[@]}" "${demo[@]}") ;;
-  test) packages=("${build[@]}" "${runtime[@]}" "${demo[@]}" "${test[@]}") ;;
-  bench) packages=("${build[@]}" "${runtime[@]}" "${demo[@]}" "${bench[@]}") ;;
+  test) packages=("${build[@]}" "${runtime[@]}" "${demo[@]}" "${test[@]}" "${microvm[@]}") ;;
+  bench) packages=("${build[@]}" "${runtime[@]}" "${demo[@]}" "${bench[@]}" "${microvm[@]}") ;;
+  microvm) packages=("${microvm[@]}") ;;
   deb) packages=("${build[@]}" "${deb[@]}") ;;
   fuzz|asan) packages=("${build[@]}" "${runtime[@]}" "${demo[@]}" "${test[@]}" "${fuzz[@]}") ;;
-  all) packages=("${build[@]}" "${runtime[@]}" "${demo[@]}" "${test[@]}" "${bench[@]}" "${deb[@]}" "${fuzz[@]}") ;;
-  *) echo "deps.sh: unknown target '$1' (build, demo, test, bench, deb, fuzz or all)" >&2; exit 2 ;;
+  all) packages=("${build[@]}" "${runtime[@]}" "${demo[@]}" "${test[@]}" "${microvm[@]}" "${bench[@]}" "${deb[@]}" "${fuzz[@]}") ;;
+  *) echo "deps.sh: unknown target '$1' (build, demo, test, bench, deb, fuzz, microvm or all)" >&2; exit 2 ;;
 esac
 
 missing=()

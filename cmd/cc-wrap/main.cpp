@@ -44,6 +44,10 @@ int main(int argc, char** argv) {
         app.add_option("--timeout", rq.timeout, "kill the whole sandbox after SECONDS (exit 137)")->check(CLI::NonNegativeNumber);
         app.add_option("--kill-after", rq.grace, "SECONDS between a forwarded SIGTERM/SIGINT and SIGKILL (default 3)")
             ->check(CLI::NonNegativeNumber);
+        app.add_option("--vm-accel", rq.vmAccel, "backend microvm: kvm (default) or tcg (emulation, only when asked for)");
+        app.add_option("--vm-kernel", rq.vmKernel, "backend microvm: the guest kernel image (modules/ and version beside it)");
+        app.add_option("--vm-memory", rq.vmMemory, "backend microvm: the guest's memory in MiB (default 256)")
+            ->check(CLI::Range(64u, 65536u));
         app.add_option("command", rq.command, "the command and its arguments, after --");
         if (auto rc = cc::tool::parse(app, argc, argv, "cc-wrap")) return *rc;
         rq.printText = rq.print && cc::tool::text_output(format);

@@ -33,7 +33,7 @@ def help_options(exe, sub=None):
 
 
 tools = sorted(t for t in glob.glob(os.path.join(build, "cmd", "cc-*", "cc-*"))
-               if os.access(t, os.X_OK) and os.path.isfile(t) and not t.endswith("cc-wrap-init"))
+               if os.access(t, os.X_OK) and os.path.isfile(t) and not t.endswith(("cc-wrap-init", "cc-wrap-vm")))
 if not tools:
     fail("no tools built")
 for exe in tools:

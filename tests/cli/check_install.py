@@ -34,7 +34,7 @@ try:
     tools = [os.path.basename(t) for t in glob.glob(os.path.join(build, "cmd", "cc-*", "cc-*"))
              if os.path.isfile(t) and os.access(t, os.X_OK)]
     for t in tools:
-        if t == "cc-wrap-init":  # a helper, not a command
+        if t in ("cc-wrap-init", "cc-wrap-vm"):  # helpers, not commands
             if not os.access(os.path.join(base, opts["libexecdir"], "cc", t), os.X_OK):
                 fail(f"{t} not installed in libexec/cc/")
             if os.path.exists(os.path.join(base, opts["bindir"], t)):
@@ -56,7 +56,7 @@ try:
     if os.path.exists(os.path.join(share, "classify", "git.json")) or os.path.exists(os.path.join(share, "classify", "builtin")):
         fail("share/cc/classify holds the shipped command data (it is compiled in; it belongs under doc/cc/classify)")
     for t in tools:
-        if t == "cc-wrap-init":
+        if t in ("cc-wrap-init", "cc-wrap-vm"):
             continue
         for rel in (f"bash-completion/completions/{t}", f"zsh/vendor-completions/_{t}", f"fish/vendor_completions.d/{t}.fish"):
             if not os.path.exists(os.path.join(base, opts["datadir"], rel)):

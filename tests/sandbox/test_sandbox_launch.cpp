@@ -553,7 +553,9 @@ TEST_CASE("cli: bad input exits 2, unavailable backends 125, backend none says s
     CHECK(wrap({"--spec", t.spec, "--sandbox", "maybe", "--", "true"}).status == 2);
     CHECK(wrap({"--spec", t.spec, "--inherit-env", "--backend", "native", "--drop-filename-denies", "--egress", t.ready,
                 "--", "true"}).status == (bwrap_works() ? 2 : 125));
-    auto vm = wrap({"--spec", t.spec, "--backend", "microvm", "--", "true"});
+    // An explicit microvm that cannot be given (here: no such guest kernel)
+    // fails, never falls back (tests/sandbox/test_microvm.cpp boots real ones).
+    auto vm = wrap({"--spec", t.spec, "--backend", "microvm", "--vm-kernel", t.root + "/no-vmlinux", "--", "true"});
     CHECK(vm.status == 125);
     CHECK(vm.err.find("microvm") != std::string::npos);
     // Dispatch with a writable bind and the standard filename rules: the

@@ -31,6 +31,7 @@ rc=0
 setpriv --reuid=65534 --regid=65534 --clear-groups --reset-env -- \
   env CC_BIN_DIR="$CC_BIN_DIR" CC_DATA_DIR="$CC_DATA_DIR" CC_TEST_SUMMARY_DIR="$CC_TEST_SUMMARY_DIR" \
       CC_TEST_ID="$CC_TEST_ID" CC_AS_USER=1 CC_SOURCE_DIR="${CC_SOURCE_DIR:-}" HOME="$HOME" \
+      CC_MICROVM_DIR="${CC_MICROVM_DIR:-}" \
       PATH=/usr/local/bin:/usr/bin:/bin TMPDIR=/tmp \
   "$stage/test" "$@" || rc=$?
 mkdir -p "$CC_TEST_SUMMARY_DIR_REAL"

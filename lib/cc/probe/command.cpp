@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "cc/probe/diagnose.hpp"
+#include "cc/sandbox/microvm.hpp"
 
 namespace cc::probe {
 
@@ -17,6 +18,30 @@ int run_command(const CommandOptions& opts, const HostFacts& host, std::ostream&
     ProbeResult p = probe(host, *sw);
     nlohmann::json doc = to_json(p);
     int status = 0;
+    // The VM runtime cc-wrap --backend microvm would use: the monitor and its
+    // version, the guest kernel image and its release (KVM is reported above;
+    // this lookup does not need it). Asked for with --backend microvm or
+    // --diagnose only: it runs the monitor once (tens of milliseconds).
+    std::string vm_line;
+    if (p.platform == "linux" && (opts.diagnose || (opts.backend && *opts.backend == "microvm"))) {
+        sandbox::VmOptions vo;
+        vo.accel = "tcg";
+        auto vm = sandbox::resolve_vm(vo);
+        auto& j = doc["microvm"];
+        if (vm) {
+            j["monitor"] = vm->monitor;
+            j["monitorVersion"] = vm->monitorVersion;
+            j["kernelImage"] = vm->kernel;
+            j["kernelVersion"] = vm->kernelVersion;
+            j["guestInit"] = vm->guestExe;
+            vm_line = "microvm runtime: " + vm->monitor + " (" + vm->monitorVersion + "), guest kernel " +
+                      vm->kernel + " (" + vm->kernelVersion + "); KVM " + (p.microvm.kvmUsable ? "usable" : "not usable") +
+                      ", TCG with --vm-accel tcg";
+        } else {
+            j["runtimeError"] = vm.error().one_line();
+            vm_line = "microvm runtime: " + vm.error().one_line();
+        }
+    }
 
     // --backend: how a stored name parses and what this host gives for it.
     std::optional<spec::Backend> requested;
@@ -75,6 +100,7 @@ int run_command(const CommandOptions& opts, const HostFacts& host, std::ostream&
         out << doc.dump() << '\n';
     } else {
         out << p.line << '\n';
+        if (!vm_line.empty()) out << vm_line << '\n';
         if (!choice_line.empty()) out << choice_line << '\n';
         if (diag) out << to_text(*diag);
     }

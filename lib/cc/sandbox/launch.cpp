@@ -104,11 +104,30 @@ int wrap(const WrapRequest& rq) {
     } else {
         pr = probe::probe(*probe::real_host(), *sw, requested == spec::Backend::microvm);
     }
+    // microvm: the VM runtime is resolved now (125 with the reason when
+    // something is missing); TCG needs no KVM, but only when asked for.
+    std::optional<VmInput> vm;
+    if (requested == spec::Backend::microvm) {
+        VmOptions vo;
+        if (rq.vmAccel) vo.accel = *rq.vmAccel;
+        vo.kernel = rq.vmKernel;
+        if (rq.vmMemory) vo.memoryMiB = *rq.vmMemory;
+        auto r = resolve_vm(vo);
+        if (!r) return fail(r.error());
+        vm = *r;
+        if (vm->accel == "tcg" && !pr.microvm.available) {
+            pr.microvm.available = true;
+            pr.microvm.reason = "TCG asked for (--vm-accel tcg): emulation, no KVM needed";
+        }
+    } else if (rq.vmAccel || rq.vmKernel || rq.vmMemory) {
+        return fail(input_error(rq.vmAccel ? "--vm-accel" : rq.vmKernel ? "--vm-kernel" : "--vm-memory",
+                                "applies to --backend microvm only"));
+    }
     auto choice = probe::choose_backend(pr, requested);
     if (!choice) return fail(choice.error());
     if (!choice->requested || choice->backend == spec::Backend::none) log(choice->log);
     // A layer the plan will name must exist: no launch with fewer.
-    if (choice->backend == spec::Backend::native && pr.mechanism == "bubblewrap" && pr.layers.probed &&
+    if (choice->backend != spec::Backend::none && pr.mechanism == "bubblewrap" && pr.layers.probed &&
         !pr.layers.missing.empty()) {
         std::string names;
         for (const auto& m : pr.layers.missing) names += (names.empty() ? "" : ", ") + m;
@@ -136,12 +155,13 @@ int wrap(const WrapRequest& rq) {
     in.writeSupervisor = pr.layers.writeSupervisor && !rq.noWriteSupervisor;
     if (pr.layers.writeSupervisor && rq.noWriteSupervisor) in.writeSupervisorRefused = true;
     in.identity = *identity;
+    in.vm = vm;
 
     // 3. Resolve the rest of the input: a handed-in cc-egress's ready line;
     // where this launch's runtime directory, its egress inbox and (run by
     // root, when the sandbox's uid cannot reach the installed one) its copy
     // of the init step will be. Nothing is created yet.
-    const bool wants_egress = choice->backend == spec::Backend::native && profile == Profile::dispatch;
+    const bool wants_egress = choice->backend != spec::Backend::none && profile == Profile::dispatch;
     const bool own_egress = wants_egress && !rq.egressReady;
     if ((rq.policyPath || rq.approver) && !own_egress)
         log(std::string("note: ") + (rq.policyPath ? "--policy" : "--approver") + " unused: this launch starts no cc-egress (" +
@@ -251,8 +271,11 @@ int wrap(const WrapRequest& rq) {
             if (!plan) return fail(plan.error());
         }
     }
-    if (plan->backend == spec::Backend::native && plan->seatbelt.empty())
+    if (plan->backend != spec::Backend::none && plan->seatbelt.empty())
         if (auto s = make_masks(*plan); !s) return fail(s.error());
+    if (plan->vm)
+        if (auto s = write_initramfs(*plan->vm, in.identity.uid, in.identity.gid, in.identity.drop); !s)
+            return fail(s.error());
     SeatbeltTap tap;
     bool tapped = false;
     if (!plan->seatbelt.empty()) {

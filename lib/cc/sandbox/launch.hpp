@@ -36,6 +36,11 @@ struct WrapRequest {
     bool pty = false;
     double timeout = 0;                         // seconds; 0 = none
     double grace = 3;                           // --kill-after
+    // Backend microvm (microvm.hpp): the accelerator (kvm unless tcg is asked
+    // for; never a silent fallback), the guest kernel, the guest's memory.
+    std::optional<std::string> vmAccel;         // --vm-accel kvm|tcg
+    std::optional<std::string> vmKernel;        // --vm-kernel FILE
+    std::optional<unsigned> vmMemory;           // --vm-memory MIB
     std::vector<std::string> command;
 };
 

@@ -142,7 +142,7 @@ auto Builder::environment() -> void {
         }
         plan.env["CC_SESSION_ID"] = in.spec.sessionId;
         plan.env["CC_SANDBOX_BACKEND"] = std::string(spec::to_string(in.backend));
-        if (in.backend == Backend::native) {
+        if (in.backend != Backend::none) {
             plan.env["TMPDIR"] = "/tmp";
             if (!in.home.empty()) plan.env["HOME"] = in.home;
         }
@@ -285,7 +285,7 @@ auto Builder::bwrap_argv() -> void {
         if (plan.seccomp) a.insert(a.end(), {"--seccomp", std::to_string(bwrap_seccomp_fd)});
         for (const auto& m : plan.mounts) {
             a.push_back("--" + m.op);
-            if (m.op == "bind" || m.op == "ro-bind" || m.op == "symlink") a.push_back(m.src);
+            if (m.op == "bind" || m.op == "ro-bind" || m.op == "dev-bind" || m.op == "symlink") a.push_back(m.src);
             a.push_back(m.dest);
         }
         if (!plan.chdir.empty()) a.insert(a.end(), {"--chdir", plan.chdir});
@@ -383,8 +383,8 @@ auto Builder::build() -> Result<Plan> {
         if (in.command.empty()) return input_error("command", "missing (cc-wrap [options] -- CMD ARGS...)");
         if (in.inheritEnv && in.backend != Backend::none)
             return input_error("--inherit-env", "allowed only with backend none (the sandbox always sanitises the environment)");
-        if (in.backend == Backend::microvm)
-            return unavailable_error("backend microvm", "cc-wrap has no microvm launcher; nothing runs without the isolation asked for");
+        if (in.backend == Backend::microvm && !in.vm)
+            return unavailable_error("backend microvm", "no VM runtime was resolved; nothing runs without the isolation asked for");
         if (in.backend == Backend::none) {
             if (in.profile == Profile::terminal)
                 return unavailable_error("--profile terminal",
@@ -470,6 +470,7 @@ auto Builder::build() -> Result<Plan> {
             add("ro-bind", in.initExe, guest_init, "the init step (cc-wrap-init)");
             std::stable_sort(plan.mounts.begin(), plan.mounts.end(), by_depth);
         }
+        if (in.backend == Backend::microvm) microvm_mounts();
         add("remount-ro", "", "/", "the empty root itself is read-only: writes outside the binds fail");
         if (auto st = sources_reachable(); !st) return st.error();
         bwrap_argv();
@@ -487,6 +488,7 @@ const std::vector<std::string>& home_write_denies() { return k_home_write; }
 const std::vector<std::string>& standard_filename_denies() { return k_filename; }
 
 Result<Plan> build_plan(const PlanInput& in, const HostPaths& host) {
+    if (in.backend == Backend::microvm && in.vm && !in.vm->monitor.empty()) return build_microvm_plan(in, host);
     Builder b{in, host, {}, {}, {}, {}, {}, {}, {}};
     return b.build();
 }
@@ -540,13 +542,14 @@ nlohmann::json to_json(const Plan& p) {
     if (!p.proxy.inbox.empty()) j["proxy"]["inbox"] = p.proxy.inbox;
     if (!p.proxy.policy.empty()) j["proxy"]["policy"] = p.proxy.policy;
     if (!p.proxy.approver.empty()) j["proxy"]["approver"] = p.proxy.approver;
+    if (p.vm) j["microvm"] = to_json(*p.vm);
     return j;
 }
 
 nlohmann::json summary(const Plan& p) {
     std::size_t rw = 0;
     for (const auto& m : p.mounts) rw += m.op == "bind";
-    return {{"backend", spec::to_string(p.backend)},
+    nlohmann::json s = {{"backend", spec::to_string(p.backend)},
             {"backendLog", p.backendLog},
             {"profile", to_string(p.profile)},
             {"mode", policy::to_string(p.spec.mode)},
@@ -557,6 +560,11 @@ nlohmann::json summary(const Plan& p) {
             {"identity", identity_json(p.identity)},
             {"layers", p.layers},
             {"notes", p.notes}};
+    if (p.vm)
+        s["microvm"] = {{"accel", p.vm->in.accel}, {"monitor", p.vm->in.monitor},
+                        {"monitorVersion", p.vm->in.monitorVersion}, {"kernel", p.vm->in.kernel},
+                        {"kernelVersion", p.vm->in.kernelVersion}, {"share", p.vm->share}};
+    return s;
 }
 
 }  // namespace cc::sandbox

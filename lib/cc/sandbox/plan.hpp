@@ -22,6 +22,7 @@
 
 #include "cc/core/result.hpp"
 #include "cc/sandbox/env.hpp"
+#include "cc/sandbox/microvm.hpp"
 #include "cc/sandbox/paths.hpp"
 #include "cc/sandbox/seccomp.hpp"
 #include "cc/sandbox/write_rules.hpp"
@@ -88,6 +89,7 @@ struct PlanInput {
     int landlockAbi = 0;                  // the kernel's (cc-probe); 0: no Landlock layer
     bool writeSupervisor = false;         // the kernel has seccomp user notification with ADDFD (cc-probe)
     bool writeSupervisorRefused = false;  // it has, but --no-write-supervisor
+    std::optional<VmInput> vm;            // backend microvm: what resolve_vm() found (microvm.hpp)
 };
 
 struct Mount {
@@ -157,6 +159,8 @@ struct Plan {
     // and writing calls by. Set when the kernel offers it and some rule
     // applies inside a writable bind.
     std::optional<WriteRules> writeRules;
+    // Backend microvm: the VM the host step starts inside the sandbox.
+    std::optional<VmPlan> vm;
 };
 
 // Descriptor numbers bubblewrap is started with: 3 its JSON status, 4 the
@@ -172,6 +176,8 @@ inline constexpr const char* guest_init = "/run/cc/init";
 inline constexpr const char* guest_egress_dir = "/run/cc/egress";
 
 Result<Plan> build_plan(const PlanInput& in, const HostPaths& host);
+// Backend microvm (microvm_plan.cpp); build_plan() calls it.
+Result<Plan> build_microvm_plan(const PlanInput& in, const HostPaths& host);
 nlohmann::json to_json(const Plan& p);
 // The short form for the `starting` event.
 nlohmann::json summary(const Plan& p);

@@ -204,6 +204,8 @@ struct Builder {
     std::vector<std::string> init_argv(const std::string& exe) const;
 
     void bwrap_argv();
+    // Backend microvm: the VM's files (and /dev/kvm) bound in (microvm_plan.cpp).
+    void microvm_mounts();
 
     static int port_of(const std::string& addr, int fallback) {
         auto c = addr.rfind(':');

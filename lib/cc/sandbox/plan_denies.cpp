@@ -215,7 +215,7 @@ auto Builder::writable_at(const std::string& h) const -> bool {
 
 auto Builder::filename_rules() -> Status {
         std::vector<std::pair<std::string, std::string>> rules;
-        if (in.profile == Profile::dispatch && in.backend == Backend::native) {
+        if (in.profile == Profile::dispatch && in.backend != Backend::none) {
             for (const auto& g : k_filename) {
                 if (in.dropFilenameDenies)
                     plan.filenameDeniesDropped.push_back(g);

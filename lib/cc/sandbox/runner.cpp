@@ -88,7 +88,7 @@ int Runner::run() {
     } else if (rq_.events) {
         if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return fail(io_error("pipe", "cannot create"));
     }
-    const bool status_fd = plan_.backend == spec::Backend::native && plan_.seatbelt.empty();
+    const bool status_fd = plan_.backend != spec::Backend::none && plan_.seatbelt.empty();
     if (status_fd && ::pipe2(st, O_CLOEXEC) != 0) return fail(io_error("pipe", "cannot create"));
     const bool handover = status_fd && plan_.proxy.transport == "fd-handover";
     // The filters (data in the plan) reach bubblewrap and the init step

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The microvm backend, whole process, on this host:
+#  1. `cc-wrap --backend microvm -- true` (boot, run, power off, report) against
+#     `cc-wrap -- true` (native), and the guest-side time the guest kernel
+#     reports when the command starts (/proc/uptime inside: kernel entry to
+#     the command's first instruction, the part KVM would shorten most);
+#  2. the VM monitor's resident memory while an idle command runs;
+#  3. file I/O on the shared workdir (virtio-9p) against native: a build-like
+#     loop (create, read back and remove 300 small files) and `git status` in
+#     a 300-file repository, both timed inside.
+# The accelerator is VM_ACCEL (default tcg: on the machine these figures were
+# taken on, KVM is present but unusable, so TCG is asked for explicitly).
+# Medians of RUNS (default 7) interleaved rounds.
+set -euo pipefail
+RUNS=${RUNS:-7}
+ACCEL=${VM_ACCEL:-tcg}
+command -v cc-wrap >/dev/null || { echo "skipped: cc-wrap not on PATH"; exit 0; }
+command -v qemu-system-x86_64 >/dev/null || { echo "skipped: no qemu-system-x86_64"; exit 0; }
+w=$(mktemp -d /tmp/cc-bench-vm.XXXXXX)
+trap 'rm -rf "$w"' EXIT
+chmod 755 "$w"
+mkdir -p "$w/work"
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+now_ms() { date +%s%N | awk '{printf "%.1f\n", $1/1e6}'; }
+cat > "$w/spec.json" <<JSON
+{"sessionId": "bench-vm", "workspaceId": "ws", "mode": "chat", "bindMounts": [{"hostPath": "$w/work"}],
+ "guestWorkdir": "$w/work", "egressAllowlist": []}
+JSON
+git -C "$w/work" init -q
+for i in $(seq 300); do echo "$i" > "$w/work/src$i.c"; done
+git -C "$w/work" add -A && git -C "$w/work" -c user.name=b -c user.email=b@b commit -qm init
+[ "$(id -u)" -eq 0 ] && chown -R 65534:65534 "$w/work"
+vm=(cc-wrap --quiet --spec "$w/spec.json" --backend microvm --vm-accel "$ACCEL" --drop-filename-denies)
+native=(cc-wrap --quiet --spec "$w/spec.json" --backend native --drop-filename-denies)
+if ! "${vm[@]}" -- true 2>"$w/err"; then
+  echo "skipped: the microvm backend cannot run here: $(head -n1 "$w/err")"
+  exit 0
+fi
+echo "host: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); accelerator $ACCEL"
+
+: > "$w/t.vm"; : > "$w/t.native"; : > "$w/t.guest"
+for _ in $(seq "$RUNS"); do
+  a=$(now_ms); "${vm[@]}" -- true; b=$(now_ms); echo "$b - $a" | bc >> "$w/t.vm"
+  a=$(now_ms); "${native[@]}" -- true; b=$(now_ms); echo "$b - $a" | bc >> "$w/t.native"
+  "${vm[@]}" -- cat /proc/uptime | awk '{print $1 * 1000}' >> "$w/t.guest"
+done
+printf 'startup (median of %d): cc-wrap --backend microvm --vm-accel %s -- true %.0f ms; native %.0f ms; guest kernel start to the command (guest /proc/uptime) %.0f ms\n' \
+  "$RUNS" "$ACCEL" "$(median < "$w/t.vm")" "$(median < "$w/t.native")" "$(median < "$w/t.guest")"
+
+# 2. Memory: the monitor's VmRSS while `sleep` idles in the guest.
+"${vm[@]}" -- sleep 8 & wrap=$!
+rss=""
+for _ in $(seq 150); do
+  sleep 0.1
+  q=$(ps -eo pid=,comm= | awk '$2 ~ /^qemu-system/ {print $1}' | while read -r p; do
+        a=$p; while [ "$a" -gt 1 ]; do [ "$a" = "$wrap" ] && { echo "$p"; break; }; a=$(awk '{print $4}' "/proc/$a/stat" 2>/dev/null || echo 1); done
+      done | head -n1)
+  if [ -n "$q" ]; then sleep 4; rss=$(awk '/^VmRSS/ {print $2}' "/proc/$q/status"); break; fi
+done
+wait "$wrap" || true
+[ -n "$rss" ] && printf 'memory: the VM monitor (guest %s MiB) resident while the guest idles: %.0f MiB\n' 256 "$(echo "$rss/1024" | bc -l)"
+
+# 3. Shared-workdir I/O, timed inside (so boot is left out).
+io='s=$(date +%s%N); for i in $(seq 300); do echo data > t$i.o; done; cat t*.o >/dev/null; rm -f t*.o; m=$(date +%s%N); git status --porcelain >/dev/null; e=$(date +%s%N); echo $(( (m-s)/1000000 )) $(( (e-m)/1000000 ))'
+: > "$w/io.vm"; : > "$w/io.native"
+for _ in $(seq "$RUNS"); do
+  "${vm[@]}" -- sh -c "$io" >> "$w/io.vm"
+  "${native[@]}" -- sh -c "$io" >> "$w/io.native"
+done
+printf 'workdir I/O (median of %d): 300 files create+read+remove: microvm %s ms, native %s ms; git status (300 files): microvm %s ms, native %s ms\n' \
+  "$RUNS" "$(awk '{print $1}' "$w/io.vm" | median)" "$(awk '{print $1}' "$w/io.native" | median)" \
+  "$(awk '{print $2}' "$w/io.vm" | median)" "$(awk '{print $2}' "$w/io.native" | median)"

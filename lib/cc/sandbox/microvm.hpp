@@ -1,0 +1,80 @@
+// The microvm backend: the command runs in a VM (qemu -M microvm, a Debian
+// guest kernel, this project's static init) started inside the native
+// sandbox. Layers, outermost first: bubblewrap's namespaces, mounts and
+// seccomp around the VM monitor; the guest kernel around the command.
+//
+//   resolve (sys):  auto vm = resolve_vm(opts);            // monitor, kernel, modules, cc-wrap-vm
+//   plan (pure):    in.vm = *vm; build_plan(in, host)     // plan.vm, the monitor's argv
+//   execute (sys):  write_initramfs(plan)                  // /init, the modules, /cc/plan.json
+//
+// Filesystem: the monitor exports the host step's whole view (bubblewrap's
+// root: the system directories and the spec's binds, read-only where the
+// plan says so, secrets masked) over one virtio-9p device; the guest mounts
+// it as its root. Read-only is enforced by the host's mounts, so a write
+// there fails in the guest with EROFS. Network: user-mode networking with
+// restrict=on inside bubblewrap's empty network namespace; only the two
+// proxy addresses (10.0.2.100:3128 and :1080) are forwarded, to the
+// session's cc-egress listeners on the sandbox's loopback.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cc/core/result.hpp"
+
+namespace cc::sandbox {
+
+struct VmInput {
+    std::string accel = "kvm";         // "kvm" (default) or "tcg" (only when asked for)
+    std::string monitor;               // host path of qemu-system-x86_64
+    std::string monitorVersion;        // its --version first line
+    std::string kernel;                // host path of the guest kernel image
+    std::string kernelVersion;         // its release (DIR/version next to it)
+    std::string modulesDir;            // DIR/modules
+    std::vector<std::string> modules;  // file names, dependencies first (DIR/modules/order)
+    std::string guestExe;              // cc-wrap-vm: the host step and the guest's /init
+    unsigned memoryMiB = 256;
+    unsigned cpus = 1;
+    long tscKhz = 0;  // TCG: the host's TSC rate, so the guest skips calibrating it
+};
+
+struct VmPlan {
+    VmInput in;
+    std::string initrd;    // host path, made in the runtime directory at launch
+    std::string cmdline;   // the guest kernel's
+    nlohmann::json guest;  // /cc/plan.json inside the initramfs
+    std::vector<std::string> monitorArgv;
+    std::string share = "virtio-9p";
+    std::string why;
+};
+
+// The proxies' addresses inside the guest (user-mode network).
+inline constexpr const char* vm_proxy_host = "10.0.2.100";
+inline constexpr const char* vm_guest_address = "10.0.2.15";
+// Where the host step finds the VM's files inside the sandbox.
+inline constexpr const char* vm_guest_dir = "/run/cc/vm";
+
+struct VmOptions {
+    std::string accel = "kvm";
+    std::optional<std::string> kernel;   // --vm-kernel FILE (DIR/modules and DIR/version beside it)
+    std::optional<std::string> monitor;  // CC_VM_MONITOR, else qemu-system-x86_64 on PATH
+    unsigned memoryMiB = 256;
+};
+
+// Finds what a launch needs; unavailable (exit 125) with the reason when
+// something is missing. Never falls back to another accelerator.
+Result<VmInput> resolve_vm(const VmOptions& o);
+
+// The default places a guest kernel is looked for: next to the build
+// (build/microvm), then the data directory (share/cc/microvm).
+std::vector<std::string> vm_kernel_candidates();
+
+// The initramfs (cpio newc, uncompressed): /init, /cc/plan.json, the modules.
+Status write_initramfs(const VmPlan& vm, unsigned uid, unsigned gid, bool chown_to);
+
+nlohmann::json to_json(const VmPlan& vm);
+
+}  // namespace cc::sandbox

@@ -1,0 +1,44 @@
+// The microvm backend's two in-sandbox programs, one static binary
+// (cc-wrap-vm, built from microvm_guest.cpp and microvm_host.cpp):
+//
+// * the host step, run by bubblewrap inside the native sandbox as
+//     /run/cc/vm/cc-wrap-vm --internal-vm-host -- qemu-system-x86_64 ARGS...
+//   It starts the VM monitor with five socket pairs on fds 3..7 (the guest's
+//   stdin, stdout, stderr, its status channel and its serial console), copies
+//   them to and from its own stdio, forwards SIGTERM/SIGINT/SIGHUP into the
+//   guest ("kill N"), and exits with the status the guest reports (125 with
+//   the console's last lines when the guest reported none).
+//
+// * the guest init: /init of the initramfs (PID 1 in the VM). It reads
+//   /cc/plan.json, loads the listed modules (finit_module), mounts the host
+//   step's filesystem view (virtio-9p tag "ccroot", everything bubblewrap
+//   binds, read-only where bubblewrap made it so), gives the command a fresh
+//   /proc and /dev, runs it as the plan's unprivileged uid, reports
+//   "exit N" or "signal N" on the status port and powers off.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace cc::sandbox {
+
+// File descriptors the host step hands the VM monitor (the plan's qemu argv
+// names them in its -chardev socket,fd=N options).
+inline constexpr int vm_fd_stdin = 3;
+inline constexpr int vm_fd_stdout = 4;
+inline constexpr int vm_fd_stderr = 5;
+inline constexpr int vm_fd_status = 6;
+inline constexpr int vm_fd_console = 7;
+
+// Names of the virtio-serial ports inside the guest.
+inline constexpr const char* vm_port_stdin = "cc.stdin";
+inline constexpr const char* vm_port_stdout = "cc.stdout";
+inline constexpr const char* vm_port_stderr = "cc.stderr";
+inline constexpr const char* vm_port_status = "cc.status";
+
+// argv after "--internal-vm-host": "--", then the monitor's argv.
+int vm_host_main(const std::vector<std::string>& args);
+// PID 1 inside the guest. Never returns.
+[[noreturn]] void vm_guest_main();
+
+}  // namespace cc::sandbox

@@ -1,0 +1,185 @@
+// The microvm backend's plan (microvm.hpp): the native plan around the VM
+// monitor, with the VM's files bound in and the command replaced by the host
+// step; the command itself, its environment, working directory and uid go to
+// the guest init as /cc/plan.json. Pure: no file is read here.
+#include "cc/sandbox/microvm.hpp"
+
+#include "cc/sandbox/microvm_guest.hpp"
+#include "cc/sandbox/plan_builder.hpp"
+
+namespace cc::sandbox {
+namespace detail {
+
+namespace {
+
+std::string guest_file(const char* name) {
+    return std::string(vm_guest_dir) + "/" + name;
+}
+
+// The guest kernel's command line. quiet: every console line costs time
+// under TCG; panic=-1 turns a guest panic into a reset, which -no-reboot
+// turns into the monitor's exit (the host step then reports 125).
+std::string kernel_cmdline(const VmInput& vm) {
+    std::string c =
+        "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init cryptomgr.notests random.trust_cpu=on "
+        "no_timer_check 8250.nr_uarts=1";
+    // Under TCG the guest has no timer to calibrate the TSC against (microvm
+    // has no PIT or HPET by default) and would wait for it; the host's rate
+    // is given instead (the emulated TSC runs at the host's).
+    if (vm.accel == "tcg" && vm.tscKhz > 0)
+        c += " tsc_early_khz=" + std::to_string(vm.tscKhz) + " lpj=" + std::to_string(vm.tscKhz * 4);
+    return c;
+}
+
+std::vector<std::string> monitor_argv(const VmInput& vm, const std::string& socat, int http, int socks,
+                                      const std::string& cmdline) {
+    std::vector<std::string> a = {vm.monitor,
+                                  "-M",
+                                  "microvm,acpi=on,isa-serial=on",
+                                  "-accel",
+                                  vm.accel,
+                                  "-cpu",
+                                  vm.accel == "kvm" ? "host" : "max",
+                                  "-m",
+                                  std::to_string(vm.memoryMiB) + "M",
+                                  "-smp",
+                                  std::to_string(vm.cpus),
+                                  "-nodefaults",
+                                  "-no-user-config",
+                                  "-display",
+                                  "none",
+                                  "-no-reboot",
+                                  "-kernel",
+                                  guest_file("kernel"),
+                                  "-initrd",
+                                  guest_file("initrd"),
+                                  "-append",
+                                  cmdline};
+    auto chardev = [&](const char* id, int fd) {
+        a.insert(a.end(), {"-chardev", std::string("socket,id=") + id + ",fd=" + std::to_string(fd)});
+    };
+    chardev("con", vm_fd_console);
+    a.insert(a.end(), {"-serial", "chardev:con", "-device", "virtio-serial-device,max_ports=8"});
+    struct Port {
+        const char* id;
+        int fd;
+        const char* name;
+    };
+    for (const Port& p : {Port{"in", vm_fd_stdin, vm_port_stdin}, Port{"out", vm_fd_stdout, vm_port_stdout},
+                          Port{"err", vm_fd_stderr, vm_port_stderr}, Port{"st", vm_fd_status, vm_port_status}}) {
+        chardev(p.id, p.fd);
+        a.insert(a.end(), {"-device", std::string("virtserialport,chardev=") + p.id + ",name=" + p.name});
+    }
+    // The whole of the host step's view, one export: bubblewrap made it
+    // (read-only binds stay read-only, masks stay masks).
+    a.insert(a.end(), {"-fsdev", "local,id=root,path=/,security_model=none,multidevs=remap", "-device",
+                       "virtio-9p-device,fsdev=root,mount_tag=ccroot"});
+    // restrict=on: the guest reaches nothing through the user-mode network
+    // but the forwards below (and the sandbox's network namespace around the
+    // monitor has nothing else anyway).
+    std::string fwd = [&] {
+        std::string s;
+        for (int port : {http, socks})
+            s += std::string(",guestfwd=tcp:") + vm_proxy_host + ":" + std::to_string(port) + "-cmd:" + socat +
+                 " STDIO TCP:127.0.0.1:" + std::to_string(port);
+        return s;
+    }();
+    a.insert(a.end(),
+             {"-netdev", "user,id=net,restrict=on,net=10.0.2.0/24" + fwd, "-device", "virtio-net-device,netdev=net"});
+    return a;
+}
+
+}  // namespace
+
+auto Builder::microvm_mounts() -> void {
+    const auto& vm = *in.vm;
+    add("ro-bind", vm.kernel, guest_file("kernel"), "microvm: the guest kernel (" + vm.kernelVersion + ")");
+    add("ro-bind", in.runtimeDir + "/vm-initrd", guest_file("initrd"), "microvm: the initramfs made for this launch");
+    add("ro-bind", vm.guestExe, guest_file("cc-wrap-vm"), "microvm: the host step (and the guest's /init)");
+    if (vm.accel == "kvm") add("dev-bind", "/dev/kvm", "/dev/kvm", "microvm: KVM for the VM monitor");
+    std::stable_sort(plan.mounts.begin(), plan.mounts.end(),
+                     [](const Mount& x, const Mount& y) { return depth(x.dest) < depth(y.dest); });
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+Result<Plan> build_microvm_plan(const PlanInput& in, const HostPaths& host) {
+    if (!in.vm) return unavailable_error("backend microvm", "no VM runtime was resolved (monitor, guest kernel)");
+    if (in.profile == Profile::terminal)
+        return unavailable_error("backend microvm",
+                                 "--profile terminal is not implemented yet for the microvm backend");
+    if (in.pty) return unavailable_error("backend microvm", "--pty is not implemented yet for the microvm backend");
+    if (in.command.empty()) return input_error("command", "missing (cc-wrap [options] -- CMD ARGS...)");
+    PlanInput m = in;
+    // The host step replaces the command in the native plan. The write
+    // supervisor stays: the guest's writes to shared files are the monitor's
+    // system calls (virtio-9p), which it judges as it would the command's.
+    const int http = 3128, socks = 1080;  // the native plan's loopback ports
+    VmPlan vm;
+    vm.in = *in.vm;
+    vm.initrd = in.runtimeDir + "/vm-initrd";
+    vm.cmdline = kernel_cmdline(vm.in);
+    vm.monitorArgv = monitor_argv(vm.in, in.socat, http, socks, vm.cmdline);
+    vm.why =
+        "virtio-9p: built into the monitor, one device for the whole view bubblewrap made (no helper daemon, "
+        "no shared-memory backend as virtiofs needs); read-only binds and masks are the host's mounts";
+    m.command = {guest_file("cc-wrap-vm"), "--internal-vm-host", "--"};
+    m.command.insert(m.command.end(), vm.monitorArgv.begin(), vm.monitorArgv.end());
+    Builder b{m, host, {}, {}, {}, {}, {}, {}, {}};
+    auto plan = b.build();
+    if (!plan) return plan;
+    Plan& p = *plan;
+    // The guest's environment: the plan's, with the proxies at their guest
+    // addresses.
+    Env env = p.env;
+    std::string http_url = std::string("http://") + vm_proxy_host + ":" + std::to_string(http);
+    std::string socks_addr = std::string(vm_proxy_host) + ":" + std::to_string(socks);
+    if (env.count("HTTP_PROXY")) {
+        for (const char* k : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) env[k] = http_url;
+        env["ALL_PROXY"] = env["all_proxy"] = "socks5h://" + socks_addr;
+        env["GIT_SSH_COMMAND"] = "ssh -o ProxyCommand='nc -X 5 -x " + socks_addr + " %h %p'";
+    }
+    nlohmann::json genv = nlohmann::json::object();
+    for (const auto& [k, v] : env) genv[k] = v;
+    vm.guest = {{"argv", in.command},
+                {"env", genv},
+                {"cwd", p.chdir.empty() ? "/" : p.chdir},
+                {"uid", p.identity.uid},
+                {"gid", p.identity.gid},
+                {"modules", vm.in.modules},
+                {"rootTag", "ccroot"},
+                {"msize", 512000},
+                // loose: the guest caches what it reads and writes (git status
+                // over 300 files: about 0.6-1.3 s instead of 2.1 s under TCG);
+                // files the host changes during the run may be seen late.
+                // The init syncs before it reports the status, so the host
+                // sees every write once cc-wrap returns.
+                {"cache", "loose"},
+                {"net", {{"interface", "eth0"}, {"address", vm_guest_address}, {"netmask", "255.255.255.0"}}}};
+    p.vm = vm;
+    p.layers.push_back("microvm:" + vm.in.accel);
+    p.notes.push_back(
+        "microvm: the command runs in a " + vm.in.kernelVersion + " guest under " +
+        (vm.in.accel == "kvm" ? std::string("KVM") : std::string("TCG (emulation, asked for with --vm-accel tcg)")) +
+        "; the proxies are at " + vm_proxy_host + " inside the guest");
+    return plan;
+}
+
+nlohmann::json to_json(const VmPlan& vm) {
+    return {{"accel", vm.in.accel},
+            {"monitor", vm.in.monitor},
+            {"monitorVersion", vm.in.monitorVersion},
+            {"kernel", vm.in.kernel},
+            {"kernelVersion", vm.in.kernelVersion},
+            {"modules", vm.in.modules},
+            {"memoryMiB", vm.in.memoryMiB},
+            {"initrd", vm.initrd},
+            {"cmdline", vm.cmdline},
+            {"share", vm.share},
+            {"shareWhy", vm.why},
+            {"guest", vm.guest}};
+}
+
+}  // namespace cc::sandbox

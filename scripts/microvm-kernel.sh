@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The microvm backend's guest kernel, from Debian's own package, without
+# installing a kernel on the host: `apt-get download` + `dpkg-deb -x` into a
+# scratch directory, then the image and the few modules the guest init loads
+# are copied to DEST (default build/microvm):
+#
+#   DEST/vmlinuz           the kernel image as Debian ships it (a bzImage)
+#   DEST/vmlinux           the same kernel uncompressed (PVH entry): preferred
+#                          by cc-wrap, it saves the guest the decompression
+#   DEST/version           its release (uname -r inside the guest)
+#   DEST/modules/*.ko      virtio-mmio, virtio-serial, virtio-net, 9p
+#   DEST/modules/order     one file name a line, dependencies first
+#
+# The flavour is linux-image-amd64 (the generic one), not -cloud-amd64: the
+# cloud flavour builds no 9p at all (CONFIG_NET_9P unset), and sharing with
+# virtio-9p needs no helper daemon (virtiofs needs one virtiofsd per share and
+# a shared-memory backend). Both flavours build virtio-mmio and virtio as
+# modules, so the initramfs carries them either way.
+# Idempotent: quiet when DEST already holds the package's version.
+set -euo pipefail
+
+dest=${1:-build/microvm}
+flavour=${CC_MICROVM_FLAVOUR:-amd64}
+want=(virtio_mmio virtio_console failover net_failover virtio_net 9pnet_virtio 9p)
+
+for tool in apt-get apt-cache dpkg-deb; do
+  command -v "$tool" >/dev/null || { echo "microvm-kernel.sh: needs $tool (a Debian host)" >&2; exit 1; }
+done
+# The metapackage names the current kernel package.
+meta=linux-image-$flavour
+pkg=$(apt-cache depends "$meta" 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -n1)
+if [ -z "$pkg" ]; then
+  # A fresh image may have no package lists yet.
+  if [ "$(id -u)" -eq 0 ]; then as_root=(); else as_root=(sudo); fi
+  "${as_root[@]}" apt-get update -qq >/dev/null
+  pkg=$(apt-cache depends "$meta" 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -n1)
+fi
+if [ -z "$pkg" ]; then
+  echo "microvm-kernel.sh: apt-cache knows no $meta" >&2
+  exit 1
+fi
+release=${pkg#linux-image-}
+if [ -f "$dest/version" ] && [ "$(cat "$dest/version")" = "$release" ] && [ -f "$dest/vmlinuz" ] && [ -f "$dest/vmlinux" ]; then
+  exit 0
+fi
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+echo "cc microvm: fetching $pkg (guest kernel, not installed on the host)" >&2
+# apt-get download writes into the current directory; as root it wants the
+# directory readable by _apt, else it warns and downloads unsandboxed.
+chmod 755 "$scratch"
+(cd "$scratch" && apt-get download -qq "$pkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2 || true)
+deb=$(ls "$scratch"/*.deb 2>/dev/null | head -n1)
+[ -n "$deb" ] || { echo "microvm-kernel.sh: apt-get download $pkg gave no package" >&2; exit 1; }
+dpkg-deb -x "$deb" "$scratch/x"
+moddir="$scratch/x/lib/modules/$release"
+[ -f "$scratch/x/boot/vmlinuz-$release" ] || { echo "microvm-kernel.sh: $pkg has no /boot/vmlinuz-$release" >&2; exit 1; }
+
+# Each module with its dependencies first (the .modinfo "depends=" field;
+# no depmod needed on the host).
+declare -A path_of=() done_=()
+while IFS= read -r f; do
+  b=$(basename "$f"); b=${b%%.ko*}
+  path_of[$b]=$f; path_of[${b//-/_}]=$f
+done < <(find "$moddir/kernel" -name '*.ko*')
+order=()
+add() {
+  local m=${1//-/_}
+  [ -n "${done_[$m]:-}" ] && return
+  local f=${path_of[$m]:-}
+  [ -n "$f" ] || { echo "microvm-kernel.sh: $pkg has no module $m (built in?)" >&2; return; }
+  local deps
+  deps=$(tr '\0' '\n' < "$f" | sed -n 's/^depends=//p' | head -n1)
+  local d
+  for d in ${deps//,/ }; do add "$d"; done
+  done_[$m]=1
+  order+=("$f")
+}
+for m in "${want[@]}"; do add "$m"; done
+
+tmp="$dest.new"
+rm -rf "$tmp"
+mkdir -p "$tmp/modules"
+cp "$scratch/x/boot/vmlinuz-$release" "$tmp/vmlinuz"
+cp "$scratch/x/boot/config-$release" "$tmp/config"
+: > "$tmp/modules/order"
+for f in "${order[@]}"; do
+  case $f in
+    *.ko) cp "$f" "$tmp/modules/" ;;
+    *) echo "microvm-kernel.sh: $f is compressed; the guest init loads plain .ko files" >&2; exit 1 ;;
+  esac
+  basename "$f" >> "$tmp/modules/order"
+done
+# The image is a bzImage whose payload is xz-compressed: under TCG the guest
+# spends seconds decompressing it. The kernel also has a PVH entry point
+# (CONFIG_PVH), so the monitor can load the uncompressed ELF directly:
+# vmlinux, next to vmlinuz, is what cc-wrap uses when it is there.
+if grep -q '^CONFIG_PVH=y' "$tmp/config"; then
+  off=$(grep -abo $'\xfd7zXZ\x00' "$tmp/vmlinuz" | head -n1 | cut -d: -f1 || true)
+  if [ -n "$off" ] && command -v xz >/dev/null; then
+    tail -c +"$((off + 1))" "$tmp/vmlinuz" | xz -dc 2>/dev/null > "$tmp/vmlinux" || true
+    # Trailing data after the xz stream makes xz complain; the ELF is whole.
+    if [ "$(head -c 4 "$tmp/vmlinux" | od -An -tx1 | tr -d ' ')" != 7f454c46 ]; then rm -f "$tmp/vmlinux"; fi
+  fi
+fi
+echo "$release" > "$tmp/version"
+rm -rf "$dest"
+mv "$tmp" "$dest"
+echo "cc microvm: guest kernel $release in $dest ($(wc -l < "$dest/modules/order") modules)" >&2
