@@ -49,6 +49,17 @@ cc::test::RunResult wrap_std(Tree& t, const std::string& script, std::vector<std
     return run(argv, o);
 }
 
+// What the command wrote on stdout, from the --events stream.
+std::string stdout_text(const std::string& out) {
+    std::string text;
+    std::istringstream lines(out);
+    for (std::string e; std::getline(lines, e);) {
+        auto j = json::parse(e, nullptr, false);
+        if (j.is_object() && j.value("event", "") == "stdout") text += j.value("text", "");
+    }
+    return text;
+}
+
 std::vector<json> violations(const std::string& out) {
     std::vector<json> v;
     std::istringstream in(out);
@@ -286,12 +297,7 @@ TEST_CASE("write supervisor: a writable home cannot gain what the host runs next
     auto r = wrap_std(t, script, {"--events"});
     INFO(r.out << r.err);
     REQUIRE(r.status == 0);
-    std::string text;
-    std::istringstream lines(r.out);
-    for (std::string e; std::getline(lines, e);) {
-        auto j = json::parse(e, nullptr, false);
-        if (j.is_object() && j.value("event", "") == "stdout") text += j.value("text", "");
-    }
+    const std::string text = stdout_text(r.out);
     CHECK(text == "rc=1\nrc=1\nrc=2\nrc=0\nrc=2\nrc=0\n");
     for (const auto& f : {"/.local/bin", "/.local/lib", "/.lesskey", "/.cargo/env"}) CHECK_FALSE(fs::exists(t.home + f));
     CHECK(slurp(t.home + "/notes.txt") == "notes\n");
@@ -353,12 +359,7 @@ TEST_CASE("write supervisor: fchmod cannot make a denied file executable", "[sup
                       {"--events"});
     INFO(r.out << r.err);
     REQUIRE(r.status == 0);
-    std::string text;
-    std::istringstream lines(r.out);
-    for (std::string e; std::getline(lines, e);) {
-        auto j = json::parse(e, nullptr, false);
-        if (j.is_object() && j.value("event", "") == "stdout") text += j.value("text", "");
-    }
+    const std::string text = stdout_text(r.out);
     CHECK(text ==
           "fchmod_x errno=EACCES\nfchmod_rw errno=EROFS\nfchmod_x errno=EACCES\nfchmod_rw ok\nfchmod_path errno=EBADF\n"
           "fchmod_x ok\n");

@@ -93,6 +93,7 @@ private:
     void emit_chunk(Stream& s, std::string_view data);
     void read_stream(int fd, const char* kind, bool violations);
     void on_line(const std::string& line);
+    void emit_violation(const spec::Violation& v);
     void pump(std::shared_ptr<Stream> s);
     void relay_stdin(int master);
     void read_status(int fd);

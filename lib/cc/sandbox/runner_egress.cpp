@@ -178,9 +178,7 @@ void Runner::egress_lines(std::string_view data) {
         auto v = network_violation(line);
         if (!v) return;
         if (rq_.events) {
-            json j = {{"action", v->action}, {"target", v->target}};
-            if (v->raw) j["raw"] = *v->raw;
-            emit(ev_.line("violation", j));
+            emit_violation(*v);
         } else {
             auto j = json::parse(*v->raw, nullptr, false);
             log("cc-egress refused " + v->target + ": " + j.value("reason", std::string("denied")));

@@ -30,13 +30,8 @@ void Runner::watch_seatbelt_log() {
 void Runner::seatbelt_line(const std::string& line) {
     auto v = reader_->feed(line, std::chrono::steady_clock::now());
     if (!v) return;
-    if (rq_.events) {
-        json j = {{"action", v->action}, {"target", v->target}};
-        if (v->raw) j["raw"] = *v->raw;
-        emit(ev_.line("violation", j));
-    } else {
-        log("Seatbelt refused " + v->action + " " + v->target);
-    }
+    if (rq_.events) emit_violation(*v);
+    else log("Seatbelt refused " + v->action + " " + v->target);
 }
 
 // Writes the event line in the stream's reused buffer plus a newline.
@@ -62,10 +57,15 @@ void Runner::on_line(const std::string& line) {
         // by it, with the call, path and rule; the message a program
         // prints about them is not a second violation.
         if (supervisor_ && v->raw && v->raw->find("Permission denied") != std::string::npos) return;
-        json j = {{"action", v->action}, {"target", v->target}};
-        if (v->raw) j["raw"] = *v->raw;
-        emit(ev_.line("violation", j));
+        emit_violation(*v);
     }
+}
+
+// One violation event: what was refused, and the line it was read from.
+void Runner::emit_violation(const spec::Violation& v) {
+    json j = {{"action", v.action}, {"target", v.target}};
+    if (v.raw) j["raw"] = *v.raw;
+    emit(ev_.line("violation", j));
 }
 
 void Runner::pump(std::shared_ptr<Stream> s) {
