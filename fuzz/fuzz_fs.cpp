@@ -17,7 +17,13 @@ namespace {
 const cc::fs::Confinement& confinement() {
     static cc::fs::Confinement* conf = [] {
         char tmpl[] = "/tmp/cc-fuzz-fs-XXXXXX";
-        std::string base = ::mkdtemp(tmpl);
+        static std::string base = ::mkdtemp(tmpl);
+        // The tree goes when the process ends normally (a replay, the end
+        // of a fuzzing run); a crash leaves it for the artifact's reader.
+        std::atexit([] {
+            std::error_code ec;
+            std::filesystem::remove_all(base, ec);
+        });
         std::filesystem::create_directories(base + "/w/sub");
         std::filesystem::create_directories(base + "/out");
         std::ofstream(base + "/w/sub/f") << "in";
