@@ -6,7 +6,7 @@
 //
 // Skipped, with the reason, when the host has no qemu-system-x86_64 or no
 // guest kernel (scripts/microvm-kernel.sh; `make test` runs it).
-#include "harness.hpp"
+#include "launch_fixture.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -23,23 +23,7 @@
 #include <sstream>
 #include <thread>
 
-namespace fs = std::filesystem;
-using cc::test::bin;
-using cc::test::run;
-using nlohmann::json;
-
 namespace {
-
-std::string slurp(const std::string& p) {
-    std::ifstream f(p);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
-
-void spit(const std::string& p, const std::string& s) {
-    std::ofstream(p) << s;
-}
 
 struct VmTree {
     std::string root, work, config, outside, spec;
@@ -90,28 +74,11 @@ std::string cannot_boot(const VmTree& t) {
     return {};
 }
 
+// The VM monitors among root's descendants (by PID; comm names qemu).
 std::set<pid_t> monitors_under(pid_t root) {
-    std::map<pid_t, pid_t> parent;
-    for (const auto& e : fs::directory_iterator("/proc")) {
-        std::string n = e.path().filename();
-        if (n.find_first_not_of("0123456789") != std::string::npos) continue;
-        std::string st = slurp("/proc/" + n + "/stat");
-        auto rp = st.rfind(')');
-        if (rp == std::string::npos) continue;
-        std::istringstream rest(st.substr(rp + 2));
-        std::string state;
-        pid_t pp = 0;
-        rest >> state >> pp;
-        parent[std::stoi(n)] = pp;
-    }
     std::set<pid_t> out;
-    for (auto [p, pp] : parent) {
-        for (pid_t a = pp; a > 1; a = parent.count(a) ? parent[a] : 0)
-            if (a == root) {
-                if (slurp("/proc/" + std::to_string(p) + "/comm").rfind("qemu-system", 0) == 0) out.insert(p);
-                break;
-            }
-    }
+    for (pid_t p : descendants(root))
+        if (slurp("/proc/" + std::to_string(p) + "/comm").rfind("qemu-system", 0) == 0) out.insert(p);
     return out;
 }
 
