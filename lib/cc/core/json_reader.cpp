@@ -127,4 +127,10 @@ std::optional<Error> ObjectReader::finish() const {
     return std::nullopt;
 }
 
+std::string string_at(const json& j, const char* key) {
+    if (!j.is_object()) return {};
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 }  // namespace cc::json

@@ -31,6 +31,10 @@ std::string join(const std::string& path, std::size_t index);
 
 const char* type_name(const json& j);
 
+// j[key] when j is an object and that member is a string; else "". For
+// renderers of a tool's own output, which may leave a member out.
+std::string string_at(const json& j, const char* key);
+
 class ObjectReader {
 public:
     // `path` names this object in messages ("" for the root).

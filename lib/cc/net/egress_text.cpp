@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "cc/core/json_reader.hpp"
 #include "cc/core/output.hpp"
 
 namespace cc::net {
@@ -10,9 +11,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string str(const json& j, const char* key) {
-    return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
-}
+std::string str(const json& j, const char* key) { return cc::json::string_at(j, key); }
 
 std::string ports_of(const json& e) {
     if (!e.contains("ports")) return "";

@@ -3,6 +3,7 @@
 #include <map>
 #include <sstream>
 
+#include "cc/core/json_reader.hpp"
 #include "cc/core/output.hpp"
 
 namespace cc::sandbox {
@@ -13,9 +14,7 @@ using nlohmann::json;
 using tool::Colour;
 using tool::paint;
 
-std::string str(const json& j, const char* key) {
-    return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
-}
+std::string str(const json& j, const char* key) { return cc::json::string_at(j, key); }
 
 std::string words(const json& list, const std::string& sep = " ") {
     std::string s;
