@@ -135,6 +135,10 @@ TEST_CASE("microvm: a guest kernel, only the binds, read-only stays read-only, s
     if (auto why = cannot_boot(t); !why.empty()) CC_SKIP(why);
     auto plan = json::parse(run(t.argv({"true"}, {"--print"})).out);
     CHECK(plan["backend"] == "microvm");
+    // As text, the command is the guest's, not the monitor's argv.
+    auto text = run(t.argv({"echo", "hi"}, {"--print", "--format", "text"})).out;
+    CHECK(text.find("\ncommand   echo hi\n") != std::string::npos);
+    CHECK(text.find("\nvm        ") != std::string::npos);
     CHECK(plan["microvm"]["accel"] == "tcg");
     CHECK(plan["layers"].back() == "microvm:tcg");
 

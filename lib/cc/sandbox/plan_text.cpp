@@ -43,7 +43,13 @@ std::string plan_text(const json& p) {
         row(out, "identity", who);
     }
     row(out, "layers", words(p.value("layers", json::array())));
-    if (p.contains("argv") && p["argv"].is_array()) {
+    if (p.contains("microvm") && p["microvm"].contains("guest")) {
+        // In a VM the command is the guest's; bubblewrap's argv ends in the monitor.
+        const json& vm = p["microvm"];
+        row(out, "command", words(vm["guest"].value("argv", json::array())));
+        row(out, "vm", str(vm, "monitor") + " " + str(vm, "monitorVersion") + ", accelerator " + str(vm, "accel") +
+                           ", kernel " + str(vm, "kernel") + " (" + str(vm, "kernelVersion") + ")");
+    } else if (p.contains("argv") && p["argv"].is_array()) {
         // The command is what follows bubblewrap's (or the init step's) "--".
         const json& argv = p["argv"];
         std::size_t i = argv.size();
