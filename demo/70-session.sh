@@ -25,8 +25,8 @@ bash "$CC_ROOT/share/cc/examples/session.sh" --repo "$SESSION_APP" --data-dir "$
   --upstream "$RIG_URL" --upstream-repo acme/app --token-command "$w/bin/token" \
   --approver "$w/bin/approve" --revoke-command "$w/bin/revoke" --out "$w/out" --destroy "$w/task" 2>&1 |
   sed "s|$w/||g"
-say "jq -r 'select(.event == \"stderr\") | .text' out/task-4.jsonl   # the bare 'git push' reached main"
-jq -r 'select(.event == "stderr") | .text' "$w/out/task-4.jsonl" | sed "s|$w/||g"
+say "jq -j 'select(.event == \"stderr\") | .text' out/task-4.jsonl   # the bare 'git push' reached main"
+jq -j 'select(.event == "stderr") | .text' "$w/out/task-4.jsonl" | sed "s|$w/||g"
 say "git ls-remote upstream"
 git ls-remote "http://reader:$RIG_READ_TOKEN@${RIG_URL#http://}/acme/app.git"
 echo "registered checkout README: $(cat "$SESSION_APP/README")"

@@ -41,8 +41,8 @@ rc=$?
 cat "$w/out/summary.txt"
 out=$w/out
 upstream_ls=$(git ls-remote "http://reader:$RIG_READ_TOKEN@${RIG_URL#http://}/acme/app.git")
-stderr_of() { jq -r 'select(.event == "stderr") | .text' "$out/task-$1.jsonl"; }
-stdout_of() { jq -r 'select(.event == "stdout") | .text' "$out/task-$1.jsonl"; }
+stderr_of() { jq -j 'select(.event == "stderr") | .text' "$out/task-$1.jsonl"; }
+stdout_of() { jq -j 'select(.event == "stdout") | .text' "$out/task-$1.jsonl"; }
 exit_of() { jq -r 'select(.event == "exit") | .exitCode' "$out/task-$1.jsonl"; }
 
 check "session exits 1 (some task lines failed, as planned)" '[ "$rc" -eq 1 ]'
