@@ -16,11 +16,12 @@ void Analyzer::node(const Node& n, int depth) {
         case Kind::function: function(n, depth); break;
         default: break;
     }
-    if (n.kind != Kind::simple && !n.redirects.empty()) {
+    if (n.kind != Kind::simple) {
         Finding f;
         f.offset = n.offset;
         f.argv.push_back(std::string(shell::to_string(n.kind)));
         for (const auto& r : n.redirects) redirect(r, f);
+        deferred_subscripts(n, f);
         if (!f.classes.empty()) push(std::move(f));
     }
     words(n.words, depth);
@@ -155,6 +156,7 @@ void Analyzer::simple(const Node& n, int depth) {
         if ((r.op == "<<" || r.op == "<<-")) ctx.stdin_script = r.body;
         else if (r.op == "<<<" && !r.target.expanded) ctx.stdin_script = r.target.text;
     }
+    deferred_subscripts(n, f);
     if (!a.empty()) command(a, 0, f, ctx, depth);
     // The words bash produces from these by brace expansion and word
     // splitting on $IFS are judged too (the stricter reading wins: a
@@ -171,6 +173,38 @@ void Analyzer::simple(const Node& n, int depth) {
     words(n.assigns, depth);
     words(n.words, depth);
     for (const auto& r : n.redirects) subs_of_redirect(r, depth);
+}
+
+// bash expands an array subscript when it evaluates a name, not when it
+// reads the line: `let 'a[$(cmd)]=1'`, `test -v`, `[[ -v ]]`, `printf -v`,
+// `read`, `declare`, and arithmetic on a variable that holds such a text
+// (`x='a[$(cmd)]'; echo $((x))`) all run cmd. Any text that holds a
+// subscript with a command substitution in it is judged as running code.
+void Analyzer::deferred_subscripts(const Node& n, Finding& f) {
+    auto deferred = [](const std::string& t) {
+        std::size_t open = t.find('[');
+        if (open == std::string::npos) return false;
+        return t.find("$(", open) != std::string::npos || t.find('`', open) != std::string::npos;
+    };
+    auto judge = [&](const std::string& t) {
+        if (!deferred(t)) return false;
+        add(f, kRun, "'" + t + "' holds an array subscript with a command substitution, which bash runs when it "
+                     "evaluates the name (let, test -v, printf -v, read, declare, arithmetic)");
+        return true;
+    };
+    for (const auto& w : n.assigns)
+        if (judge(w.text)) return;
+    // In a simple command, the builtins that evaluate names (other programs
+    // get the text as data: awk's '$(NF)' is awk's); what read takes in.
+    static constexpr auto evaluators = sorted_names({"[", "builtin", "command", "declare", "export", "let", "local", "mapfile", "printf",
+                                                     "read", "readarray", "readonly", "test", "typeset", "unset"});
+    sv name = n.words.empty() ? sv() : sv(n.words[0].text);
+    if (n.kind == Kind::simple && !contains(evaluators, name)) return;
+    for (const auto& w : n.words)
+        if (judge(w.text)) return;
+    if (name == "read" || name == "mapfile" || name == "readarray")
+        for (const auto& r : n.redirects)
+            if ((r.op == "<<<" && judge(r.target.text)) || ((r.op == "<<" || r.op == "<<-") && judge(r.body))) return;
 }
 
 bool Analyzer::expanded_reading(const std::vector<Word>& ws, Args& out) {
@@ -269,7 +303,15 @@ void Analyzer::command(const Args& a, std::size_t k, Finding& f, const Ctx& ctx,
             if (is_assignment_text(a[j].text) && runs_code_variable(a[j].text))
                 add(f, kRun, std::string(name) + " " + a[j].text.substr(0, a[j].text.find('=')) +
                                  " makes later commands run other code");
-    if (e && e->read_only) return;
+    if (name == "alias")
+        for (std::size_t j = k + 1; j < a.size(); ++j)
+            if (auto eq = a[j].text.find('='); eq != std::string::npos && eq > 0) {
+                // What the name will run later in the line is judged here (a
+                // shell with expand_aliases runs the value in its place).
+                if (a[j].dynamic) add(f, kRun, "alias " + a[j].text.substr(0, eq) + " is only known at run time");
+                else reparse(a[j].text.substr(eq + 1), f, "alias", depth);
+            }
+    if (e && e->read_only) return read_only_options(c, *e);
     if (e) {
         for (sv cls : e->classes) add(f, cls, std::string(name) + " is " + std::string(cls));
         return;
@@ -278,6 +320,49 @@ void Analyzer::command(const Args& a, std::size_t k, Finding& f, const Ctx& ctx,
     if (a[k].text.find('/') != std::string::npos)
         return add(f, kRun, "runs the program '" + a[k].text + "'");
     add(f, kRun, "'" + std::string(name) + "' is not a command known to only read");
+}
+
+namespace {
+
+// Whether `arg` is (or, for a cluster of short options, holds) `opt` of
+// "optionClasses". GNU getopt accepts a long option's unambiguous
+// abbreviation: any "--na" of at least two letters that starts "--name"
+// counts (a word that means another option is judged strictly, never less).
+bool option_matches(sv opt, sv arg) {
+    if (opt == "+") return !arg.empty() && arg[0] == '+';
+    if (arg.size() < 2 || arg[0] != '-') return false;
+    sv name = arg.substr(0, arg.find('='));
+    if (opt.size() == 2) return arg[1] != '-' && arg.find(opt[1], 1) != sv::npos;
+    if (opt[1] == '-') return name == opt || (name.size() >= 4 && starts_with(opt, name));
+    return name == opt || (name.size() > 2 && name[1] == '-' && name.substr(1) == opt);
+}
+
+}  // namespace
+
+// A read-only command with options that make it write or run other code:
+// less -o FILE, rg --pre CMD, fd -x CMD, tree -o FILE, ... A word that
+// starts with an expansion could be any of them once expanded ($HOME and
+// $PWD are paths: setting either in the line is judged where it is set).
+void Analyzer::read_only_options(Call& c, const CommandEntry& e) {
+    if (e.option_classes.empty()) return;
+    std::vector<bool> done(e.option_classes.size());
+    for (std::size_t j = c.k + 1; j < c.a.size(); ++j) {
+        const Arg& w = c.a[j];
+        for (std::size_t o = 0; o < e.option_classes.size(); ++o) {
+            if (done[o]) continue;
+            const auto& oc = e.option_classes[o];
+            bool unknown = w.dynamic && starts_with(w.text, "$") && !starts_with(w.text, "$HOME") &&
+                           !starts_with(w.text, "${HOME}") && !starts_with(w.text, "$PWD") &&
+                           !starts_with(w.text, "${PWD}");
+            if (!unknown && !option_matches(oc.option, w.text)) continue;
+            done[o] = true;
+            for (sv cls : oc.classes)
+                add(c.f, cls,
+                    unknown ? "'" + w.text + "' is only known at run time: it could be " + std::string(c.name()) +
+                                  "'s " + oc.option + ", which is " + std::string(cls)
+                            : std::string(c.name()) + " " + w.text + ": " + oc.option + " is " + std::string(cls));
+        }
+    }
 }
 
 void Analyzer::p_pip(Call& c) { pip(c, c.args_from()); }

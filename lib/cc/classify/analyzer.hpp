@@ -172,6 +172,8 @@ private:
     void simple(const Node& n, int depth);
     static bool expanded_reading(const std::vector<Word>& ws, Args& out);
     void reparse(const std::string& text, Finding& f, sv via, int depth);
+    void read_only_options(Call& c, const CommandEntry& e);
+    void deferred_subscripts(const Node& n, Finding& f);
 
     // Wrappers recurse (`nice nice ... git push`): bounded, so a long line of
     // them cannot exhaust the stack.

@@ -177,7 +177,13 @@ bool runs_code_variable(sv assignment) {
         "GIT_SSH", "GIT_SSH_COMMAND", "GIT_TEMPLATE_DIR", "LESSCLOSE", "LESSOPEN", "MANOPT", "MANPAGER",
         "NODE_OPTIONS", "NODE_PATH", "PAGER", "PATH", "PERL5LIB", "PERL5OPT", "PROMPT_COMMAND", "PS4",
         "PYTHONHOME", "PYTHONPATH", "PYTHONSTARTUP", "RUBYLIB", "RUBYOPT", "SHELLOPTS", "BASHOPTS",
-        "SSH_ASKPASS", "SUDO_ASKPASS", "VISUAL"});
+        "SSH_ASKPASS", "SUDO_ASKPASS", "VISUAL",
+        // Where tools read their configuration (git's core.pager, ...) and
+        // options from: a file the line points them at can name a program.
+        "HOME", "PWD", "XDG_CONFIG_HOME", "GIT_CONFIG", "LESS", "LESSKEY", "LESSKEYIN", "LESSKEYIN_SYSTEM",
+        "LESSKEY_CONTENT", "LESSKEY_SYSTEM", "LESSEDIT", "FZF_DEFAULT_COMMAND", "FZF_DEFAULT_OPTS",
+        "FZF_DEFAULT_OPTS_FILE", "RIPGREP_CONFIG_PATH", "BAT_PAGER", "BAT_CONFIG_PATH", "DELTA_PAGER",
+        "SYSTEMD_PAGER", "ACK_OPTIONS", "ACKRC", "TAR_OPTIONS", "GREP_OPTIONS"});
     return contains(names, name);
 }
 

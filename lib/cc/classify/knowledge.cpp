@@ -305,6 +305,23 @@ void value_options(Reader& r, const Path& at, CommandEntry& e) {
     });
 }
 
+// "optionClasses": {"-o": ["write_files"], "--pre": ["run_code"], "+": [...]}:
+// a short option is one letter, a long one "--name", a single-dash long one
+// ("-report") at least two letters; "+" is an argument starting with '+'.
+void option_classes(Reader& r, const Path& at, CommandEntry& e) {
+    r.object(at, [&](sv opt, const Path& q) {
+        bool ok = opt == "+" || (opt.size() == 2 && opt[0] == '-' && opt[1] != '-') ||
+                  (opt.size() >= 4 && opt.compare(0, 2, "--") == 0) ||
+                  (opt.size() >= 3 && opt[0] == '-' && opt[1] != '-');
+        if (!ok || opt.find('=') != sv::npos)
+            r.fail(q, "'" + std::string(opt) + "' is not an option (-x, --name, -name or +)");
+        CommandEntry::OptionClasses o{std::string(opt), {}};
+        strings(r, q, o.classes, true);
+        if (o.classes.empty()) r.fail(q, "must name at least one class");
+        e.option_classes.push_back(std::move(o));
+    });
+}
+
 // One entry of "commands" at `at`: fills e (but its file, path and index)
 // and appends its names, pointing at `self`, to `names`.
 void read_entry(Reader& r, const Path& at, CommandEntry& e, std::vector<std::pair<sv, std::uint32_t>>& names,
@@ -313,7 +330,7 @@ void read_entry(Reader& r, const Path& at, CommandEntry& e, std::vector<std::pai
     Names otherwise;
     sv reader;
     bool has_reader = false, has_classes = false, has_bare = false, has_otherwise = false,
-         has_values = false;
+         has_values = false, has_option_classes = false;
     r.object(at, [&](sv k, const Path& q) {
         if (k == "names") {
             r.array(q, [&](const Path& x) {
@@ -340,6 +357,7 @@ void read_entry(Reader& r, const Path& at, CommandEntry& e, std::vector<std::pai
         else if (k == "bare") has_bare = true, strings(r, q, e.bare, true);
         else if (k == "otherwise") has_otherwise = true, strings(r, q, otherwise, true);
         else if (k == "valueOptions") has_values = true, value_options(r, q, e);
+        else if (k == "optionClasses") has_option_classes = true, option_classes(r, q, e);
         else r.fail(q, "unknown field");
     });
     if (names.size() == first_name) r.fail(Path{&at, "names"}, "is required (one or more command names)");
@@ -350,6 +368,8 @@ void read_entry(Reader& r, const Path& at, CommandEntry& e, std::vector<std::pai
     }
     if (e.read_only + has_classes + (has_reader || e.has_subcommands) != 1)
         r.fail(at, "needs exactly one of \"readOnly\": true, \"classes\", \"reader\" or \"subcommands\"");
+    if (has_option_classes && !e.read_only)
+        r.fail(Path{&at, "optionClasses"}, "goes with \"readOnly\": true (the options that make it do more than read)");
     // The readers that handle their tool's special cases, then its list.
     const bool list_reader = reader == "git" || reader == "cargo" || reader == "go" || reader == "conda" ||
                              reader == "npm" || reader == "yarn" || reader == "bun" || reader == "pip" || reader == "gh";

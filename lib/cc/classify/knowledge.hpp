@@ -8,6 +8,7 @@
 //
 //   {"version": 1, "description": "...", "commands": [
 //     {"names": ["ls", "cat"], "readOnly": true},
+//     {"names": ["tree"], "readOnly": true, "optionClasses": {"-o": ["write_files"]}},
 //     {"names": ["ping"], "classes": ["network_access"]},
 //     {"names": ["sudo"], "reader": "sudo"},
 //     {"names": ["apk"], "subcommands": [{"names": ["add", "del"], "classes": ["install_package"]},
@@ -75,6 +76,13 @@ struct CommandEntry {
     bool has_otherwise = false;
     std::string_view short_value_options;  // "oc": -o and -c take a value
     std::vector<std::string> long_value_options;
+    // A read-only command's options that make it do more than read
+    // ("optionClasses": {"-o": ["write_files"], "--pre": ["run_code"]}).
+    struct OptionClasses {
+        std::string option;  // "-o" (a letter of a cluster), "--pre", "-report", "+" (less's +cmd)
+        Names classes;
+    };
+    std::vector<OptionClasses> option_classes;
 
     // The classes of a listed subcommand (empty: it only reads), or null.
     const Names* subcommand(std::string_view s) const;

@@ -37,12 +37,22 @@ std::string log_prefix(const char* name) {
     return p + name + ": ";
 }
 
+// One write(2) a line: std::cerr is unbuffered, and a line written in
+// pieces interleaves with what other threads, or the sandboxed command on
+// the same stderr, write meanwhile.
+namespace {
+void write_line_2(const std::string& line) {
+    std::cerr.flush();
+    (void)io::write_all(2, line);
+}
+}  // namespace
+
 void log(const char* name, const std::string& line) {
-    if (!quiet_) std::cerr << log_prefix(name) << line << '\n';
+    if (!quiet_) write_line_2(log_prefix(name) + line + '\n');
 }
 
 int report(const char* name, const Error& e, int otherwise) {
-    std::cerr << log_prefix(name) << e.one_line() << '\n';
+    write_line_2(log_prefix(name) + e.one_line() + '\n');
     return e.code == Errc::input ? exit_usage : otherwise;
 }
 

@@ -272,23 +272,26 @@ int Runner::run() {
 }
 
 // The write supervisor serves from a thread of its own; a refusal comes
-// back to this loop as a violation event (or a line on stderr).
+// back to this loop as a violation event, or is a line on stderr.
 void Runner::start_supervisor(int sock) {
     WriteSupervisor::Options o;
     o.drop = plan_.identity.drop;
     o.uid = plan_.identity.uid;
     o.gid = plan_.identity.gid;
     supervisor_ = std::make_unique<WriteSupervisor>(*plan_.writeRules, o, [this](json v) {
+        if (!rq_.events) {
+            // On the command's own stderr: written whole from the serving
+            // thread before the call returns, so the line comes before the
+            // command's own message about it, never inside it.
+            log("refused " + v.value("syscall", std::string()) + " of " + v.value("path", std::string()) +
+                " (write-deny " + v.value("rule", std::string()) + ", " + v.value("source", std::string()) + ")");
+            return;
+        }
         asio::post(io_, [this, v = std::move(v)] {
-            if (rq_.events) {
-                json j = v;
-                j["action"] = "write";
-                j["target"] = v.value("path", "");
-                emit(ev_.line("violation", j));
-            } else {
-                log("refused " + v.value("syscall", std::string()) + " of " + v.value("path", std::string()) +
-                    " (write-deny " + v.value("rule", std::string()) + ", " + v.value("source", std::string()) + ")");
-            }
+            json j = v;
+            j["action"] = "write";
+            j["target"] = v.value("path", "");
+            emit(ev_.line("violation", j));
         });
     });
     supervisor_->start(sock);
