@@ -403,6 +403,14 @@ TEST_CASE("command data: a tool added without a rebuild; a bad file is exit 2, o
         {R"({"version":1,"commands":[{"names":["x"],"subcommands":[{"names":["a"]}]}]})", "commands[0].subcommands[0].classes: is required"},
         {R"({"version":1,"commands":[{"names":["x"],"reader":"sudo","bare":["run_code"]}]})", "\"bare\", \"otherwise\" and \"valueOptions\" go with"},
         {R"({"version":1,"commands":[{"names":["x"],"readOnly":true}],)", "local.json"},
+        {R"({"version":1,"commands":[{"names":["x"],"classes":["run_code"],"optionClasses":{"-o":["write_files"]}}]})",
+         "commands[0].optionClasses: goes with \"readOnly\": true"},
+        {R"({"version":1,"commands":[{"names":["x"],"readOnly":true,"optionClasses":{"o":["write_files"]}}]})",
+         "commands[0].optionClasses.o: 'o' is not an option (-x, --name, -name or +)"},
+        {R"({"version":1,"commands":[{"names":["x"],"readOnly":true,"optionClasses":{"-o":["writes"]}}]})",
+         "unknown class 'writes'"},
+        {R"({"version":1,"commands":[{"names":["x"],"readOnly":true,"optionClasses":{"-o":[]}}]})",
+         "commands[0].optionClasses.-o: must name at least one class"},
     };
     for (const auto& [text, message] : bad) {
         INFO(text);
