@@ -515,6 +515,18 @@ TEST_CASE("launch: bubblewrap execs a command the plan sees; the init step keeps
     auto hidden = wrap({"./tool"});
     CHECK(hidden.status == 127);
     CHECK(hidden.out.empty());
+    // A script without a #! line is run by /bin/sh, as execvp runs it: the
+    // init step is musl-linked, and musl's own execvp would give 126 here.
+    // Without it the kernel refuses the file.
+    spit(t.work + "/noshebang", "echo ran-by-sh \"$1\"\n");
+    fs::permissions(t.work + "/noshebang", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+    CHECK(::execl((t.work + "/noshebang").c_str(), "noshebang", nullptr) == -1);
+    CHECK(errno == ENOEXEC);
+    CHECK(json::parse(wrap({"./noshebang", "x"}, {"--print"}).out)["initStep"]["used"] == !direct);
+    auto script_run = wrap({"./noshebang", "x"});
+    INFO(script_run.err);
+    CHECK(script_run.status == 0);
+    CHECK(script_run.out == "ran-by-sh x\n");
 }
 
 TEST_CASE("launch: cc-egress refusing its input stops the sandbox before the command runs", "[launch][network]") {

@@ -1,0 +1,414 @@
+/* The init step (init_step.h): the first program inside the sandbox.
+ *
+ *   /run/cc/init --internal-sandbox-init --transport T [--http-port N --socks-port N
+ *           --egress-dir D [--socat PATH]] [--pty 1] [--landlock-abi N --landlock-write P ...]
+ *           [--write-filter-fd N --write-sock-fd N] -- CMD ARGS...
+ *
+ * In order: the socat bridge (socat-bridge transport only; fd-handover
+ * listeners were made from outside before this step ran), the controlling
+ * terminal, Landlock, the write supervisor's filter, then exec of CMD with
+ * only descriptors 0-2 left open. Any failure before the exec is 125 and
+ * nothing is executed. */
+#include "cc/sandbox/init_step.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <linux/filter.h>
+#include <linux/landlock.h>
+#include <linux/seccomp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A C library's headers may be older than the kernel. */
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#define SYS_landlock_add_rule 445
+#define SYS_landlock_restrict_self 446
+#endif
+
+extern char** environ;
+
+static void set_err(char* err, size_t len, const char* fmt, ...) {
+    if (!err || len == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+}
+
+/* One write per line: the line must not interleave with anything else. */
+static int fail(const char* fmt, ...) {
+    char line[1024];
+    int n = snprintf(line, sizeof line, "cc-wrap: sandbox init: ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    size_t len = strlen(line);
+    line[len++] = '\n';
+    ssize_t w;
+    while ((w = write(2, line, len)) < 0 && errno == EINTR) {}
+    return 125;
+}
+
+/* ---- Landlock ---------------------------------------------------------- */
+
+/* The write rights by the ABI that introduced them (1: the base set, 2:
+ * REFER, 3: TRUNCATE). Spelled out: the headers may be older than the kernel. */
+#define CC_LL_WRITE_FILE (1ULL << 1)
+#define CC_LL_WRITE_V1                                                                                 \
+    (CC_LL_WRITE_FILE | (1ULL << 4) /* REMOVE_DIR */ | (1ULL << 5) /* REMOVE_FILE */ |                 \
+     (1ULL << 6) /* MAKE_CHAR */ | (1ULL << 7) /* MAKE_DIR */ | (1ULL << 8) /* MAKE_REG */ |           \
+     (1ULL << 9) /* MAKE_SOCK */ | (1ULL << 10) /* MAKE_FIFO */ | (1ULL << 11) /* MAKE_BLOCK */ |      \
+     (1ULL << 12) /* MAKE_SYM */)
+#define CC_LL_REFER (1ULL << 13)
+#define CC_LL_TRUNCATE (1ULL << 14)
+
+static uint64_t write_rights(int abi) {
+    uint64_t r = CC_LL_WRITE_V1;
+    if (abi >= 2) r |= CC_LL_REFER;
+    if (abi >= 3) r |= CC_LL_TRUNCATE;
+    return r;
+}
+
+int cc_init_landlock_abi(void) {
+    long v = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+    return v > 0 ? (int)v : 0;
+}
+
+int cc_init_apply_landlock(int abi, const char* const* paths, size_t n, char* err, size_t err_len) {
+    if (abi <= 0) {
+        set_err(err, err_len, "no Landlock ABI");
+        return 0;
+    }
+    struct landlock_ruleset_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.handled_access_fs = write_rights(abi);
+    int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr.handled_access_fs, 0);
+    if (rs < 0) {
+        set_err(err, err_len, "landlock_create_ruleset: %s", strerror(errno));
+        return 0;
+    }
+    for (size_t k = 0; k < n; ++k) {
+        int fd = open(paths[k], O_PATH | O_CLOEXEC);
+        if (fd < 0) continue; /* not there inside: nothing to allow */
+        struct landlock_path_beneath_attr pb;
+        memset(&pb, 0, sizeof pb);
+        pb.allowed_access = write_rights(abi);
+        pb.parent_fd = fd;
+        long r = syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
+        if (r < 0 && errno == EINVAL) {
+            /* A file, not a directory: only the rights that apply to a file. */
+            pb.allowed_access = write_rights(abi) & (CC_LL_WRITE_FILE | CC_LL_TRUNCATE);
+            r = syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
+        }
+        int e = errno;
+        close(fd);
+        if (r < 0) {
+            set_err(err, err_len, "landlock_add_rule '%s': %s", paths[k], strerror(e));
+            close(rs);
+            return 0;
+        }
+    }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || syscall(SYS_landlock_restrict_self, rs, 0) != 0) {
+        set_err(err, err_len, "landlock_restrict_self: %s", strerror(errno));
+        close(rs);
+        return 0;
+    }
+    close(rs);
+    return 1;
+}
+
+/* ---- the write supervisor's filter ------------------------------------- */
+
+#define CC_MAX_FILTER 65536
+
+int cc_init_install_write_filter(int filter_fd, int sock_fd, char* err, size_t err_len) {
+    /* A pipe (cc-wrap writes the program once bubblewrap is starting) or a
+     * memfd at offset 0: read to its end, bounded. */
+    static struct sock_filter prog[CC_MAX_FILTER / sizeof(struct sock_filter) + 1];
+    char* buf = (char*)prog;
+    size_t have = 0;
+    for (;;) {
+        ssize_t r = read(filter_fd, buf + have, sizeof prog - have);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            set_err(err, err_len, "reading the write filter: %s", strerror(errno));
+            return 0;
+        }
+        if (r == 0) break;
+        have += (size_t)r;
+        if (have > CC_MAX_FILTER) break;
+    }
+    if (have == 0 || have % sizeof(struct sock_filter) != 0 || have > CC_MAX_FILTER) {
+        set_err(err, err_len, "the write filter descriptor holds no BPF program");
+        return 0;
+    }
+    struct sock_fprog fprog = {(unsigned short)(have / sizeof(struct sock_filter)), prog};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+        set_err(err, err_len, "no_new_privs: %s", strerror(errno));
+        return 0;
+    }
+    long listener = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                            SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &fprog);
+    if (listener < 0) {
+        set_err(err, err_len, "loading the write filter: %s", strerror(errno));
+        return 0;
+    }
+    char byte = 'L';
+    struct iovec iov = {&byte, 1};
+    /* With our credentials: the kernel gives cc-wrap our PID as it sees it,
+     * and the supervisor takes this process's mount namespace as the
+     * sandbox's (a call from any other is refused). */
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct ucred))];
+    } ctl;
+    memset(&ctl, 0, sizeof ctl);
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl.buf;
+    msg.msg_controllen = sizeof ctl.buf;
+    struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    int lfd = (int)listener;
+    memcpy(CMSG_DATA(c), &lfd, sizeof lfd);
+    c = CMSG_NXTHDR(&msg, c);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_CREDENTIALS;
+    c->cmsg_len = CMSG_LEN(sizeof(struct ucred));
+    struct ucred me = {getpid(), getuid(), getgid()};
+    memcpy(CMSG_DATA(c), &me, sizeof me);
+    ssize_t sent;
+    while ((sent = sendmsg(sock_fd, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR) {}
+    int e = errno;
+    close(lfd);
+    if (sent != 1) {
+        set_err(err, err_len, "handing the listener to the supervisor: %s", strerror(e));
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- the socat bridge -------------------------------------------------- */
+
+/* Is something listening on 127.0.0.1:port? (/proc/net/tcp, state 0A) */
+static int listening(int port) {
+    FILE* f = fopen("/proc/net/tcp", "re");
+    if (!f) return 0;
+    char want[16], line[512];
+    snprintf(want, sizeof want, ":%04X", port);
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        const char* p = strstr(line, want);
+        if (p && p - line < 20 && strstr(line, " 0A ")) found = 1;
+    }
+    fclose(f);
+    return found;
+}
+
+/* socat must not stay a child of CMD (a shell's `wait` would hang on it), so
+ * it is started through an intermediate that exits at once; it is reparented
+ * to the sandbox's PID 1 and dies with the namespace. */
+static int start_bridge(const char* socat, int port, const char* dir, const char* sock, char* err, size_t err_len) {
+    char listen[96], target[4200];
+    snprintf(listen, sizeof listen, "TCP-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork", port);
+    if ((size_t)snprintf(target, sizeof target, "UNIX-CONNECT:%s/%s", dir, sock) >= sizeof target) {
+        set_err(err, err_len, "egress directory too long");
+        return 0;
+    }
+    pid_t mid = fork();
+    if (mid < 0) {
+        set_err(err, err_len, "fork: %s", strerror(errno));
+        return 0;
+    }
+    if (mid == 0) {
+        if (fork() == 0) {
+            int devnull = open("/dev/null", O_RDWR);
+            if (devnull >= 0) {
+                dup2(devnull, 0);
+                dup2(devnull, 1);
+            }
+            execl(socat, socat, "-lpcc-wrap-bridge", listen, target, (char*)NULL);
+            _exit(127);
+        }
+        _exit(0);
+    }
+    int st = 0;
+    while (waitpid(mid, &st, 0) < 0 && errno == EINTR) {}
+    return 1;
+}
+
+static int wait_listening(int port, char* err, size_t err_len) {
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 3000; ++i) { /* up to 3 s */
+        if (listening(port)) return 1;
+        nanosleep(&ms, NULL);
+    }
+    set_err(err, err_len, "socat did not listen on 127.0.0.1:%d", port);
+    return 0;
+}
+
+/* ---- exec -------------------------------------------------------------- */
+
+/* A file the kernel would not execute (no #! line): run by the shell, as
+ * POSIX execvp does (glibc does; musl does not, hence this). */
+static void exec_shell_script(const char* file, char* const* argv) {
+    size_t n = 0;
+    while (argv[n]) ++n;
+    char** sh = calloc(n + 2, sizeof *sh);
+    if (!sh) return;
+    sh[0] = (char*)"/bin/sh";
+    sh[1] = (char*)file;
+    for (size_t k = 1; k < n; ++k) sh[k + 1] = argv[k];
+    execve("/bin/sh", sh, environ);
+    free(sh);
+    errno = ENOEXEC;
+}
+
+/* execvp with glibc's rules: a name with a slash is run as is; otherwise
+ * each $PATH entry in turn (an empty entry is the working directory; no
+ * PATH: /bin:/usr/bin), going on past ENOENT, ENOTDIR and EACCES and
+ * reporting EACCES if any entry gave it. Returns with errno set. */
+static void exec_search(char* const* argv) {
+    const char* file = argv[0];
+    if (!*file) {
+        errno = ENOENT;
+        return;
+    }
+    if (strchr(file, '/')) {
+        execve(file, argv, environ);
+        if (errno == ENOEXEC) exec_shell_script(file, argv);
+        return;
+    }
+    const char* path = getenv("PATH");
+    if (!path) path = "/bin:/usr/bin";
+    size_t flen = strlen(file);
+    int saw_eacces = 0;
+    char buf[4096];
+    for (const char* p = path;; ++p) {
+        const char* end = strchr(p, ':');
+        size_t dlen = end ? (size_t)(end - p) : strlen(p);
+        if (dlen + 1 + flen < sizeof buf) {
+            size_t k = 0;
+            if (dlen > 0) {
+                memcpy(buf, p, dlen);
+                buf[dlen] = '/';
+                k = dlen + 1;
+            }
+            memcpy(buf + k, file, flen + 1);
+            execve(buf, argv, environ);
+            switch (errno) {
+            case ENOEXEC:
+                exec_shell_script(buf, argv);
+                return;
+            case EACCES:
+                saw_eacces = 1;
+                break;
+            case ENOENT:
+            case ENOTDIR:
+            case ESTALE:
+            case ENODEV:
+            case ETIMEDOUT:
+                break;
+            default:
+                return;
+            }
+        }
+        if (!end) break;
+        p = end;
+    }
+    errno = saw_eacces ? EACCES : ENOENT;
+}
+
+/* ---- the step ---------------------------------------------------------- */
+
+#define CC_MAX_LANDLOCK 256
+
+int cc_init_step_main(int argc, char* const* argv) {
+    const char *transport = "none", *egress_dir = "", *socat = "socat";
+    int http_port = 0, socks_port = 0, pty = 0, landlock_abi = 0;
+    const char* landlock_write[CC_MAX_LANDLOCK];
+    size_t n_landlock = 0;
+    int write_filter_fd = -1, write_sock_fd = -1;
+    int i = 0;
+    for (; i < argc; ++i) {
+        const char* a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            ++i;
+            break;
+        }
+        if (i + 1 >= argc) return fail("option '%s' needs a value", a);
+        const char* v = argv[++i];
+        if (strcmp(a, "--transport") == 0) transport = v;
+        else if (strcmp(a, "--http-port") == 0) http_port = atoi(v);
+        else if (strcmp(a, "--socks-port") == 0) socks_port = atoi(v);
+        else if (strcmp(a, "--egress-dir") == 0) egress_dir = v;
+        else if (strcmp(a, "--socat") == 0) socat = v;
+        else if (strcmp(a, "--pty") == 0) pty = strcmp(v, "1") == 0;
+        else if (strcmp(a, "--landlock-abi") == 0) landlock_abi = atoi(v);
+        else if (strcmp(a, "--landlock-write") == 0) {
+            if (n_landlock == CC_MAX_LANDLOCK) return fail("more than %d --landlock-write paths", CC_MAX_LANDLOCK);
+            landlock_write[n_landlock++] = v;
+        } else if (strcmp(a, "--write-filter-fd") == 0) write_filter_fd = atoi(v);
+        else if (strcmp(a, "--write-sock-fd") == 0) write_sock_fd = atoi(v);
+        else return fail("unknown option '%s'", a);
+    }
+    if (i >= argc) return fail("no command");
+
+    char err[512] = "";
+    if (strcmp(transport, "socat-bridge") == 0) {
+        if (!start_bridge(socat, http_port, egress_dir, "http.sock", err, sizeof err) ||
+            !start_bridge(socat, socks_port, egress_dir, "socks.sock", err, sizeof err) ||
+            !wait_listening(http_port, err, sizeof err) || !wait_listening(socks_port, err, sizeof err))
+            return fail("socat bridge: %s", err);
+    }
+    if (pty && isatty(0)) {
+        setsid();
+        ioctl(0, TIOCSCTTY, 0);
+    }
+    /* Landlock last before the command: the bridge above needed none of it. */
+    if (landlock_abi > 0 && !cc_init_apply_landlock(landlock_abi, landlock_write, n_landlock, err, sizeof err))
+        return fail("Landlock: %s", err);
+    /* The write supervisor's filter last: from here every creating or
+     * writing call waits for cc-wrap's answer (this step makes none). */
+    if (write_filter_fd >= 0 || write_sock_fd >= 0) {
+        if (write_filter_fd < 0 || write_sock_fd < 0)
+            return fail("write supervisor: needs both --write-filter-fd and --write-sock-fd");
+        if (!cc_init_install_write_filter(write_filter_fd, write_sock_fd, err, sizeof err))
+            return fail("write supervisor: %s", err);
+        close(write_filter_fd);
+        close(write_sock_fd);
+    }
+    /* The command gets stdin, stdout and stderr and nothing else (bwrap's
+     * status pipe to cc-wrap stays outside). */
+    syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+    exec_search(argv + i);
+    int e = errno;
+    char line[4200];
+    int len = snprintf(line, sizeof line, "cc-wrap: '%s': %s\n", argv[i], strerror(e));
+    if (len > 0) {
+        size_t l = (size_t)len < sizeof line ? (size_t)len : sizeof line - 1;
+        ssize_t w;
+        while ((w = write(2, line, l)) < 0 && errno == EINTR) {}
+    }
+    return e == ENOENT || e == ENOTDIR ? 127 : 126;
+}
