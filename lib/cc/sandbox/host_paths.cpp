@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <unordered_map>
 
@@ -27,13 +28,18 @@ public:
         if (::stat(path.c_str(), &st) != 0) return std::nullopt;
         return Owner{st.st_uid, st.st_gid, st.st_mode & 07777};
     }
+    // realpath(3), one component at a time, each resolved prefix remembered:
+    // a plan resolves a hundred paths under the same few directories ($HOME,
+    // ~/.config, /etc), and realpath alone would readlink every component of
+    // every one of them again.
     std::optional<std::string> resolve(const std::string& path) const override {
-        if (auto it = resolved_.find(path); it != resolved_.end()) return it->second;
-        char buf[PATH_MAX];
-        std::optional<std::string> r;
-        if (::realpath(path.c_str(), buf)) r = std::string(buf);
-        resolved_.emplace(path, r);
-        return r;
+        if (path.empty() || path[0] != '/') {
+            char buf[PATH_MAX];
+            if (::realpath(path.c_str(), buf)) return std::string(buf);
+            return std::nullopt;
+        }
+        int links = 0;
+        return resolve_abs(path, links);
     }
     Kind kind(const std::string& path) const override {
         if (auto it = kinds_.find(path); it != kinds_.end()) return it->second;
@@ -97,6 +103,66 @@ public:
     }
 
 private:
+    // `path` is absolute. A result in resolved_ is final; `links` counts the
+    // symlinks followed for this one call (40, as the kernel, then ELOOP).
+    std::optional<std::string> resolve_abs(const std::string& path, int& links) const {
+        if (auto it = resolved_.find(path); it != resolved_.end()) return it->second;
+        std::string cur = "/";  // resolved so far: a real directory, no symlink in it
+        std::size_t i = 0;
+        while (i < path.size()) {
+            while (i < path.size() && path[i] == '/') ++i;
+            if (i >= path.size()) break;
+            std::size_t j = path.find('/', i);
+            if (j == std::string::npos) j = path.size();
+            std::string name = path.substr(i, j - i);
+            i = j;
+            if (name == ".") continue;
+            if (name == "..") {
+                // The parent of a resolved directory is lexical: it has no links.
+                auto slash = cur.find_last_of('/');
+                cur = slash == 0 ? "/" : cur.substr(0, slash);
+                continue;
+            }
+            std::string next = cur == "/" ? "/" + name : cur + "/" + name;
+            std::string rest = path.substr(i);  // "" or "/..."
+            if (auto it = resolved_.find(next); it != resolved_.end()) {
+                if (!it->second) return remember(path, std::nullopt);
+                cur = *it->second;
+                continue;
+            }
+            char buf[PATH_MAX];
+            ssize_t n = ::readlink(next.c_str(), buf, sizeof buf - 1);
+            if (n < 0) {
+                // EINVAL: there and not a link. Anything else (ENOENT,
+                // ENOTDIR, EACCES, ...) is a path realpath fails on too.
+                if (errno != EINVAL) return remember(path, std::nullopt);
+                resolved_.emplace(next, next);
+                cur = std::move(next);
+                continue;
+            }
+            if (++links > 40) return std::nullopt;  // ELOOP
+            std::string target(buf, static_cast<std::size_t>(n));
+            std::string via = target.empty() ? next : target[0] == '/' ? target : cur + "/" + target;
+            auto r = resolve_abs(via, links);
+            if (!r) return remember(path, std::nullopt);
+            resolved_.emplace(next, r);
+            cur = *r;
+        }
+        // What realpath checks at the end: the last component exists (done
+        // above) and every component but the last is a directory (a readlink
+        // of "file/x" fails with ENOTDIR above), and a trailing slash names a
+        // directory.
+        if (path.size() > 1 && path.back() == '/') {
+            struct stat st {};
+            if (::stat(cur.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return remember(path, std::nullopt);
+        }
+        return remember(path, cur);
+    }
+    std::optional<std::string> remember(const std::string& path, std::optional<std::string> r) const {
+        resolved_.emplace(path, r);
+        return r;
+    }
+
     uid_t uid_;
     gid_t gid_;
     mutable std::unordered_map<std::string, std::optional<std::string>> resolved_, links_;
