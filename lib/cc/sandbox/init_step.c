@@ -341,12 +341,12 @@ static void exec_search(char* const* argv) {
 
 /* ---- the step ---------------------------------------------------------- */
 
-#define CC_MAX_LANDLOCK 256
-
 int cc_init_step_main(int argc, char* const* argv) {
     const char *transport = "none", *egress_dir = "", *socat = "socat";
     int http_port = 0, socks_port = 0, pty = 0, landlock_abi = 0;
-    const char* landlock_write[CC_MAX_LANDLOCK];
+    /* At most one path per two arguments: never more than argc. */
+    const char** landlock_write = calloc((size_t)argc + 1, sizeof *landlock_write);
+    if (!landlock_write) return fail("out of memory");
     size_t n_landlock = 0;
     int write_filter_fd = -1, write_sock_fd = -1;
     int i = 0;
@@ -365,10 +365,8 @@ int cc_init_step_main(int argc, char* const* argv) {
         else if (strcmp(a, "--socat") == 0) socat = v;
         else if (strcmp(a, "--pty") == 0) pty = strcmp(v, "1") == 0;
         else if (strcmp(a, "--landlock-abi") == 0) landlock_abi = atoi(v);
-        else if (strcmp(a, "--landlock-write") == 0) {
-            if (n_landlock == CC_MAX_LANDLOCK) return fail("more than %d --landlock-write paths", CC_MAX_LANDLOCK);
-            landlock_write[n_landlock++] = v;
-        } else if (strcmp(a, "--write-filter-fd") == 0) write_filter_fd = atoi(v);
+        else if (strcmp(a, "--landlock-write") == 0) landlock_write[n_landlock++] = v;
+        else if (strcmp(a, "--write-filter-fd") == 0) write_filter_fd = atoi(v);
         else if (strcmp(a, "--write-sock-fd") == 0) write_sock_fd = atoi(v);
         else return fail("unknown option '%s'", a);
     }
