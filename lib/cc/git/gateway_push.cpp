@@ -161,7 +161,9 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
                 else failure = hb.error().one_line();
             }
             if (failure.empty()) {
-                auto q = Quarantine::start(*mirror);
+                // Content rules read trees and blobs: then the whole pack is
+                // indexed; the ancestry check alone needs only its commits.
+                auto q = Quarantine::start(*mirror, {upstream_url(it->second), **token}, !to_read.empty());
                 if (q) quarantine = std::move(*q);
                 else failure = q.error().one_line();
             }
@@ -268,10 +270,12 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
         f.out += pack_start;
     }
     std::vector<RefStatus> check_rejected;  // refs whose force push the check stopped
+    std::vector<std::string> tips;  // the new commits whose ancestry is checked
+    for (auto* r : to_check) tips.push_back(r->cmd.new_oid);
     f.on_body_end = [&]() -> bool {
         std::string failure = f.check_error;
         if (failure.empty())
-            if (auto s = quarantine->finish(); !s) failure = s.error().one_line();
+            if (auto s = quarantine->finish(tips); !s) failure = s.error().one_line();
         bool go = true;
         for (auto* r : to_check) {
             Result<bool> ff = failure.empty() ? quarantine->is_ancestor(r->cmd.old_oid, r->cmd.new_oid)
