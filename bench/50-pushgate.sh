@@ -119,6 +119,8 @@ update_time() {  # policy file, or "direct" -> seconds
   t1=$(date +%s.%N)
   if [ "$1" != direct ]; then
     awk '/VmHWM/ { print $2 }' "/proc/$gw/status" >> "$work/hwm-$(basename "$1" .json)"
+    # The gateway's CPU and its waited-for children's (index-pack, git), in ticks.
+    awk '{ print $14 + $15 + $16 + $17 }' "/proc/$gw/stat" >> "$work/cpu-$(basename "$1" .json)"
     stop_gateway
   fi
   awk "BEGIN { printf \"%.3f\", $t1 - $t0 }"
@@ -139,5 +141,7 @@ echo "200 MB fast-forward, median of $RUNS interleaved: via gateway with the anc
 echo "ratio check on/direct: $(awk "BEGIN { printf \"%.3f\", $m_on / $m_dir }") (goal <= 1.2); median of per-round ratios: $(median "${dratios[@]}") (rounds: ${dratios[*]})"
 echo "ratio check on/off: $(awk "BEGIN { printf \"%.3f\", $m_on / $m_off }"); median of per-round ratios: $(median "${fratios[@]}") (rounds: ${fratios[*]})"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+tick=$(getconf CLK_TCK)
+echo "gateway CPU (with its children) per 200 MB fast-forward, median: check on $(median $(cat "$work/cpu-policy-force") | awk -v t="$tick" '{ printf "%.2f", $1 / t }') s, off $(median $(cat "$work/cpu-policy") | awk -v t="$tick" '{ printf "%.2f", $1 / t }') s"
 echo "gateway peak RSS (VmHWM) for the 200 MB fast-forward: check on $(sort -n "$work/hwm-policy-force" | tail -n1) kB, off $(sort -n "$work/hwm-policy" | tail -n1) kB (highest of the runs)"
 echo "mirror disk after the runs: $(du -sk "$work/mirrors" | cut -f1) kB (old tips only; quarantines removed)"

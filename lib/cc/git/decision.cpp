@@ -126,6 +126,14 @@ PushPlan decide_push(const PushRequest& req, const PushContext& ctx) {
                 if (vf.decision > r.verdict.decision) r.if_force = vf;
             }
             if (ctx.symrefs && !r.denied()) judge_target(ctx, r);
+            if (!r.denied() && std::find(ctx.unlisted.begin(), ctx.unlisted.end(), cmd.ref) != ctx.unlisted.end()) {
+                r.verdict.decision = Decision::deny;
+                r.verdict.reason = cmd.ref + " exists on the upstream but is listed as no ref: a symbolic ref whose "
+                                             "target does not exist (or a broken ref), so the push would create a ref "
+                                             "nobody named";
+                r.verdict.source = "symrefs";
+                r.if_force.reset();
+            }
         }
         // A name that only looks like another (case, invisible characters) is
         // reported with the name it looks like, when that one would be judged

@@ -33,6 +33,10 @@ struct PushContext {
     // The upstream's symbolic refs among the pushed names: name -> the ref it
     // finally points at. nullopt until the upstream was asked.
     std::optional<std::map<std::string, std::string>> symrefs;
+    // Pushed names the upstream lists as no ref, yet has as one: a symbolic
+    // ref whose target does not exist (or a broken ref). A push to one would
+    // create its unknown target, so it is refused.
+    std::vector<std::string> unlisted;
 };
 
 // One ref update and what the policy says of it.
