@@ -44,10 +44,15 @@ start_gateway() {  # [policy file]
     --mirror-dir "$work/mirrors" \
     > "$work/events" 2> "$work/gateway.err" &
   gw=$!
-  for _ in $(seq 600); do [ -s "$work/events" ] && break; sleep 0.1; done
+  # The ready line, once it is whole (the file may hold part of it).
+  gw_url=
+  for _ in $(seq 600); do
+    gw_url=$(head -n1 "$work/events" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["url"])' 2>/dev/null) && break
+    gw_url=
+    sleep 0.1
+  done
   # (Also called in a subshell, where the EXIT trap does not see $gw: stop it here.)
-  [ -s "$work/events" ] || { echo "cc-pushgate did not start: $(cat "$work/gateway.err")" >&2; kill "$gw"; exit 1; }
-  gw_url=$(head -n1 "$work/events" | python3 -c 'import json,sys; print(json.load(sys.stdin)["url"])')
+  [ -n "$gw_url" ] || { echo "cc-pushgate did not start: $(cat "$work/gateway.err")" >&2; kill "$gw"; exit 1; }
 }
 stop_gateway() { kill "$gw"; wait "$gw" 2>/dev/null || true; gw=; }
 

@@ -107,6 +107,13 @@ TEST_CASE("decide_push: a name that only looks like a protected one is reported 
     CHECK(plan.refs[0].looks_like == "refs/heads/main");
     plan = decide_push(request({{A, Z, "refs/heads/topic"}}), context());
     CHECK(plan.refs[0].looks_like.empty());
+    // A Cyrillic a (U+0430), a fullwidth m (U+FF4D); a Greek omicron makes "other", judged no more strictly.
+    plan = decide_push(request({{A, Z, "refs/heads/m\xD0\xB0in"}}), context());
+    CHECK(plan.refs[0].looks_like == "refs/heads/main");
+    plan = decide_push(request({{A, Z, "refs/heads/\xEF\xBD\x8D" "ain"}}), context());
+    CHECK(plan.refs[0].looks_like == "refs/heads/main");
+    plan = decide_push(request({{A, Z, "refs/heads/\xCE\xBF" "ther"}}), context());
+    CHECK(plan.refs[0].looks_like.empty());  // "other" is not judged more strictly
 }
 
 TEST_CASE("decide_push: a symbolic ref on the upstream is judged by its target as well") {

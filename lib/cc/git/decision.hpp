@@ -103,7 +103,8 @@ std::string policy_reason(const policy::Verdict& v);
 // first as "U+XXXX", or "".
 std::string invisible_char(std::string_view ref);
 // The name a ref could be mistaken for: ASCII lower case, invisible
-// characters dropped. Equal to the ref when there is nothing to mistake.
+// characters dropped, Cyrillic, Greek and fullwidth letters drawn like Latin
+// ones replaced by those. Equal to the ref when there is nothing to mistake.
 std::string lookalike(std::string_view ref);
 
 }  // namespace cc::git
