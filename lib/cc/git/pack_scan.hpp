@@ -36,7 +36,7 @@ class PackScanner {
 public:
     // `hold_cap`: the most bytes of kept objects and pending deltas held at
     // once; past it the scan is incomplete (the check then cannot vouch).
-    explicit PackScanner(std::size_t hold_cap = 32u << 20);
+    explicit PackScanner(std::size_t hold_cap = 16u << 20);
     ~PackScanner();
     PackScanner(const PackScanner&) = delete;
     PackScanner& operator=(const PackScanner&) = delete;
