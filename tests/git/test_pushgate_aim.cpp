@@ -172,6 +172,22 @@ TEST_CASE("a symbolic ref on the upstream whose target does not exist yet is ref
     auto refs = git({"for-each-ref", "--format=%(refname)"}, upstream().repo_path("acme/demo"));
     CHECK(refs.out.find("cc-pushgate-probe") == std::string::npos);
     CHECK(git({"symbolic-ref", "refs/heads/alias"}, upstream().repo_path("acme/demo")).out == "refs/heads/main\n");
+
+    // An upstream without atomic pushes applies the question's create: it is
+    // deleted again, and the push goes.
+    REQUIRE(git({"config", "receive.advertiseAtomic", "false"}, upstream().repo_path("acme/demo")).status == 0);
+    auto plain = git({"push", "origin", "HEAD:refs/heads/fresh2"}, dir);
+    INFO(plain.err);
+    CHECK(plain.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/fresh2") == head(dir));
+    refs = git({"for-each-ref", "--format=%(refname)"}, upstream().repo_path("acme/demo"));
+    CHECK(refs.out.find("cc-pushgate-probe") == std::string::npos);
+    // ...and the dangling alias is still found.
+    auto again = git({"push", "origin", "HEAD:refs/heads/alias"}, dir);
+    CHECK(again.status == 1);
+    CHECK(again.err.find("cc-pushgate policy: refs/heads/alias exists on the upstream but is listed as no ref") !=
+          std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/main").empty());
 }
 
 TEST_CASE("a push without the session's secret is refused in git's words, never with a 401 prompt") {

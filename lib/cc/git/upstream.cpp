@@ -134,24 +134,12 @@ Result<std::vector<std::string>> unlisted_refs(const std::string& repo_url, cons
     return found;
 }
 
-Result<bool> unlisted_ref(const std::string& repo_url, const std::string& token, const std::string& agent,
-                          const std::string& name, const std::string& oid, std::chrono::seconds io_timeout) {
-    unsigned char rnd[8];
-    if (::getrandom(rnd, sizeof rnd, 0) != static_cast<ssize_t>(sizeof rnd))
-        return io_error("getrandom", "failed", errno);
-    std::string tag = "cc-pushgate-probe-";
-    for (unsigned char c : rnd) tag += "0123456789abcdef"[c >> 4], tag += "0123456789abcdef"[c & 15];
-    // One atomic transaction: the create of <name>/<tag> is locked first (and
-    // fails there when <name> is a ref), then an update of a ref that does
-    // not exist fails the whole transaction, so nothing is ever written.
-    std::string zero(oid.size(), '0');
-    std::string req = pkt(zero + " " + oid + " " + name + "/" + tag + std::string(1, '\0') +
-                          "report-status side-band-64k quiet atomic agent=" + agent + "\n");
-    req += pkt(oid + " " + oid + " refs/" + tag + "/missing\n");
-    req += flush_pkt;
-    // An empty pack: every new value is an object the upstream has.
-    req += std::string("PACK\0\0\0\2\0\0\0\0", 12);
-    req += std::string("\x02\x9d\x08\x82\x3b\xd8\xa8\xea\xb5\x10\xad\x6a\xc7\x5c\x82\x3c\xfd\x3e\xd3\x1e", 20);
+namespace {
+
+// POSTs a receive-pack request; its report (band 1) and messages (bands 2, 3).
+Result<std::pair<std::string, std::string>> post_receive_pack(const std::string& repo_url, const std::string& token,
+                                                              const std::string& agent, const std::string& req,
+                                                              std::chrono::seconds io_timeout) {
     CurlHandle ch;
     char errbuf[CURL_ERROR_SIZE] = {0};
     std::string body;
@@ -173,10 +161,9 @@ Result<bool> unlisted_ref(const std::string& repo_url, const std::string& token,
     if (rc != CURLE_OK && status == 0) return io_error("upstream unreachable", curl_error_text(rc, errbuf), 0);
     if (rc != CURLE_OK) return io_error("upstream ref probe", curl_error_text(rc, errbuf), 0);
     if (status != 200) return io_error("upstream ref probe", "answered HTTP " + std::to_string(status), 0);
-    // The side-band's messages (band 2) say which names exist.
     PktReader r;
     r.feed(body);
-    std::string messages, report;
+    std::string report, messages;
     for (;;) {
         auto k = r.next();
         if (!k) return io_error("upstream ref probe", k.error().one_line(), 0);
@@ -190,7 +177,45 @@ Result<bool> unlisted_ref(const std::string& repo_url, const std::string& token,
     }
     if (report.find("unpack ok") == std::string::npos)
         return io_error("upstream ref probe", "no report from receive-pack", 0);
-    return messages.find("'" + name + "' exists; cannot create '" + name + "/" + tag + "'") != std::string::npos;
+    return std::make_pair(report, messages);
+}
+
+}  // namespace
+
+Result<bool> unlisted_ref(const std::string& repo_url, const std::string& token, const std::string& agent,
+                          const std::string& name, const std::string& oid, std::chrono::seconds io_timeout) {
+    unsigned char rnd[8];
+    if (::getrandom(rnd, sizeof rnd, 0) != static_cast<ssize_t>(sizeof rnd))
+        return io_error("getrandom", "failed", errno);
+    std::string tag = "cc-pushgate-probe-";
+    for (unsigned char c : rnd) tag += "0123456789abcdef"[c >> 4], tag += "0123456789abcdef"[c & 15];
+    // One atomic transaction: the create of <name>/<tag> is locked first (and
+    // fails there when <name> is a ref), then an update of a ref that does
+    // not exist fails the whole transaction, so nothing is ever written.
+    std::string zero(oid.size(), '0');
+    std::string probe = name + "/" + tag;
+    std::string req = pkt(zero + " " + oid + " " + probe + std::string(1, '\0') +
+                          "report-status side-band-64k quiet atomic agent=" + agent + "\n");
+    req += pkt(oid + " " + oid + " refs/" + tag + "/missing\n");
+    req += flush_pkt;
+    // An empty pack: every new value is an object the upstream has.
+    req += std::string("PACK\0\0\0\2\0\0\0\0", 12);
+    req += std::string("\x02\x9d\x08\x82\x3b\xd8\xa8\xea\xb5\x10\xad\x6a\xc7\x5c\x82\x3c\xfd\x3e\xd3\x1e", 20);
+    auto got = post_receive_pack(repo_url, token, agent, req, io_timeout);
+    if (!got) return got.error();
+    const auto& [report, messages] = *got;
+    if (report.find("ok " + probe + "\n") != std::string::npos) {
+        // An upstream that does not do atomic pushes applied the create: so
+        // <name> is no ref. The probe's ref is deleted again at once.
+        std::string del = pkt(oid + " " + zero + " " + probe + std::string(1, '\0') +
+                              "report-status side-band-64k quiet agent=" + agent + "\n") +
+                          std::string(flush_pkt);
+        auto gone = post_receive_pack(repo_url, token, agent, del, io_timeout);
+        if (!gone || gone->first.find("ok " + probe + "\n") == std::string::npos)
+            return io_error("upstream ref probe", "the upstream kept the probe's ref " + probe + " (no atomic pushes)", 0);
+        return false;
+    }
+    return messages.find("'" + name + "' exists; cannot create '" + probe + "'") != std::string::npos;
 }
 
 }  // namespace cc::git
