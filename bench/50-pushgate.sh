@@ -44,10 +44,15 @@ start_gateway() {  # [policy file]
     --mirror-dir "$work/mirrors" \
     > "$work/events" 2> "$work/gateway.err" &
   gw=$!
-  for _ in $(seq 600); do [ -s "$work/events" ] && break; sleep 0.1; done
+  # The ready line, once it is whole (the file may hold part of it).
+  gw_url=
+  for _ in $(seq 600); do
+    gw_url=$(head -n1 "$work/events" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["url"])' 2>/dev/null) && break
+    gw_url=
+    sleep 0.1
+  done
   # (Also called in a subshell, where the EXIT trap does not see $gw: stop it here.)
-  [ -s "$work/events" ] || { echo "cc-pushgate did not start: $(cat "$work/gateway.err")" >&2; kill "$gw"; exit 1; }
-  gw_url=$(head -n1 "$work/events" | python3 -c 'import json,sys; print(json.load(sys.stdin)["url"])')
+  [ -n "$gw_url" ] || { echo "cc-pushgate did not start: $(cat "$work/gateway.err")" >&2; kill "$gw"; exit 1; }
 }
 stop_gateway() { kill "$gw"; wait "$gw" 2>/dev/null || true; gw=; }
 
@@ -96,35 +101,52 @@ done
 fi
 
 # The ancestry check (force told from fast-forward): a 200 MB fast-forward of
-# an existing branch through the gateway, with a policy that needs the check
-# (on) against one that does not (off); alternating, median of RUNS. Each run
-# starts from a fresh upstream repo holding only the base commit.
+# an existing branch straight to the upstream (direct), and through the
+# gateway with a policy that needs the check (on) and with one that does not
+# (off); interleaved, median of RUNS. Each run starts from a fresh upstream
+# repo holding only the base commit. The goal: on/direct at most 1.2.
 make_repo "$work/ff" 1
 base=$(git -C "$work/ff" rev-parse HEAD)
 for i in 0 1 2 3; do dd if=/dev/urandom of="$work/ff/big$i" bs=1M count=50 status=none; done
 git -C "$work/ff" add . && git -C "$work/ff" commit -qm "200 MB on top"
-update_time() {  # policy -> seconds
-  local t0 t1
+update_time() {  # policy file, or "direct" -> seconds
+  local t0 t1 url
   rig_repo "$work/upstream" bench/r
   git -C "$work/ff" push -q "$(direct_url)" "$base:refs/heads/main" 2>"$work/push.err" || { cat "$work/push.err" >&2; return 1; }
-  start_gateway "$1"
+  if [ "$1" = direct ]; then
+    url=$(direct_url)
+  else
+    start_gateway "$1"
+    url="${gw_url}github.com/bench/r.git"
+  fi
   t0=$(date +%s.%N)
-  git -C "$work/ff" push -q "${gw_url}github.com/bench/r.git" HEAD:refs/heads/main 2>"$work/push.err" || { cat "$work/push.err" >&2; return 1; }
+  git -C "$work/ff" push -q "$url" HEAD:refs/heads/main 2>"$work/push.err" || { cat "$work/push.err" >&2; return 1; }
   t1=$(date +%s.%N)
-  awk '/VmHWM/ { print $2 }' "/proc/$gw/status" >> "$work/hwm-$(basename "$1" .json)"
-  stop_gateway
+  if [ "$1" != direct ]; then
+    awk '/VmHWM/ { print $2 }' "/proc/$gw/status" >> "$work/hwm-$(basename "$1" .json)"
+    # The gateway's CPU and its waited-for children's (index-pack, git), in ticks.
+    awk '{ print $14 + $15 + $16 + $17 }' "/proc/$gw/stat" >> "$work/cpu-$(basename "$1" .json)"
+    stop_gateway
+  fi
   awk "BEGIN { printf \"%.3f\", $t1 - $t0 }"
 }
-on=() off=() fratios=()
+on=() off=() dir=() dratios=() fratios=()
 for _ in $(seq "$RUNS"); do
   a=$(update_time "$work/policy-force.json")
   grep -q '"ancestryChecked":true' "$work/events" || { echo "the check did not run" >&2; exit 1; }
   b=$(update_time "$work/policy.json")
-  on+=("$a") off+=("$b") fratios+=("$(awk "BEGIN { printf \"%.3f\", $a / $b }")")
+  c=$(update_time direct)
+  on+=("$a") off+=("$b") dir+=("$c")
+  fratios+=("$(awk "BEGIN { printf \"%.3f\", $a / $b }")") dratios+=("$(awk "BEGIN { printf \"%.3f\", $a / $c }")")
 done
 m_on=$(median "${on[@]}")
 m_off=$(median "${off[@]}")
-echo "200 MB fast-forward via gateway, median of $RUNS: ancestry check on ${m_on} s (runs: ${on[*]}), off ${m_off} s (runs: ${off[*]})"
-echo "ratio on/off: $(awk "BEGIN { printf \"%.3f\", $m_on / $m_off }"); median of per-pair ratios: $(median "${fratios[@]}") (pairs: ${fratios[*]})"
+m_dir=$(median "${dir[@]}")
+echo "200 MB fast-forward, median of $RUNS interleaved: via gateway with the ancestry check ${m_on} s (runs: ${on[*]}), via gateway without it ${m_off} s (runs: ${off[*]}), direct ${m_dir} s (runs: ${dir[*]})"
+echo "ratio check on/direct: $(awk "BEGIN { printf \"%.3f\", $m_on / $m_dir }") (goal <= 1.2); median of per-round ratios: $(median "${dratios[@]}") (rounds: ${dratios[*]})"
+echo "ratio check on/off: $(awk "BEGIN { printf \"%.3f\", $m_on / $m_off }"); median of per-round ratios: $(median "${fratios[@]}") (rounds: ${fratios[*]})"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+tick=$(getconf CLK_TCK)
+echo "gateway CPU (with its children) per 200 MB fast-forward, median: check on $(median $(cat "$work/cpu-policy-force") | awk -v t="$tick" '{ printf "%.2f", $1 / t }') s, off $(median $(cat "$work/cpu-policy") | awk -v t="$tick" '{ printf "%.2f", $1 / t }') s"
 echo "gateway peak RSS (VmHWM) for the 200 MB fast-forward: check on $(sort -n "$work/hwm-policy-force" | tail -n1) kB, off $(sort -n "$work/hwm-policy" | tail -n1) kB (highest of the runs)"
 echo "mirror disk after the runs: $(du -sk "$work/mirrors" | cut -f1) kB (old tips only; quarantines removed)"

@@ -39,7 +39,7 @@ PushRequest request(std::vector<Command> cmds, bool atomic = false) {
 }
 
 PushContext context(const cc::policy::Policy& p = standard(), Mode mode = Mode::chat) {
-    return PushContext{"github.com/acme/demo", true, mode, &p, {{"conversation", "c42"}}, std::nullopt};
+    return PushContext{"github.com/acme/demo", true, mode, &p, {{"conversation", "c42"}}, std::nullopt, {}};
 }
 
 }  // namespace
@@ -107,6 +107,13 @@ TEST_CASE("decide_push: a name that only looks like a protected one is reported 
     CHECK(plan.refs[0].looks_like == "refs/heads/main");
     plan = decide_push(request({{A, Z, "refs/heads/topic"}}), context());
     CHECK(plan.refs[0].looks_like.empty());
+    // A Cyrillic a (U+0430), a fullwidth m (U+FF4D); a Greek omicron makes "other", judged no more strictly.
+    plan = decide_push(request({{A, Z, "refs/heads/m\xD0\xB0in"}}), context());
+    CHECK(plan.refs[0].looks_like == "refs/heads/main");
+    plan = decide_push(request({{A, Z, "refs/heads/\xEF\xBD\x8D" "ain"}}), context());
+    CHECK(plan.refs[0].looks_like == "refs/heads/main");
+    plan = decide_push(request({{A, Z, "refs/heads/\xCE\xBF" "ther"}}), context());
+    CHECK(plan.refs[0].looks_like.empty());  // "other" is not judged more strictly
 }
 
 TEST_CASE("decide_push: a symbolic ref on the upstream is judged by its target as well") {
@@ -132,6 +139,17 @@ TEST_CASE("decide_push: a symbolic ref on the upstream is judged by its target a
     plan = decide_push(request({{Z, A, "refs/heads/alias"}}), ctx);
     CHECK(plan.refs[0].denied());
     CHECK(plan.refs[0].verdict.source == "symrefs");
+}
+
+TEST_CASE("decide_push: a name the upstream has but lists as no ref (a dangling symbolic ref) is denied") {
+    auto ctx = context();
+    ctx.symrefs = std::map<std::string, std::string>{};
+    ctx.unlisted = {"refs/heads/alias"};
+    auto plan = decide_push(request({{Z, A, "refs/heads/alias"}, {Z, A, "refs/heads/other"}}), ctx);
+    CHECK(plan.refs[0].denied());
+    CHECK(plan.refs[0].verdict.source == "symrefs");
+    CHECK(plan.refs[0].verdict.reason.rfind("refs/heads/alias exists on the upstream but is listed as no ref", 0) == 0);
+    CHECK(plan.refs[1].allowed());
 }
 
 TEST_CASE("settle_ancestry: a fast-forward keeps its verdict, anything else becomes a force push") {

@@ -5,9 +5,14 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
 #include <nlohmann/json.hpp>
 
 #include "cc/git/http.hpp"
+#include "cc/git/pack_scan.hpp"
 #include "cc/git/pkt_line.hpp"
 #include "cc/git/receive_pack.hpp"
 #include "cc/git/redact.hpp"
@@ -391,4 +396,157 @@ TEST_CASE("tokens that could break a header are refused") {
     CHECK(!check_token("", "t"));
     CHECK(!check_token("a b", "t"));
     CHECK(!check_token("a\r\nX: y", "t"));
+}
+
+namespace {
+// A work repo with `n` commits of similar text (so pack-objects deltifies
+// some of them), and the pack of `revs` that git itself writes.
+struct PackRepo {
+    std::string dir;
+    cc::test::RunResult git(const std::vector<std::string>& args, const std::string& input = "") const {
+        std::vector<std::string> argv{"git", "-C", dir};
+        argv.insert(argv.end(), args.begin(), args.end());
+        cc::test::RunOptions o;
+        o.input = input;
+        o.env = {{"GIT_CONFIG_NOSYSTEM", "1"},       {"GIT_CONFIG_GLOBAL", "/dev/null"},
+                 {"GIT_AUTHOR_NAME", "t"},           {"GIT_AUTHOR_EMAIL", "t@example.invalid"},
+                 {"GIT_COMMITTER_NAME", "t"},        {"GIT_COMMITTER_EMAIL", "t@example.invalid"}};
+        return cc::test::run(argv, o);
+    }
+    explicit PackRepo(const std::string& name, int n) : dir(cc::test::scratch_dir() + "/" + name) {
+        REQUIRE(cc::test::run({"git", "init", "-q", dir}).status == 0);
+        std::string text;
+        for (int i = 0; i < n; ++i) {
+            text += "line " + std::to_string(i) + " of a file that grows a little with every commit\n";
+            std::ofstream(dir + "/f.txt") << text;
+            REQUIRE(git({"add", "f.txt"}).status == 0);
+            std::string msg = "commit " + std::to_string(i) + "\n\n" + std::string(400, 'm') + " body of a long message " + std::to_string(i);
+            REQUIRE(git({"commit", "-q", "-m", msg}).status == 0);
+        }
+    }
+    std::string pack(const std::string& revs, bool thin, bool ofs = true) const {
+        std::vector<std::string> a{"pack-objects", "--stdout", "--revs", "--window=50", "--depth=50"};
+        if (thin) a.push_back("--thin");
+        if (ofs) a.push_back("--delta-base-offset");
+        auto r = git(a, revs);
+        REQUIRE(r.status == 0);
+        return r.out;
+    }
+    std::vector<std::string> commits(const std::string& range) const {
+        auto r = git({"rev-list", range});
+        std::vector<std::string> out;
+        std::istringstream in(r.out);
+        for (std::string l; std::getline(in, l);) out.push_back(l);
+        std::sort(out.begin(), out.end());
+        return out;
+    }
+};
+
+std::vector<std::string> oids_of(const std::vector<PackObject>& objects) {
+    std::vector<std::string> out;
+    for (const auto& o : objects) {
+        std::string hdr = (o.type == 1 ? "commit " : "tag ") + std::to_string(o.data.size());
+        hdr.push_back('\0');
+        hdr += o.data;
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned int n = 0;
+        EVP_Digest(hdr.data(), hdr.size(), md, &n, EVP_sha1(), nullptr);
+        char buf[3];
+        std::string h;
+        for (unsigned i = 0; i < n; ++i) {
+            std::snprintf(buf, sizeof buf, "%02x", md[i]);
+            h += buf;
+        }
+        out.push_back(h);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+}  // namespace
+
+TEST_CASE("pack scanner: every commit of a real pack, fed whole or a byte at a time, deltas applied") {
+    if (!cc::test::have_program("git")) CC_SKIP("needs git");
+    PackRepo repo("scan-all", 40);
+    auto none = [](const std::vector<std::string>&) { return std::map<std::string, PackObject>(); };
+    std::string pack = repo.pack("HEAD\n", false);
+    PackScanner whole;
+    REQUIRE(whole.feed(pack));
+    REQUIRE(whole.finish());
+    CHECK(whole.entries() == 120);  // 40 commits, trees and blobs
+    CHECK(oids_of(whole.objects()) == repo.commits("HEAD"));  // deltas on an earlier offset, applied as they come
+    CHECK(!whole.incomplete());
+    PackScanner bytewise;
+    for (char c : pack) REQUIRE(bytewise.feed(std::string_view(&c, 1)));
+    REQUIRE(bytewise.finish());
+    CHECK(oids_of(bytewise.objects()) == repo.commits("HEAD"));
+    // Deltas naming their base by id (no ofs-delta): resolved at the end.
+    PackScanner by_id;
+    REQUIRE(by_id.feed(repo.pack("HEAD\n", false, false)));
+    REQUIRE(by_id.finish());
+    CHECK(by_id.objects().size() < 40);
+    CHECK(by_id.unresolved() > 0);
+    by_id.resolve(none);
+    CHECK(oids_of(by_id.objects()) == repo.commits("HEAD"));
+    CHECK(by_id.unresolved() == 39);  // the file's deltas: their bases (blobs) are never kept
+
+    // The commits of a pack rebuilt from the kept objects are what git reads back.
+    PackRepo into("scan-into", 0);
+    auto idx = into.git({"index-pack", "--stdin"}, commit_pack(whole.objects()));
+    INFO(idx.err);
+    CHECK(idx.status == 0);
+    CHECK(into.git({"cat-file", "-t", repo.commits("HEAD").front()}).out == "commit\n");
+}
+
+TEST_CASE("pack scanner: a thin pack's deltas on bases outside it are resolved through the lookup") {
+    if (!cc::test::have_program("git")) CC_SKIP("needs git");
+    PackRepo repo("scan-thin", 30);
+    std::string pack = repo.pack("HEAD\n^HEAD~5\n", true);
+    PackScanner s;
+    REQUIRE(s.feed(pack));
+    REQUIRE(s.finish());
+    s.resolve([&](const std::vector<std::string>& oids) {
+        std::map<std::string, PackObject> found;
+        for (const auto& oid : oids) {
+            auto t = repo.git({"cat-file", "-t", oid});
+            if (t.status != 0) continue;
+            found[oid] = t.out != "commit\n" ? PackObject{2, {}} : PackObject{1, repo.git({"cat-file", "commit", oid}).out};
+        }
+        return found;
+    });
+    CHECK(oids_of(s.objects()) == repo.commits("HEAD~5..HEAD"));
+}
+
+TEST_CASE("pack scanner: a cut pack, bytes after the trailer and a wrong size are errors") {
+    if (!cc::test::have_program("git")) CC_SKIP("needs git");
+    PackRepo repo("scan-bad", 3);
+    std::string pack = repo.pack("HEAD\n", false);
+    PackScanner cut;
+    REQUIRE(cut.feed(pack.substr(0, pack.size() - 30)));
+    auto f = cut.finish();
+    REQUIRE(!f);
+    CHECK(f.error().one_line().find("ends early") != std::string::npos);
+    PackScanner extra;
+    auto e = extra.feed(pack + "x");
+    REQUIRE(!e);
+    CHECK(e.error().one_line().find("has bytes after its trailer") != std::string::npos);
+    PackScanner magic;
+    auto m = magic.feed("PACX" + pack.substr(4));
+    REQUIRE(!m);
+    CHECK(m.error().one_line().find("does not start with PACK") != std::string::npos);
+    // The first entry's size one larger than its data: an error, as index-pack says.
+    std::string grown = pack;
+    unsigned char& b = reinterpret_cast<unsigned char&>(grown[12]);
+    b = static_cast<unsigned char>((b & 0xf0) | (((b & 15) + 1) & 15));
+    PackScanner size;
+    auto sz = size.feed(grown);
+    REQUIRE(!sz);
+    CHECK(sz.error().one_line().find("inflates") != std::string::npos);
+}
+
+TEST_CASE("apply_delta copies and inserts, and refuses a delta for another base") {
+    // base size 5, result size 8: copy 0..5 ("hello"), insert "!!!"
+    std::string d = std::string("\x05\x08", 2) + std::string("\x91\x00\x05", 3) + "\x03!!!";
+    CHECK(apply_delta("hello", d) == std::optional<std::string>("hello!!!"));
+    CHECK(!apply_delta("hell", d));
+    CHECK(!apply_delta("hello", d.substr(0, d.size() - 1)));
 }

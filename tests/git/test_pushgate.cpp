@@ -3,6 +3,8 @@
 // 127.0.0.1. Protocol tests send hand-made bytes to the gateway's socket.
 #include "harness.hpp"
 
+#include <sys/stat.h>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <openssl/evp.h>
@@ -615,11 +617,14 @@ TEST_CASE("GitHub App mode: a repository-scoped token per push, every minted tok
     REQUIRE(run({"openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", key}).status == 0);
     REQUIRE(run({"openssl", "pkey", "-in", key, "-pubout", "-out", pub}).status == 0);
     FakeApi api(read_file(pub));
+    REQUIRE(::chmod(key.c_str(), 0644) == 0);  // a key others can read: used, with a warning
     Gateway g(gateway_args({"--app-id", "42", "--app-key", key, "--installation-id", "7", "--api-url", api.url()}));
     std::string dir = agent_repo("app", g);
     auto r = git({"push", "origin", "HEAD:refs/heads/app"}, dir);
     INFO(r.err << g.stderr_text());
     CHECK(r.status == 0);
+    CHECK(g.stderr_text().find("warning: --app-key '" + key + "' is readable by group or others (chmod 600 it)") !=
+          std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/app") == head(dir));
     CHECK(api.minted >= 1);
     CHECK(api.bad_jwt == 0);

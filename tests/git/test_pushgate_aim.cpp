@@ -129,6 +129,67 @@ TEST_CASE("a symbolic ref to an allowed branch is pushed, with its target in the
     CHECK(ev.back()["result"] == "forwarded");
 }
 
+TEST_CASE("a symbolic ref on the upstream whose target does not exist yet is refused, not judged by its own name") {
+    NEED_RIG();
+    std::string dir = agent_repo("dangling", gateway());
+    // acme/demo with refs/heads/other only, and refs/heads/alias pointing at
+    // refs/heads/main, which does not exist: no protocol lists the alias.
+    auto setup = [&] {
+        upstream().create_repo("acme/demo");
+        REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:refs/heads/other"}, dir).status == 0);
+        REQUIRE(git({"symbolic-ref", "refs/heads/alias", "refs/heads/main"}, upstream().repo_path("acme/demo")).status ==
+                0);
+        auto listed = git({"ls-remote", "--symref", upstream().read_url("acme/demo")}, dir);
+        REQUIRE(listed.status == 0);
+        REQUIRE(listed.out.find("alias") == std::string::npos);
+    };
+    // Without the gateway's check the attack works: a push to the alias creates main.
+    setup();
+    std::string a = commit(dir, "a.txt", "one\n");
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:refs/heads/alias"}, dir).status == 0);
+    REQUIRE(upstream().ref("acme/demo", "refs/heads/main") == a);
+
+    // Through the gateway the name is found to exist all the same, and refused.
+    setup();
+    commit(dir, "b.txt", "two\n");
+    auto r = git({"push", "origin", "HEAD:refs/heads/alias"}, dir);
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.find(" ! [remote rejected] HEAD -> alias (cc-pushgate policy: refs/heads/alias exists on the upstream "
+                     "but is listed as no ref: a symbolic ref whose target does not exist (or a broken ref), so the "
+                     "push would create a ref nobody named)") != std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/main").empty());
+    auto ev = events(gateway(), "push");
+    REQUIRE(!ev.empty());
+    CHECK(ev.back()["refs"][0]["decision"] == "deny");
+    CHECK(ev.back()["refs"][0]["source"] == "symrefs");
+
+    // A new name that really is new goes, and the question left nothing behind.
+    auto fresh = git({"push", "origin", "HEAD:refs/heads/fresh"}, dir);
+    INFO(fresh.err);
+    CHECK(fresh.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/fresh") == head(dir));
+    auto refs = git({"for-each-ref", "--format=%(refname)"}, upstream().repo_path("acme/demo"));
+    CHECK(refs.out.find("cc-pushgate-probe") == std::string::npos);
+    CHECK(git({"symbolic-ref", "refs/heads/alias"}, upstream().repo_path("acme/demo")).out == "refs/heads/main\n");
+
+    // An upstream without atomic pushes applies the question's create: it is
+    // deleted again, and the push goes.
+    REQUIRE(git({"config", "receive.advertiseAtomic", "false"}, upstream().repo_path("acme/demo")).status == 0);
+    auto plain = git({"push", "origin", "HEAD:refs/heads/fresh2"}, dir);
+    INFO(plain.err);
+    CHECK(plain.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/fresh2") == head(dir));
+    refs = git({"for-each-ref", "--format=%(refname)"}, upstream().repo_path("acme/demo"));
+    CHECK(refs.out.find("cc-pushgate-probe") == std::string::npos);
+    // ...and the dangling alias is still found.
+    auto again = git({"push", "origin", "HEAD:refs/heads/alias"}, dir);
+    CHECK(again.status == 1);
+    CHECK(again.err.find("cc-pushgate policy: refs/heads/alias exists on the upstream but is listed as no ref") !=
+          std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/main").empty());
+}
+
 TEST_CASE("a push without the session's secret is refused in git's words, never with a 401 prompt") {
     NEED_RIG();
     upstream().create_repo("acme/demo");

@@ -356,3 +356,91 @@ TEST_CASE("content rules: the first push into an empty repository is read whole"
     auto ev = events(content_gateway(), "push");
     CHECK(ev.back()["refs"][0]["content"]["files"] == 2);  // README and the workflow: the whole tree
 }
+
+TEST_CASE("an update to a commit the upstream already has is judged by its real ancestry, not by the pack") {
+    NEED_RIG();
+    // main and feature at A; then B and C on main, straight to the upstream.
+    upstream().create_repo("acme/demo");
+    std::string dir = agent_repo("present", gateway());
+    std::string a = head(dir);
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:refs/heads/main", "HEAD:refs/heads/feature"},
+                dir).status == 0);
+    commit(dir, "b.txt", "b\n");
+    std::string c = commit(dir, "c.txt", "c\n");
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:refs/heads/main"}, dir).status == 0);
+
+    // feature A -> C: the pack is empty (the upstream has C), yet C descends
+    // from A, so it is a fast-forward and goes.
+    auto ff = git({"push", "origin", c + ":refs/heads/feature"}, dir);
+    INFO(ff.err);
+    CHECK(ff.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/feature") == c);
+    auto ev = events(gateway(), "push");
+    REQUIRE(!ev.empty());
+    CHECK(ev.back()["refs"][0]["kind"] == "update");
+    CHECK(ev.back()["refs"][0]["ancestryChecked"] == true);
+    CHECK(ev.back()["result"] == "forwarded");
+
+    // feature C -> A, an older commit that is there too: a force push. Git
+    // itself lets it through without the gateway's rule...
+    REQUIRE(git({"push", "-q", "--force", upstream().write_url("acme/demo"), a + ":refs/heads/feature"}, dir).status == 0);
+    REQUIRE(upstream().ref("acme/demo", "refs/heads/feature") == a);
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), c + ":refs/heads/feature"}, dir).status == 0);
+    // ...and through the gateway it is refused as one.
+    auto back = git({"push", "--force", "origin", a + ":refs/heads/feature"}, dir);
+    INFO(back.err);
+    CHECK(back.status == 1);
+    CHECK(back.err.find(" ! [remote rejected] " + a + " -> feature (cc-pushgate policy: force push (" + c.substr(0, 12) +
+                        " is not an ancestor of " + a.substr(0, 12) + "): no force pushes outside the agent's namespace)") !=
+          std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/feature") == c);
+    ev = events(gateway(), "push");
+    CHECK(ev.back()["refs"][0]["kind"] == "force");
+}
+
+TEST_CASE("a new commit whose parent is on another upstream branch is a fast-forward of the branch it extends") {
+    NEED_RIG();
+    // side at A; main moves on to D (straight to the upstream, so the
+    // gateway's mirror has never seen D).
+    upstream().create_repo("acme/demo");
+    std::string dir = agent_repo("thin-parent", gateway());
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:refs/heads/main", "HEAD:refs/heads/side"},
+                dir).status == 0);
+    commit(dir, "d.txt", "d\n");
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:refs/heads/main"}, dir).status == 0);
+    // N on D, pushed to side: the pack holds N alone (its parent D is upstream).
+    std::string n = commit(dir, "n.txt", "n\n");
+    auto r = git({"push", "origin", "HEAD:refs/heads/side"}, dir);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/side") == n);
+    auto ev = events(gateway(), "push");
+    REQUIRE(!ev.empty());
+    CHECK(ev.back()["refs"][0]["kind"] == "update");
+    CHECK(ev.back()["refs"][0]["ancestryChecked"] == true);
+}
+
+TEST_CASE("a force push whose new commit is already on the upstream is still a force push") {
+    NEED_RIG();
+    // feature at F (its own line), main at M (another line): moving feature
+    // to M sends no objects, and is a force push.
+    upstream().create_repo("acme/demo");
+    std::string dir = agent_repo("present-force", gateway());
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:refs/heads/main"}, dir).status == 0);
+    std::string m = commit(dir, "m.txt", "m\n");
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:refs/heads/main"}, dir).status == 0);
+    REQUIRE(git({"reset", "-q", "--hard", "HEAD~1"}, dir).status == 0);
+    std::string f = commit(dir, "f.txt", "f\n");
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:refs/heads/feature"}, dir).status == 0);
+    // Without the gateway's rule git moves it.
+    REQUIRE(git({"push", "-q", "--force", upstream().write_url("acme/demo"), m + ":refs/heads/feature"}, dir).status == 0);
+    REQUIRE(upstream().ref("acme/demo", "refs/heads/feature") == m);
+    REQUIRE(git({"push", "-q", "--force", upstream().write_url("acme/demo"), f + ":refs/heads/feature"}, dir).status == 0);
+    auto r = git({"push", "--force", "origin", m + ":refs/heads/feature"}, dir);
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.find(" ! [remote rejected] " + m + " -> feature (cc-pushgate policy: force push (" + f.substr(0, 12) +
+                     " is not an ancestor of " + m.substr(0, 12) + "): no force pushes outside the agent's namespace)") !=
+          std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/feature") == f);
+}

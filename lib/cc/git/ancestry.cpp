@@ -9,10 +9,16 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/process.hpp>
 
+#include <algorithm>
+#include <cerrno>
 #include <filesystem>
+#include <map>
+#include <optional>
+#include <sstream>
 #include <future>
 #include <fstream>
 
+#include "cc/git/pack_scan.hpp"
 #include "cc/git/receive_pack.hpp"
 
 namespace cc::git {
@@ -167,11 +173,41 @@ Result<std::string> Mirror::fetch_head(const std::string& url, const std::string
     return out.substr(0, out.find('\n'));
 }
 
+Status Mirror::fetch_oids(const std::vector<std::string>& oids, const std::string& url,
+                          const std::string& token) const {
+    if (oids.empty()) return ok();
+    auto env = git_env(dir_);
+    env.set("GIT_CONFIG_COUNT", "1");
+    env.set("GIT_CONFIG_KEY_0", "http.extraHeader");
+    env.set("GIT_CONFIG_VALUE_0", auth_header(token));
+    // Each under a ref of its own, so the mirror keeps it (and what it reaches).
+    std::vector<std::string> args = {"fetch", "-q", "--no-tags", "--no-write-fetch-head", url};
+    for (const auto& o : oids) args.push_back(o + ":refs/cc-seen/" + o);
+    std::string err;
+    auto rc = run_git(args, env, &err);
+    if (!rc) return rc.error();
+    if (*rc != 0) return io_error("mirror fetch of " + std::to_string(oids.size()) + " commit(s)",
+                                  "git fetch failed: " + one_line(err, 200), 0);
+    return ok();
+}
+
 struct Quarantine::Impl {
     std::string mirror, dir, err_file;
-    bp::opstream in;
+    Mirror source_mirror;
+    Source src;
+    bool whole = false;
+    bp::opstream in;  // index-pack's stdin (whole), written through its fd
     bp::child child;
+    PackScanner scan;
+    std::optional<Error> scan_error;
     bool finished = false;
+
+    bp::environment env() const {
+        auto e = git_env(mirror);
+        e.set("GIT_OBJECT_DIRECTORY", dir);
+        e.set("GIT_ALTERNATE_OBJECT_DIRECTORIES", mirror + "/objects");
+        return e;
+    }
 };
 
 Quarantine::Quarantine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -187,24 +223,29 @@ Quarantine::~Quarantine() {
     fs::remove_all(impl_->dir, ec);
 }
 
-Result<std::unique_ptr<Quarantine>> Quarantine::start(const Mirror& m) {
+Result<std::unique_ptr<Quarantine>> Quarantine::start(const Mirror& m, Source src, bool whole) {
     auto impl = std::make_unique<Impl>();
     impl->mirror = m.dir();
+    impl->source_mirror = m;
+    impl->src = std::move(src);
+    impl->whole = whole;
     std::string tmpl = m.dir() + "/objects/incoming-XXXXXX";
     if (!::mkdtemp(tmpl.data())) return io_error("quarantine in '" + m.dir() + "'", "mkdtemp failed");
     impl->dir = tmpl;
     impl->err_file = impl->dir + "/index-pack.err";
     fs::create_directories(impl->dir + "/pack");
+    if (!whole) return std::unique_ptr<Quarantine>(new Quarantine(std::move(impl)));
     // The quarantine is thrown away when its push ends: flushing its pack to
     // disk (git's default since 2.36) would only add to every checked push.
-    auto env = git_env(m.dir());
-    env.set("GIT_OBJECT_DIRECTORY", impl->dir);
-    env.set("GIT_ALTERNATE_OBJECT_DIRECTORIES", m.dir() + "/objects");
     try {
         auto exe = bp::search_path("git");
         if (exe.empty()) return io_error("git", "not found on PATH", 0);
-        impl->child = bp::child(exe, bp::args({"-c", "core.fsync=none", "index-pack", "--stdin", "--fix-thin"}), env, bp::std_in < impl->in,
-                                bp::std_out > bp::null, bp::std_err > impl->err_file);
+        impl->child = bp::child(exe, bp::args({"-c", "core.fsync=none", "index-pack", "--stdin", "--fix-thin"}),
+                                impl->env(), bp::std_in < impl->in, bp::std_out > bp::null,
+                                bp::std_err > impl->err_file);
+        // A deeper pipe lets index-pack fall behind for a moment without
+        // stalling the stream upstream.
+        ::fcntl(impl->in.pipe().native_sink(), F_SETPIPE_SZ, 1 << 20);
     } catch (const std::exception& e) {
         std::error_code ec;
         fs::remove_all(impl->dir, ec);
@@ -215,25 +256,135 @@ Result<std::unique_ptr<Quarantine>> Quarantine::start(const Mirror& m) {
 
 Status Quarantine::write(std::string_view bytes) {
     if (impl_->finished) return io_error("quarantine", "written after its end", 0);
-    impl_->in.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!impl_->in) return io_error("git index-pack", "stopped reading the pack", 0);
+    if (!impl_->scan_error)
+        if (auto s = impl_->scan.feed(bytes); !s) impl_->scan_error = s.error();
+    if (!impl_->whole) return ok();
+    int fd = impl_->in.pipe().native_sink();
+    while (!bytes.empty()) {
+        ssize_t n = ::write(fd, bytes.data(), bytes.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return io_error("git index-pack", "stopped reading the pack", errno);
+        bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
     return ok();
 }
 
-Status Quarantine::finish() {
+namespace {
+
+// Commit ids a commit or tag names: its parents, a tag's commit.
+void named_commits(const PackObject& o, std::vector<std::string>& out) {
+    std::string_view d = o.data;
+    bool tag_of_commit = false;
+    std::string tag_object;
+    for (std::size_t pos = 0; pos < d.size();) {
+        auto end = d.find('\n', pos);
+        if (end == std::string_view::npos) end = d.size();
+        std::string_view line = d.substr(pos, end - pos);
+        if (line.empty()) break;  // the headers end
+        if (o.type == 1 && line.rfind("parent ", 0) == 0) out.emplace_back(line.substr(7));
+        if (o.type == 4 && line.rfind("object ", 0) == 0) tag_object = std::string(line.substr(7));
+        if (o.type == 4 && line == "type commit") tag_of_commit = true;
+        pos = end + 1;
+    }
+    if (tag_of_commit && !tag_object.empty()) out.push_back(tag_object);
+}
+
+}  // namespace
+
+Status Quarantine::finish(const std::vector<std::string>& tips) {
     if (impl_->finished) return ok();
     impl_->finished = true;
-    impl_->in.flush();
-    impl_->in.pipe().close();
-    std::error_code ec;
-    impl_->child.wait(ec);
-    int code = impl_->child.exit_code();
-    if (ec || code != 0) {
-        std::ifstream in(impl_->err_file);
-        std::string line;
-        std::getline(in, line);
-        return io_error("git index-pack", "refused the pack (status " + std::to_string(code) + "): " + one_line(line, 200), 0);
+    if (!impl_->scan_error)
+        if (auto s = impl_->scan.finish(); !s) impl_->scan_error = s.error();
+    if (impl_->whole) {
+        impl_->in.pipe().close();
+        std::error_code ec;
+        impl_->child.wait(ec);
+        int code = impl_->child.exit_code();
+        if (ec || code != 0) {
+            std::ifstream in(impl_->err_file);
+            std::string line;
+            std::getline(in, line);
+            return io_error("git index-pack",
+                            "refused the pack (status " + std::to_string(code) + "): " + one_line(line, 200), 0);
+        }
     }
+    if (impl_->scan_error) return io_error("pack", impl_->scan_error->one_line(), 0);
+    auto env = impl_->env();
+    std::string out, err;
+    // Deltas on objects outside the pack (a thin pack): their bases from the mirror.
+    impl_->scan.resolve([&](const std::vector<std::string>& oids) {
+        std::map<std::string, PackObject> found;
+        std::string in, listed;
+        for (const auto& o : oids) in += o + "\n";
+        auto t = run_git_io({"cat-file", "--batch-check=%(objectname) %(objecttype)"}, env, in, listed, nullptr);
+        if (!t || *t != 0) return found;
+        std::string wanted;
+        for (std::size_t pos = 0; pos < listed.size();) {
+            auto end = listed.find('\n', pos);
+            if (end == std::string::npos) end = listed.size();
+            std::string line = listed.substr(pos, end - pos);
+            pos = end + 1;
+            auto sp = line.find(' ');
+            if (sp == std::string::npos) continue;
+            std::string oid = line.substr(0, sp), type = line.substr(sp + 1);
+            if (type == "commit" || type == "tag") wanted += oid + "\n";
+            else if (type != "missing") found[oid] = PackObject{2, {}};  // no commit: nothing to apply
+        }
+        if (wanted.empty()) return found;
+        // "<oid> <type> <size>\n<content>\n" for each.
+        std::string body;
+        auto b = run_git_io({"cat-file", "--batch"}, env, wanted, body, nullptr);
+        if (!b || *b != 0) return found;
+        for (std::size_t pos = 0; pos < body.size();) {
+            auto end = body.find('\n', pos);
+            if (end == std::string::npos) break;
+            std::istringstream head(body.substr(pos, end - pos));
+            std::string oid, type;
+            std::size_t size = 0;
+            if (!(head >> oid >> type >> size) || end + 1 + size > body.size()) break;
+            found[oid] = PackObject{type == "commit" ? 1 : 4, body.substr(end + 1, size)};
+            pos = end + 1 + size + 1;
+        }
+        return found;
+    });
+    if (!impl_->whole && !impl_->scan.objects().empty()) {
+        // The commits and tags alone, hashed and indexed by git itself.
+        auto rc = run_git_io({"-c", "core.fsync=none", "index-pack", "--stdin"}, env,
+                             commit_pack(impl_->scan.objects()), out, &err);
+        if (!rc) return rc.error();
+        if (*rc != 0) return io_error("git index-pack", "refused the pack's commits: " + one_line(err, 200), 0);
+    }
+    // What the pushed commits name that neither the pack nor the mirror has.
+    std::vector<std::string> named = tips;
+    for (const auto& o : impl_->scan.objects()) named_commits(o, named);
+    std::sort(named.begin(), named.end());
+    named.erase(std::unique(named.begin(), named.end()), named.end());
+    auto missing = [&]() -> Result<std::vector<std::string>> {
+        std::string in;
+        for (const auto& n : named) in += n + "\n";
+        std::string got;
+        auto rc = run_git_io({"cat-file", "--batch-check=%(objectname) %(objecttype)"}, env, in, got, &err);
+        if (!rc) return rc.error();
+        if (*rc != 0) return io_error("git cat-file", one_line(err, 200), 0);
+        std::vector<std::string> m;
+        for (std::size_t pos = 0; pos < got.size();) {
+            auto end = got.find('\n', pos);
+            if (end == std::string::npos) end = got.size();
+            std::string line = got.substr(pos, end - pos);
+            if (line.size() > 8 && line.substr(line.size() - 8) == " missing") m.push_back(line.substr(0, line.find(' ')));
+            pos = end + 1;
+        }
+        return m;
+    };
+    auto lacking = missing();
+    if (!lacking) return lacking.error();
+    if (lacking->empty()) return ok();
+    // Valid ids only go on a command line.
+    for (const auto& o : *lacking)
+        if (o.size() != 40 || o.find_first_not_of("0123456789abcdef") != std::string::npos)
+            return io_error("pack", "a commit names '" + one_line(o, 60) + "', which is no object id", 0);
+    if (auto f = impl_->source_mirror.fetch_oids(*lacking, impl_->src.url, impl_->src.token); !f) return f;
     return ok();
 }
 
@@ -242,6 +393,13 @@ Result<bool> Quarantine::is_ancestor(const std::string& old_oid, const std::stri
     env.set("GIT_OBJECT_DIRECTORY", impl_->dir);
     env.set("GIT_ALTERNATE_OBJECT_DIRECTORIES", impl_->mirror + "/objects");
     std::string err;
+    // merge-base reads a missing commit as a history that ends there ("not
+    // an ancestor"): first make sure every commit between them is here.
+    auto walk = run_git({"rev-list", "--quiet", new_oid, "--not", old_oid}, env, &err);
+    if (!walk) return walk.error();
+    if (*walk != 0)
+        return io_error("git rev-list", "commits between " + old_oid.substr(0, 12) + " and " + new_oid.substr(0, 12) +
+                                            " are missing: " + one_line(err, 200), 0);
     auto rc = run_git({"merge-base", "--is-ancestor", old_oid, new_oid}, env, &err);
     if (!rc) return rc.error();
     if (*rc == 0) return true;

@@ -7,12 +7,19 @@
 //
 //   auto m = Mirror::open(state_dir, "github.com/acme/demo");       // git init --bare once
 //   m->ensure(old_oid, upstream_repo_url, "refs/heads/x", token);   // fetch the old tip if missing
-//   auto q = Quarantine::start(*m);  q->write(pack_bytes) ...;  q->finish();
+//   auto q = Quarantine::start(*m, {url, token}, false);  q->write(pack_bytes) ...;
+//   q->finish({new_oid});                                           // commits it lacks fetched by id
 //   auto ff = q->is_ancestor(old_oid, new_oid);                     // true: fast-forward
+//
+// Without content rules only the pack's commits and tags are indexed (see
+// pack_scan.hpp): the ancestry check needs no blob, and hashing every blob a
+// second time is most of what the check would cost. With content rules the
+// whole pack goes through `git index-pack --fix-thin` as it streams.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "cc/core/result.hpp"
@@ -30,6 +37,9 @@ public:
     // The upstream's default branch (its HEAD) into the mirror, as the base a
     // new branch's content is read against; "" when the upstream has none.
     Result<std::string> fetch_head(const std::string& url, const std::string& token) const;
+    // Fetches commits by id (protocol v2 allows any the upstream has) into
+    // the mirror; an error when the upstream has not all of them.
+    Status fetch_oids(const std::vector<std::string>& oids, const std::string& url, const std::string& token) const;
     const std::string& dir() const { return dir_; }
 
 private:
@@ -38,16 +48,25 @@ private:
 
 class Quarantine {
 public:
-    // A fresh incoming-XXXXXX object directory in the mirror and an index-pack
-    // reading the pack from its stdin into it.
-    static Result<std::unique_ptr<Quarantine>> start(const Mirror& m);
+    // Where commits the mirror lacks are fetched from.
+    struct Source {
+        std::string url, token;
+    };
+    // A fresh incoming-XXXXXX object directory in the mirror. With `whole`
+    // (content rules need trees and blobs), an index-pack reading the whole
+    // pack as it streams; otherwise only its commits and tags are kept.
+    static Result<std::unique_ptr<Quarantine>> start(const Mirror& m, Source src, bool whole);
     ~Quarantine();
     Quarantine(const Quarantine&) = delete;
     Quarantine& operator=(const Quarantine&) = delete;
 
     Status write(std::string_view bytes);
-    // Ends the pack; an error when index-pack refused it.
-    Status finish();
+    // Ends the pack; an error when it is not a well-formed pack (or
+    // index-pack refused it). Then every commit reachable from `tips` that is
+    // neither in the pack nor in the mirror (a tip the upstream already has,
+    // a parent on another branch) is fetched from the upstream by id; an
+    // error when that leaves one missing (the check cannot tell).
+    Status finish(const std::vector<std::string>& tips);
     // Is `old_oid` an ancestor of `new_oid` (a fast-forward), looking at the
     // mirror and the quarantined pack? An error when git cannot tell.
     Result<bool> is_ancestor(const std::string& old_oid, const std::string& new_oid) const;

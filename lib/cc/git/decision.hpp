@@ -33,6 +33,10 @@ struct PushContext {
     // The upstream's symbolic refs among the pushed names: name -> the ref it
     // finally points at. nullopt until the upstream was asked.
     std::optional<std::map<std::string, std::string>> symrefs;
+    // Pushed names the upstream lists as no ref, yet has as one: a symbolic
+    // ref whose target does not exist (or a broken ref). A push to one would
+    // create its unknown target, so it is refused.
+    std::vector<std::string> unlisted;
 };
 
 // One ref update and what the policy says of it.
@@ -99,7 +103,8 @@ std::string policy_reason(const policy::Verdict& v);
 // first as "U+XXXX", or "".
 std::string invisible_char(std::string_view ref);
 // The name a ref could be mistaken for: ASCII lower case, invisible
-// characters dropped. Equal to the ref when there is nothing to mistake.
+// characters dropped, Cyrillic, Greek and fullwidth letters drawn like Latin
+// ones replaced by those. Equal to the ref when there is nothing to mistake.
 std::string lookalike(std::string_view ref);
 
 }  // namespace cc::git

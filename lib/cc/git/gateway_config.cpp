@@ -199,6 +199,10 @@ Result<GatewayConfig> configure(const GatewayOptions& o) {
             return input_error("--api-url", "'" + o.api_url + "' is not an http(s) URL");
         std::ifstream in(o.app_key_file);
         if (!in) return input_error("--app-key", "'" + o.app_key_file + "' is not readable");
+        // The App's private key mints every token: the same warning as a token file's.
+        struct stat st {};
+        if (::stat(o.app_key_file.c_str(), &st) == 0 && (st.st_mode & (S_IRGRP | S_IROTH)))
+            log_line("warning: --app-key '" + o.app_key_file + "' is readable by group or others (chmod 600 it)");
         std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         auto src = app_token_source({o.app_id, pem, o.installation_id, o.api_url});
         if (!src) return src.error();

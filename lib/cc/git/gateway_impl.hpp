@@ -157,7 +157,7 @@ private:
     void handle_info_refs(Conn& c, const http::RequestHead& h, const Route& route, bool close);
     bool handle_push(Conn& c, const http::RequestHead& h, const Route& route, bool close);
     std::optional<std::string> read_symrefs(const Linked& target, const std::string& token, const http::RequestHead& h,
-                                            const std::vector<std::string>& names, PushContext& ctx);
+                                            const PushPlan& plan, PushContext& ctx);
     void ask_approver(RefPlan& r, const std::string& repo_key) const;
     std::mutex& mirror_lock(const std::string& repo_key) {
         std::lock_guard<std::mutex> lock(mirrors_mu_);

@@ -42,18 +42,48 @@ namespace cc::git::detail {
 // nothing goes (fail closed): the reason is returned, and the push fails as
 // when upstream is down.
 std::optional<std::string> Gateway::read_symrefs(const Linked& target, const std::string& token,
-                                                 const http::RequestHead& h, const std::vector<std::string>& names,
-                                                 PushContext& ctx) {
-    auto remote = ls_refs(upstream_url(target), token, h.header("user-agent").value_or("git/cc-pushgate"), names,
-                          cfg_.io_timeout);
+                                                 const http::RequestHead& h, const PushPlan& plan, PushContext& ctx) {
+    std::string agent = h.header("user-agent").value_or("git/cc-pushgate");
+    std::vector<std::string> names = plan.open_refs();
+    std::vector<std::string> prefixes = names;
+    prefixes.push_back("HEAD");  // an object the upstream has, for the probe below
+    auto remote = ls_refs(upstream_url(target), token, agent, prefixes, cfg_.io_timeout);
     if (!remote) {
         if (remote.error().subject == "upstream unreachable") return remote.error().one_line();
         return "could not read the upstream's symbolic refs (" + remote.error().one_line() + ")";
     }
     std::map<std::string, std::string> symrefs;
-    for (const auto& [name, r] : *remote)
+    std::string some_oid;
+    for (const auto& [name, r] : *remote) {
         if (!r.symref_target.empty()) symrefs[name] = r.symref_target;
+        if (some_oid.empty() && r.oid.find_first_not_of('0') != std::string::npos) some_oid = r.oid;
+    }
     ctx.symrefs = std::move(symrefs);
+    // A new name the upstream does not list may still be a symbolic ref there
+    // whose target does not exist yet: no protocol lists those. Ask
+    // receive-pack, in a request that can change nothing (upstream.hpp).
+    // With no commit on the upstream there is nothing to ask with.
+    bool creates = std::any_of(plan.refs.begin(), plan.refs.end(), [&](const RefPlan& r) {
+        return !r.denied() && r.cmd.is_create() && !remote->count(r.cmd.ref);
+    });
+    if (!creates) return std::nullopt;
+    if (some_oid.empty()) {
+        // HEAD is unborn: any branch's commit will do.
+        auto heads = ls_refs(upstream_url(target), token, agent, {"refs/heads/", "refs/tags/"}, cfg_.io_timeout);
+        if (!heads) return "could not read the upstream's refs (" + heads.error().one_line() + ")";
+        for (const auto& [name, r] : *heads)
+            if (some_oid.empty() && r.oid.find_first_not_of('0') != std::string::npos) some_oid = r.oid;
+    }
+    if (some_oid.empty()) return std::nullopt;
+    for (const auto& r : plan.refs) {
+        if (r.denied() || !r.cmd.is_create() || remote->count(r.cmd.ref)) continue;
+        auto hidden = unlisted_refs(upstream_url(target), token, agent, {r.cmd.ref}, some_oid, cfg_.io_timeout);
+        if (!hidden) {
+            if (hidden.error().subject == "upstream unreachable") return hidden.error().one_line();
+            return "could not ask the upstream whether " + r.cmd.ref + " exists (" + hidden.error().one_line() + ")";
+        }
+        ctx.unlisted.insert(ctx.unlisted.end(), hidden->begin(), hidden->end());
+    }
     return std::nullopt;
 }
 
@@ -117,7 +147,7 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
     // 2. One verdict per ref: decided from the names as pushed, then again
     // with the upstream's symbolic refs among them.
     auto it = linked_.find(route.repo_key);
-    PushContext ctx{route.repo_key, it != linked_.end(), cfg_.mode, &cfg_.policy, cfg_.ref_vars, std::nullopt};
+    PushContext ctx{route.repo_key, it != linked_.end(), cfg_.mode, &cfg_.policy, cfg_.ref_vars, std::nullopt, {}};
     PushPlan plan = decide_push(req, ctx);
     // The write token is fetched once per push, before anything is asked of
     // upstream; a failure rejects the refs that would have gone (below).
@@ -125,7 +155,7 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
     std::optional<std::string> upstream_failure;
     if (plan.any_open()) {
         token = cfg_.tokens->token(it->second.owner, it->second.name);
-        if (*token) upstream_failure = read_symrefs(it->second, **token, h, plan.open_refs(), ctx);
+        if (*token) upstream_failure = read_symrefs(it->second, **token, h, plan, ctx);
         if (ctx.symrefs) plan = decide_push(req, ctx);
     }
     for (auto& r : plan.refs) ask_approver(r, route.repo_key);
@@ -161,7 +191,9 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
                 else failure = hb.error().one_line();
             }
             if (failure.empty()) {
-                auto q = Quarantine::start(*mirror);
+                // Content rules read trees and blobs: then the whole pack is
+                // indexed; the ancestry check alone needs only its commits.
+                auto q = Quarantine::start(*mirror, {upstream_url(it->second), **token}, !to_read.empty());
                 if (q) quarantine = std::move(*q);
                 else failure = q.error().one_line();
             }
@@ -268,10 +300,12 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
         f.out += pack_start;
     }
     std::vector<RefStatus> check_rejected;  // refs whose force push the check stopped
+    std::vector<std::string> tips;  // the new commits whose ancestry is checked
+    for (auto* r : to_check) tips.push_back(r->cmd.new_oid);
     f.on_body_end = [&]() -> bool {
         std::string failure = f.check_error;
         if (failure.empty())
-            if (auto s = quarantine->finish(); !s) failure = s.error().one_line();
+            if (auto s = quarantine->finish(tips); !s) failure = s.error().one_line();
         bool go = true;
         for (auto* r : to_check) {
             Result<bool> ff = failure.empty() ? quarantine->is_ancestor(r->cmd.old_oid, r->cmd.new_oid)

@@ -1,5 +1,9 @@
 #include "cc/git/upstream.hpp"
 
+#include <sys/random.h>
+
+#include <cerrno>
+
 #include <sys/socket.h>
 
 #include "cc/git/pkt_line.hpp"
@@ -15,7 +19,7 @@ constexpr long io_chunk = 64 * 1024;
 curl_socket_t open_cloexec(void*, curlsocktype, curl_sockaddr* a) {
     return ::socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 }
-}
+}  // namespace
 
 void common_curl(CurlHandle& c, const std::string& url, const std::string& token, const std::string& agent,
                  std::chrono::seconds io_timeout) {
@@ -63,7 +67,8 @@ Result<std::map<std::string, RemoteRef>> parse_ls_refs(std::string_view body) {
         if (k.kind != Pkt::Kind::data) return input_error("ls-refs answer", "unexpected special packet");
         std::string line = k.payload;
         if (!line.empty() && line.back() == '\n') line.pop_back();
-        if (line.rfind("ERR ", 0) == 0) return input_error("ls-refs answer", "upstream error: " + one_line(line.substr(4), 200));
+        if (line.rfind("ERR ", 0) == 0)
+            return input_error("ls-refs answer", "upstream error: " + one_line(line.substr(4), 200));
         // "<oid> <name>" then attributes, each after one blank.
         auto sp = line.find(' ');
         if (sp == std::string::npos || (sp != 40 && sp != 64 && line.rfind("unborn ", 0) != 0))
@@ -115,6 +120,102 @@ Result<std::map<std::string, RemoteRef>> ls_refs(const std::string& repo_url, co
     if (rc != CURLE_OK) return io_error("upstream ls-refs", curl_error_text(rc, errbuf), 0);
     if (status != 200) return io_error("upstream ls-refs", "answered HTTP " + std::to_string(status), 0);
     return parse_ls_refs(body);
+}
+
+Result<std::vector<std::string>> unlisted_refs(const std::string& repo_url, const std::string& token,
+                                               const std::string& agent, const std::vector<std::string>& names,
+                                               const std::string& oid, std::chrono::seconds io_timeout) {
+    std::vector<std::string> found;
+    for (const auto& n : names) {
+        auto one = unlisted_ref(repo_url, token, agent, n, oid, io_timeout);
+        if (!one) return one.error();
+        if (*one) found.push_back(n);
+    }
+    return found;
+}
+
+namespace {
+
+// POSTs a receive-pack request; its report (band 1) and messages (bands 2, 3).
+Result<std::pair<std::string, std::string>> post_receive_pack(const std::string& repo_url, const std::string& token,
+                                                              const std::string& agent, const std::string& req,
+                                                              std::chrono::seconds io_timeout) {
+    CurlHandle ch;
+    char errbuf[CURL_ERROR_SIZE] = {0};
+    std::string body;
+    common_curl(ch, repo_url + "/git-receive-pack", token, agent, io_timeout);
+    ch.header("Content-Type: application/x-git-receive-pack-request");
+    ch.header("Accept: application/x-git-receive-pack-result");
+    ch.header("Expect:");
+    curl_easy_setopt(ch.h, CURLOPT_HTTPHEADER, ch.headers);
+    curl_easy_setopt(ch.h, CURLOPT_POST, 1L);
+    curl_easy_setopt(ch.h, CURLOPT_POSTFIELDS, req.data());
+    curl_easy_setopt(ch.h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.size()));
+    curl_easy_setopt(ch.h, CURLOPT_WRITEFUNCTION, collect_capped);
+    curl_easy_setopt(ch.h, CURLOPT_WRITEDATA, &body);
+    curl_easy_setopt(ch.h, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(ch.h, CURLOPT_TIMEOUT, static_cast<long>(io_timeout.count()));
+    CURLcode rc = curl_easy_perform(ch.h);
+    long status = 0;
+    curl_easy_getinfo(ch.h, CURLINFO_RESPONSE_CODE, &status);
+    if (rc != CURLE_OK && status == 0) return io_error("upstream unreachable", curl_error_text(rc, errbuf), 0);
+    if (rc != CURLE_OK) return io_error("upstream ref probe", curl_error_text(rc, errbuf), 0);
+    if (status != 200) return io_error("upstream ref probe", "answered HTTP " + std::to_string(status), 0);
+    PktReader r;
+    r.feed(body);
+    std::string report, messages;
+    for (;;) {
+        auto k = r.next();
+        if (!k) return io_error("upstream ref probe", k.error().one_line(), 0);
+        if (!*k) break;
+        const std::string& p = (*k)->payload;
+        if (p.empty()) continue;
+        if (p[0] == 1)
+            report += p.substr(1);
+        else if (p[0] == 2 || p[0] == 3)
+            messages += p.substr(1);
+    }
+    if (report.find("unpack ok") == std::string::npos)
+        return io_error("upstream ref probe", "no report from receive-pack", 0);
+    return std::make_pair(report, messages);
+}
+
+}  // namespace
+
+Result<bool> unlisted_ref(const std::string& repo_url, const std::string& token, const std::string& agent,
+                          const std::string& name, const std::string& oid, std::chrono::seconds io_timeout) {
+    unsigned char rnd[8];
+    if (::getrandom(rnd, sizeof rnd, 0) != static_cast<ssize_t>(sizeof rnd))
+        return io_error("getrandom", "failed", errno);
+    std::string tag = "cc-pushgate-probe-";
+    for (unsigned char c : rnd) tag += "0123456789abcdef"[c >> 4], tag += "0123456789abcdef"[c & 15];
+    // One atomic transaction: the create of <name>/<tag> is locked first (and
+    // fails there when <name> is a ref), then an update of a ref that does
+    // not exist fails the whole transaction, so nothing is ever written.
+    std::string zero(oid.size(), '0');
+    std::string probe = name + "/" + tag;
+    std::string req = pkt(zero + " " + oid + " " + probe + std::string(1, '\0') +
+                          "report-status side-band-64k quiet atomic agent=" + agent + "\n");
+    req += pkt(oid + " " + oid + " refs/" + tag + "/missing\n");
+    req += flush_pkt;
+    // An empty pack: every new value is an object the upstream has.
+    req += std::string("PACK\0\0\0\2\0\0\0\0", 12);
+    req += std::string("\x02\x9d\x08\x82\x3b\xd8\xa8\xea\xb5\x10\xad\x6a\xc7\x5c\x82\x3c\xfd\x3e\xd3\x1e", 20);
+    auto got = post_receive_pack(repo_url, token, agent, req, io_timeout);
+    if (!got) return got.error();
+    const auto& [report, messages] = *got;
+    if (report.find("ok " + probe + "\n") != std::string::npos) {
+        // An upstream that does not do atomic pushes applied the create: so
+        // <name> is no ref. The probe's ref is deleted again at once.
+        std::string del = pkt(oid + " " + zero + " " + probe + std::string(1, '\0') +
+                              "report-status side-band-64k quiet agent=" + agent + "\n") +
+                          std::string(flush_pkt);
+        auto gone = post_receive_pack(repo_url, token, agent, del, io_timeout);
+        if (!gone || gone->first.find("ok " + probe + "\n") == std::string::npos)
+            return io_error("upstream ref probe", "the upstream kept the probe's ref " + probe + " (no atomic pushes)", 0);
+        return false;
+    }
+    return messages.find("'" + name + "' exists; cannot create '" + probe + "'") != std::string::npos;
 }
 
 }  // namespace cc::git

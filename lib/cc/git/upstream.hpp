@@ -54,4 +54,19 @@ Result<std::map<std::string, RemoteRef>> ls_refs(const std::string& repo_url, co
                                                  const std::string& agent, const std::vector<std::string>& prefixes,
                                                  std::chrono::seconds io_timeout);
 
+// Which of `names` (refs the upstream's ls-refs did not list) exist on the
+// upstream all the same: a symbolic ref whose target does not exist yet (or a
+// broken ref) is listed by no git protocol, yet a push to it creates the
+// target. The probe is one receive-pack request that can change nothing: for
+// each name an update of <name>/<random> that expects the old value `oid`
+// (an object the upstream has) where there is no ref. receive-pack refuses
+// each; for a name that exists as a ref, its message says so ("'<name>'
+// exists; cannot create ..."). The names it says that of are returned. A
+// failure to ask is an error.
+Result<std::vector<std::string>> unlisted_refs(const std::string& repo_url, const std::string& token,
+                                               const std::string& agent, const std::vector<std::string>& names,
+                                               const std::string& oid, std::chrono::seconds io_timeout);
+Result<bool> unlisted_ref(const std::string& repo_url, const std::string& token, const std::string& agent,
+                          const std::string& name, const std::string& oid, std::chrono::seconds io_timeout);
+
 }  // namespace cc::git
