@@ -122,6 +122,8 @@ bool is_harmless_sink(sv p);
 // --- the analyzer ------------------------------------------------------------
 
 std::unordered_set<std::string> function_names(const Node& root);
+// Literal values assigned to names anywhere in the line (see Values).
+void collect_values(const Node& root, Values& out);
 
 struct Ctx {
     std::optional<std::string> stdin_script;  // literal here-doc / here-string fed to the command
@@ -135,6 +137,9 @@ public:
     // Names of functions defined anywhere in the line: calling one runs its
     // body, which is judged where it is defined.
     const std::unordered_set<std::string>* functions = nullptr;
+    // Literal values the line gives each name, for the plausible readings
+    // of a command name known only at run time.
+    const Values* values = nullptr;
     // Fill Finding::resolved (for command rules): it copies every command's
     // words, so only when the policy has command rules.
     bool resolve = false;
@@ -181,6 +186,9 @@ private:
     static constexpr int max_wrappers = 64;
 
     void command(const Args& a, std::size_t k, Finding& f, const Ctx& ctx, int depth);
+    void string_readings(const std::string& text, Finding& f, sv via, int depth);
+    void dynamic_readings(const Args& a, std::size_t k, Finding& f, const Ctx& ctx, int depth);
+    bool in_reading_ = false;
     void rest(Call& c, std::size_t from);
     void fetch_and_run(Call& c);
 

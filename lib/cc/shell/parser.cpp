@@ -358,7 +358,9 @@ Node Parser::command() {
             // expression: '|' is text, and a parenthesised group is read
             // whole, blanks, ';', '&', '<' and ']]' inside it included.
             bool regex = !n.words.empty() && n.words.back().text == "=~" && !n.words.back().quoted;
-            if (!regex && (c == '&' || c == '|' || c == '(' || c == ')' || c == '<' || c == '>' || c == ';')) {
+            bool procsub = (c == '<' || c == '>') && peek(1) == '(';  // [[ -e <(cmd) ]] runs cmd
+            if (!regex && !procsub &&
+                (c == '&' || c == '|' || c == '(' || c == ')' || c == '<' || c == '>' || c == ';')) {
                 ++i_;
                 continue;
             }

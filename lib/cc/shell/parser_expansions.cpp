@@ -58,6 +58,12 @@ void Parser::dollar(Word& w, bool in_dquote) {
                 dollar(inner, in_dquote);
             } else if (c == '`') {
                 backquote(inner);
+            } else if ((c == '<' || c == '>') && peek(1) == '(') {
+                // A process substitution is read whole (a '}' inside it
+                // closes nothing) and bash runs it in an unquoted ${...}'s
+                // word ("${x:-<(cmd)}" leaves it as text, but the $( ) in
+                // it still runs: keeping its commands is never weaker).
+                command_substitution(inner, i_, 2);
             } else {
                 ++i_;
             }
@@ -261,6 +267,8 @@ void Parser::paren_group(Word& w) {
             dollar(inner, false);
         } else if (c == '`') {
             backquote(inner);
+        } else if ((c == '<' || c == '>') && peek(1) == '(') {
+            command_substitution(inner, i_, 2);  // bash runs it: @(<(cmd)), [[ a =~ (<(cmd)) ]]
         } else {
             ++i_;
         }
