@@ -251,16 +251,26 @@ void Analyzer::reparse(const std::string& text, Finding& f, sv via, int depth) {
     std::unordered_set<std::string> names = function_names(s.root);
     if (functions) names.insert(functions->begin(), functions->end());
     inner.functions = &names;
-    Values vals;
-    collect_values(s.root, vals);
-    if (values)
-        for (const auto& [name, vs] : *values) vals[name].insert(vals[name].end(), vs.begin(), vs.end());
-    inner.values = &vals;
+    inner.values_root = &s.root;
+    inner.outer_values = values_root || outer_values ? &line_values() : nullptr;
     inner.node(s.root, depth + 1);
     for (auto& g : inner.out) {
         g.offset = f.offset;
         out.push_back(std::move(g));
     }
+}
+
+const Values& Analyzer::line_values() {
+    if (!values_) {
+        values_.emplace();
+        if (values_root) collect_values(*values_root, *values_);
+        if (outer_values)
+            for (const auto& [name, vs] : *outer_values) {
+                auto& mine = (*values_)[name];
+                mine.insert(mine.end(), vs.begin(), vs.end());
+            }
+    }
+    return *values_;
 }
 
 // A command name known only at run time: what the line shows it may be
@@ -269,15 +279,14 @@ void Analyzer::reparse(const std::string& text, Finding& f, sv via, int depth) {
 // (Finding::readings) for classify() to ask on.
 void Analyzer::dynamic_readings(const Args& a, std::size_t k, Finding& f, const Ctx& ctx, int depth) {
     if (in_reading_) return;
-    static const Values none;
+    const Values& vals = line_values();
     std::vector<std::string> texts;
-    plausible_readings(a[k].text, values ? *values : none, texts, 16);
+    plausible_readings(a[k].text, vals, texts, 16);
     // Split as bash splits an unquoted expansion: on blanks, and on what
     // the line sets IFS to (IFS=,; x=sudo,id; $x).
     std::string ifs = " \t\n";
-    if (values)
-        if (auto it = values->find("IFS"); it != values->end())
-            for (const auto& v : it->second) ifs += v;
+    if (auto it = vals.find("IFS"); it != vals.end())
+        for (const auto& v : it->second) ifs += v;
     for (const auto& t : texts) {
         Args b;
         for (std::size_t p = 0; p < t.size();) {
@@ -456,7 +465,6 @@ void Analyzer::fetch_and_run(Call& c) {
 namespace cc::classify {
 
 using detail::Analyzer;
-using detail::collect_values;
 using detail::function_names;
 using detail::is_assignment_text;
 using detail::sv;
@@ -515,9 +523,7 @@ std::vector<Finding> find_actions(const shell::Script& script, bool resolve) {
     a.resolve = resolve;
     std::unordered_set<std::string> names = function_names(script.root);
     a.functions = &names;
-    Values values;
-    collect_values(script.root, values);
-    a.values = &values;
+    a.values_root = &script.root;
     a.node(script.root, 0);
     return std::move(a.out);
 }

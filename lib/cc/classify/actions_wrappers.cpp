@@ -175,9 +175,8 @@ void Analyzer::shell_string(Call& c, const Arg& arg, const std::string& via) {
 // command name) parsed and judged, kept as Finding::readings.
 void Analyzer::string_readings(const std::string& text, Finding& f, sv via, int depth) {
     if (in_reading_) return;
-    static const Values none;
     std::vector<std::string> texts;
-    plausible_readings(text, values ? *values : none, texts, 8);
+    plausible_readings(text, line_values(), texts, 8);
     for (const auto& t : texts) {
         Finding g;
         std::size_t before = out.size();
