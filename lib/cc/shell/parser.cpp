@@ -37,6 +37,10 @@ Node Parser::program() {
             ++i_;
         }
     }
+    // Here-documents still pending when the input ends have empty bodies
+    // that start there (a printer puts them after everything else, those
+    // opened inside a substitution too).
+    for (auto& p : st_.pending) p.redirect->body_offset = off(end_);
     return root;
 }
 
