@@ -113,7 +113,8 @@ private:
             while (k_ < s_.size() && s_[k_] != '\n') copy();
             return;
         }
-        if (c == '<' && at(k_ + 1) == '<' && at(k_ + 2) != '<' && x != Ctx::brace) return heredoc_operator();
+        if (c == '<' && at(k_ + 1) == '<' && at(k_ + 2) == '<') return copy(3);  // a here-string: its second '<' opens nothing
+        if (c == '<' && at(k_ + 1) == '<' && x != Ctx::brace) return heredoc_operator();
         if (c == '\n') {
             copy();
             auto pending = std::move(pending_);
