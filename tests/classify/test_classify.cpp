@@ -267,7 +267,26 @@ TEST_CASE("brace expansion and IFS splitting (expansions.hpp)") {
     CHECK(ifs("rm$IFS-rf$IFS/") == V{"rm", "-rf", "/"});
     CHECK(ifs("git${IFS}push") == V{"git", "push"});
     CHECK(ifs("a${IFS:0:1}b") == V{"a", "b"});
-    CHECK(ifs("$IFSX") == V{"(none)"});
+    // Quote removal joins sudo$IFS'id' into sudo$IFSid, so a name that
+    // starts with IFS splits too (the other reading is judged as well).
+    CHECK(ifs("sudo$IFSid") == V{"sudo", "id"});
+    CHECK(ifs("$IFX") == V{"(none)"});
+    auto readings = [](const std::string& w, const cc::classify::Values& values = {}) {
+        V out;
+        cc::classify::plausible_readings(w, values, out, 16);
+        return out;
+    };
+    CHECK(readings("$x") == V{""});
+    CHECK(readings("$x", {{"x", {"sudo", "git push"}}}) == V{"", "sudo", "git push"});
+    CHECK(readings("${x:-sudo}") == V{"", "sudo"});
+    CHECK(readings("${x:=${y:-rm}}") == V{"", "rm"});
+    CHECK(readings("s${x}udo") == V{"sudo"});
+    CHECK(readings("s$@u$1do") == V{"sudo"});
+    CHECK(readings("$(echo -n sudo id)") == V{"", "sudo id"});
+    CHECK(readings("`printf sudo`") == V{"", "sudo"});
+    CHECK(readings("$(cat f)") == V{""});
+    cc::classify::Values many_values{{"a", {"1", "2", "3"}}, {"b", {"1", "2", "3"}}, {"c", {"1", "2", "3"}}};
+    CHECK(readings("$a$b$c$d$e", many_values).size() == 16);  // capped
 }
 
 // command rules in the policy file, applied to the command as its

@@ -215,6 +215,12 @@ TEST_CASE("${...} ends where bash ends it") {
     CHECK(commands(parse("echo ${x:-\"}\"}; id")) == V{"echo|${x:-\"}\"}", "id"});
     CHECK(commands(parse("echo ${x:-$(sudo id)}")) == V{"echo|${x:-$(sudo id)}", "sudo|id"});
     CHECK_FALSE(parse("echo ${x:-{").ok);
+    // A process substitution in a ${...} word runs (bash), and a '}' in it
+    // closes nothing.
+    CHECK(commands(parse("echo ${x:-<(sudo id)}")) == V{"echo|${x:-<(sudo id)}", "sudo|id"});
+    CHECK(commands(parse("echo ${x:->(echo }; sudo id)}; id")) ==
+          V{"echo|${x:->(echo }; sudo id)}", "echo|}", "sudo|id", "id"});
+    CHECK_FALSE(parse("echo ${x:-<(}").ok);
 }
 
 TEST_CASE("coproc in all its forms") {
@@ -287,6 +293,10 @@ TEST_CASE("extglob groups and [[ =~ ]] groups are read whole") {
     CHECK(commands(parse("[[ $x =~ ^(a|b)$ ]] && sudo id")) == V{"sudo|id"});
     CHECK(parse("[[ $x =~ a|b ]]").root.children[0].children[0].words.back().text == "a|b");
     CHECK(commands(parse("[[ $x =~ ($(sudo id)) ]]")) == V{"sudo|id"});
+    // Process substitutions inside groups and as [[ ]] operands run.
+    CHECK(commands(parse("ls @(a|<(sudo id))")) == V{"ls|@(a|<(sudo id))", "sudo|id"});
+    CHECK(commands(parse("[[ a =~ (<(sudo id)) ]]")) == V{"sudo|id"});
+    CHECK(commands(parse("[[ -e <(sudo id) && a < b ]]")) == V{"sudo|id"});
 }
 
 TEST_CASE("backslash-newline is removed where bash removes it, before tokens are read") {

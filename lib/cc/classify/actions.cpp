@@ -229,6 +229,7 @@ bool Analyzer::expanded_reading(const std::vector<Word>& ws, Args& out) {
         }
         changed = changed || braces || ifs;
         for (auto& p : parts) {
+            if (p.empty() && braces) continue;  // {,sudo} id is "sudo id": an empty result is no word
             bool dynamic = w.expanded && (p.find('$') != std::string::npos || p.find('`') != std::string::npos);
             out.push_back({std::move(p), dynamic});
         }
@@ -250,10 +251,70 @@ void Analyzer::reparse(const std::string& text, Finding& f, sv via, int depth) {
     std::unordered_set<std::string> names = function_names(s.root);
     if (functions) names.insert(functions->begin(), functions->end());
     inner.functions = &names;
+    inner.values_root = &s.root;
+    inner.outer_values = values_root || outer_values ? &line_values() : nullptr;
     inner.node(s.root, depth + 1);
     for (auto& g : inner.out) {
         g.offset = f.offset;
         out.push_back(std::move(g));
+    }
+}
+
+const Values& Analyzer::line_values() {
+    if (!values_) {
+        values_.emplace();
+        if (values_root) collect_values(*values_root, *values_);
+        if (outer_values)
+            for (const auto& [name, vs] : *outer_values) {
+                auto& mine = (*values_)[name];
+                mine.insert(mine.end(), vs.begin(), vs.end());
+            }
+    }
+    return *values_;
+}
+
+// A command name known only at run time: what the line shows it may be
+// (empty, so the next word is the command; a default; a value the line
+// assigns; echo's output) is judged as the command, and kept apart
+// (Finding::readings) for classify() to ask on.
+void Analyzer::dynamic_readings(const Args& a, std::size_t k, Finding& f, const Ctx& ctx, int depth) {
+    if (in_reading_) return;
+    const Values& vals = line_values();
+    std::vector<std::string> texts;
+    plausible_readings(a[k].text, vals, texts, 16);
+    // Split as bash splits an unquoted expansion: on blanks, and on what
+    // the line sets IFS to (IFS=,; x=sudo,id; $x).
+    std::string ifs = " \t\n";
+    if (auto it = vals.find("IFS"); it != vals.end())
+        for (const auto& v : it->second) ifs += v;
+    for (const auto& t : texts) {
+        Args b;
+        for (std::size_t p = 0; p < t.size();) {
+            std::size_t q = t.find_first_of(ifs, p);
+            if (q == std::string::npos) q = t.size();
+            if (q > p) b.push_back({t.substr(p, q - p), false});
+            p = q + 1;
+        }
+        for (std::size_t j = k + 1; j < a.size(); ++j) b.push_back(a[j]);
+        if (b.empty()) continue;
+        Finding g;
+        g.offset = f.offset;
+        std::size_t before = out.size();
+        in_reading_ = true;
+        command(b, 0, g, ctx, depth);
+        in_reading_ = false;
+        for (std::size_t j = before; j < out.size(); ++j)
+            g.classes.insert(g.classes.end(), out[j].classes.begin(), out[j].classes.end());
+        out.resize(before);
+        std::sort(g.classes.begin(), g.classes.end());
+        g.classes.erase(std::unique(g.classes.begin(), g.classes.end()), g.classes.end());
+        if (g.classes.empty() || g.classes == std::vector<std::string>{std::string(kRun)}) continue;
+        std::string shown;
+        for (const auto& x : b) shown += (shown.empty() ? "" : " ") + x.text;
+        std::string list;
+        for (const auto& c : g.classes) list += (list.empty() ? "" : ", ") + c;
+        f.notes.push_back("read as '" + shown + "' it would be " + list);
+        f.readings.push_back({a[k].text, std::move(shown), std::move(g.classes)});
     }
 }
 
@@ -270,6 +331,7 @@ void Analyzer::command(const Args& a, std::size_t k, Finding& f, const Ctx& ctx,
     if (k >= a.size()) return;
     if (a[k].dynamic) {
         add(f, kRun, "the command name '" + a[k].text + "' is only known at run time");
+        dynamic_readings(a, k, f, ctx, depth);
         return;
     }
     // A call of a function defined in the line runs its body, judged where
@@ -461,6 +523,7 @@ std::vector<Finding> find_actions(const shell::Script& script, bool resolve) {
     a.resolve = resolve;
     std::unordered_set<std::string> names = function_names(script.root);
     a.functions = &names;
+    a.values_root = &script.root;
     a.node(script.root, 0);
     return std::move(a.out);
 }

@@ -164,9 +164,39 @@ void Analyzer::w_shell(Call& c) {
 }
 
 void Analyzer::shell_string(Call& c, const Arg& arg, const std::string& via) {
-    if (arg.dynamic)
-        return add(c.f, kRun, via + " runs a string only known at run time ('" + arg.text + "')");
+    if (arg.dynamic) {
+        add(c.f, kRun, via + " runs a string only known at run time ('" + arg.text + "')");
+        return string_readings(arg.text, c.f, via, c.depth);
+    }
     reparse(arg.text, c.f, via, c.depth);
+}
+
+// A shell string known only at run time: its plausible readings (as for a
+// command name) parsed and judged, kept as Finding::readings.
+void Analyzer::string_readings(const std::string& text, Finding& f, sv via, int depth) {
+    if (in_reading_) return;
+    std::vector<std::string> texts;
+    plausible_readings(text, line_values(), texts, 8);
+    for (const auto& t : texts) {
+        Finding g;
+        std::size_t before = out.size();
+        in_reading_ = true;
+        reparse(t, g, via, depth);
+        in_reading_ = false;
+        std::vector<std::string> classes = g.classes;
+        for (std::size_t j = before; j < out.size(); ++j) {
+            classes.insert(classes.end(), out[j].classes.begin(), out[j].classes.end());
+            for (const auto& rd : out[j].readings) classes.insert(classes.end(), rd.classes.begin(), rd.classes.end());
+        }
+        out.resize(before);
+        std::sort(classes.begin(), classes.end());
+        classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
+        if (classes.empty() || classes == std::vector<std::string>{std::string(kRun)}) continue;
+        std::string list;
+        for (const auto& x : classes) list += (list.empty() ? "" : ", ") + x;
+        f.notes.push_back("read as " + std::string(via) + " '" + t + "' it would be " + list);
+        f.readings.push_back({text, t, std::move(classes)});
+    }
 }
 
 void Analyzer::shell_string_text(Call& c, const std::string& text, const std::string& via) {
@@ -180,13 +210,17 @@ void Analyzer::shell_string_text(Call& c, const std::string& text, const std::st
 
 void Analyzer::join_and_reparse(Call& c, std::size_t from, sv via) {
     std::string s;
+    bool dynamic = false;
     for (std::size_t j = from; j < c.a.size(); ++j) {
-        if (c.a[j].dynamic)
-            return add(c.f, kRun, std::string(via) + " runs '" + c.a[j].text + "', only known at run time");
+        if (c.a[j].dynamic && !dynamic) {
+            dynamic = true;
+            add(c.f, kRun, std::string(via) + " runs '" + c.a[j].text + "', only known at run time");
+        }
         if (!s.empty()) s += ' ';
         s += c.a[j].text;
     }
-    if (!s.empty()) reparse(s, c.f, via, c.depth);
+    if (dynamic) string_readings(s, c.f, via, c.depth);
+    else if (!s.empty()) reparse(s, c.f, via, c.depth);
 }
 
 void Analyzer::w_eval(Call& c) { join_and_reparse(c, c.args_from(), "eval"); }

@@ -122,6 +122,8 @@ bool is_harmless_sink(sv p);
 // --- the analyzer ------------------------------------------------------------
 
 std::unordered_set<std::string> function_names(const Node& root);
+// Literal values assigned to names anywhere in the line (see Values).
+void collect_values(const Node& root, Values& out);
 
 struct Ctx {
     std::optional<std::string> stdin_script;  // literal here-doc / here-string fed to the command
@@ -135,6 +137,12 @@ public:
     // Names of functions defined anywhere in the line: calling one runs its
     // body, which is judged where it is defined.
     const std::unordered_set<std::string>* functions = nullptr;
+    // The line whose literal values (collect_values) the plausible readings
+    // of a run-time command name use, and an enclosing line's (bash -c in a
+    // line that sets them). Collected on first use: most lines have none.
+    const Node* values_root = nullptr;
+    const Values* outer_values = nullptr;
+    const Values& line_values();
     // Fill Finding::resolved (for command rules): it copies every command's
     // words, so only when the policy has command rules.
     bool resolve = false;
@@ -181,6 +189,10 @@ private:
     static constexpr int max_wrappers = 64;
 
     void command(const Args& a, std::size_t k, Finding& f, const Ctx& ctx, int depth);
+    void string_readings(const std::string& text, Finding& f, sv via, int depth);
+    void dynamic_readings(const Args& a, std::size_t k, Finding& f, const Ctx& ctx, int depth);
+    bool in_reading_ = false;
+    std::optional<Values> values_;
     void rest(Call& c, std::size_t from);
     void fetch_and_run(Call& c);
 

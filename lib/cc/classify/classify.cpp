@@ -35,6 +35,22 @@ SubCommand judge(Finding f, policy::Mode mode, const policy::Policy& pol) {
         }
     }
     if (first) s.reason = "known to only read";
+    // A command name known only at run time: asked (never more) when a
+    // plausible reading of it would be ask or deny in this mode.
+    for (const auto& rd : s.finding.readings) {
+        if (s.decision >= Decision::ask) break;
+        for (const auto& cls : rd.classes) {
+            policy::Verdict v = policy::decide(pol, {cls, mode, std::nullopt});
+            if (v.decision < Decision::ask) continue;
+            s.decision = Decision::ask;
+            s.reason = "the command name '" + rd.word + "' is only known at run time, and read as '" + rd.text +
+                       "' it would be " + cls + " (" + std::string(policy::to_string(v.decision)) + " in " +
+                       std::string(policy::to_string(mode)) + " mode)";
+            s.source = v.source;
+            s.action = cls;
+            break;
+        }
+    }
     // A command rule decides the sub-command, except that it never lifts a
     // hard deny (privilege escalation, system destruction, namespace escape,
     // a push in a read-only mode) nor what came from around the command (a

@@ -45,6 +45,17 @@ struct Finding {
     // Classes came from around the command (a redirection, a variable that
     // makes it run other code): a command rule may add to them, never lift them.
     bool context_classes = false;
+    // A command name known only at run time ($x, ${x:-y}, $(...)): the
+    // plausible readings of it (see plausible_readings) judged as commands,
+    // each with the classes it would have. classify() asks when one of them
+    // would be ask or deny, so an unknown name is never silently allowed in
+    // chat when what the line shows of it would not be.
+    struct Reading {
+        std::string word;                  // the command word as written
+        std::string text;                  // one reading of the command ("sudo id")
+        std::vector<std::string> classes;  // its classes, sorted
+    };
+    std::vector<Reading> readings;
     std::size_t offset = 0;            // byte offset of the command in the line
 };
 

@@ -227,4 +227,41 @@ std::unordered_set<std::string> function_names(const Node& root) {
     return names;
 }
 
+void collect_values(const Node& root, Values& out) {
+    auto keep = [&](const std::string& name, std::string value) {
+        auto& vs = out[name];
+        if (vs.size() < 8 && std::find(vs.begin(), vs.end(), value) == vs.end()) vs.push_back(std::move(value));
+    };
+    // NAME=v, NAME+=v, NAME[i]=v; an array literal's elements as one text.
+    auto assignment = [&](const Word& w) {
+        if (w.expanded) return;
+        const std::string& t = w.text;
+        if (t.empty() || !(std::isalpha(static_cast<unsigned char>(t[0])) || t[0] == '_')) return;
+        std::size_t k = 1;
+        while (k < t.size() && (std::isalnum(static_cast<unsigned char>(t[k])) || t[k] == '_')) ++k;
+        std::string name = t.substr(0, k);
+        if (k < t.size() && t[k] == '[') k = t.find(']', k) == std::string::npos ? t.size() : t.find(']', k) + 1;
+        bool append = k < t.size() && t[k] == '+';
+        if (append) ++k;
+        if (k >= t.size() || t[k] != '=') return;
+        std::string value = t.substr(k + 1);
+        if (value.size() >= 2 && value.front() == '(' && value.back() == ')') value = value.substr(1, value.size() - 2);
+        if (append)
+            for (const auto& v : std::vector<std::string>(out[name])) keep(name, v + value);
+        keep(name, std::move(value));
+    };
+    static constexpr auto declarers = sorted_names({"declare", "export", "local", "readonly", "typeset"});
+    shell::walk(root, [&](const Node& n) {
+        for (const auto& w : n.assigns) assignment(w);
+        if (n.kind == Kind::simple && !n.words.empty() && contains(declarers, n.words[0].text))
+            for (std::size_t k = 1; k < n.words.size(); ++k) assignment(n.words[k]);
+        if (n.kind == Kind::loop && n.words.size() >= 2 && (n.words[0].text == "for" || n.words[0].text == "select")) {
+            for (std::size_t k = 2; k < n.words.size(); ++k) {
+                if (n.words[k].expanded) continue;
+                keep(n.words[1].text, n.words[k].text);
+            }
+        }
+    });
+}
+
 }  // namespace cc::classify::detail

@@ -1,12 +1,22 @@
 #include "cc/classify/expansions.hpp"
 
+#include "cc/shell/parser.hpp"
+
+#include <algorithm>
 #include <cctype>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace cc::classify {
 
+void plausible_readings_at(const std::string& w, const Values& values, std::vector<std::string>& out,
+                           std::size_t limit, int depth);
+
 namespace {
+
+bool is_name_start_char(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 
 // The index of the '}' closing the "${" at k, or the end.
 std::size_t parameter_end(const std::string& w, std::size_t k) {
@@ -104,8 +114,9 @@ bool split_on_ifs(const std::string& w, std::vector<std::string>& out) {
     bool split = false;
     for (std::size_t k = 0; k < w.size();) {
         std::size_t len = 0;
-        if (w.compare(k, 4, "$IFS") == 0 &&
-            (k + 4 >= w.size() || !(std::isalnum(static_cast<unsigned char>(w[k + 4])) || w[k + 4] == '_')))
+        // "$IFS" followed by name characters is split too: quote removal
+        // joins sudo$IFS'id' into sudo$IFSid, which bash splits at $IFS.
+        if (w.compare(k, 4, "$IFS") == 0)
             len = 4;
         else if (w.compare(k, 5, "${IFS") == 0 && k + 5 < w.size() &&
                  (w[k + 5] == '}' || w[k + 5] == ':' || w[k + 5] == '%' || w[k + 5] == '#') &&
@@ -122,6 +133,143 @@ bool split_on_ifs(const std::string& w, std::vector<std::string>& out) {
     }
     if (!cur.empty()) out.push_back(std::move(cur));
     return split;
+}
+
+namespace {
+
+bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// The index after the ')' closing the '(' at k (quotes are gone from the
+// text; parentheses are counted), or the end.
+std::size_t paren_end(const std::string& w, std::size_t k) {
+    int depth = 0;
+    for (; k < w.size(); ++k) {
+        if (w[k] == '(') ++depth;
+        else if (w[k] == ')' && --depth == 0) return k + 1;
+    }
+    return w.size();
+}
+
+// What $(text) prints when it is echo or printf of literal words.
+std::optional<std::string> literal_print(const std::string& text) {
+    shell::Script s = shell::parse(text);
+    if (!s.ok || s.root.children.size() != 1) return std::nullopt;
+    const shell::Node* n = &s.root.children[0];
+    while ((n->kind == shell::Kind::pipeline || n->kind == shell::Kind::list) && n->children.size() == 1)
+        n = &n->children[0];
+    if (n->kind != shell::Kind::simple || n->words.empty() || !n->assigns.empty()) return std::nullopt;
+    const std::string& name = n->words[0].text;
+    if (name != "echo" && name != "printf") return std::nullopt;
+    std::string out;
+    std::size_t k = 1;
+    if (name == "echo")
+        while (k < n->words.size() && n->words[k].text.size() > 1 && n->words[k].text[0] == '-' &&
+               n->words[k].text.find_first_not_of("neE", 1) == std::string::npos)
+            ++k;
+    else if (k < n->words.size() && n->words[k].text == "--")
+        ++k;
+    for (; k < n->words.size(); ++k) {
+        if (n->words[k].expanded) return std::nullopt;
+        if (!out.empty()) out.push_back(' ');
+        out += n->words[k].text;
+    }
+    return out;
+}
+
+void add_unique(std::vector<std::string>& v, std::string s) {
+    if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(std::move(s));
+}
+
+// The alternatives for the expansion that starts at w[k] ('$' or '`'); k is
+// moved past it. Empty when w[k] starts no expansion.
+std::vector<std::string> alternatives(const std::string& w, std::size_t& k, const Values& values, std::size_t limit,
+                                      int depth) {
+    std::vector<std::string> alts;
+    auto named = [&](const std::string& name) {
+        alts.emplace_back();
+        if (auto it = values.find(name); it != values.end())
+            for (const auto& v : it->second) add_unique(alts, v);
+    };
+    if (w[k] == '`') {
+        std::size_t close = w.find('`', k + 1);
+        std::size_t stop = close == std::string::npos ? w.size() : close + 1;
+        alts.emplace_back();
+        if (auto p = literal_print(w.substr(k + 1, (close == std::string::npos ? w.size() : close) - k - 1)))
+            add_unique(alts, *p);
+        k = stop;
+        return alts;
+    }
+    if (k + 1 >= w.size()) return alts;
+    char n = w[k + 1];
+    if (n == '(') {
+        std::size_t stop = paren_end(w, k + 1);
+        alts.emplace_back();
+        if (k + 2 < w.size() && w[k + 2] != '(')
+            if (auto p = literal_print(w.substr(k + 2, stop - k - 3))) add_unique(alts, *p);
+        k = stop;
+        return alts;
+    }
+    if (n == '{') {
+        std::size_t close = parameter_end(w, k + 1);
+        std::string inner = w.substr(k + 2, close - std::min(close, k + 2));
+        k = close < w.size() ? close + 1 : w.size();
+        std::size_t j = 0;
+        if (j < inner.size() && (inner[j] == '!' || inner[j] == '#')) ++j;
+        std::size_t from = j;
+        while (j < inner.size() && name_char(inner[j])) ++j;
+        if (j == from && j < inner.size()) ++j;  // ${@...}, ${*...}, ${?}
+        named(inner.substr(from, j - from));
+        if (j < inner.size() && inner[j] == '[') j = std::min(inner.find(']', j), inner.size() - 1) + 1;
+        if (j < inner.size() && inner[j] == ':' && j + 1 < inner.size() && std::strchr("-=+?", inner[j + 1])) ++j;
+        if (j < inner.size() && std::strchr("-=+?", inner[j]) && depth < 4) {
+            std::vector<std::string> sub;
+            plausible_readings_at(inner.substr(j + 1), values, sub, limit, depth + 1);
+            for (auto& s : sub) add_unique(alts, std::move(s));
+        }
+        return alts;
+    }
+    if (is_name_start_char(n)) {
+        std::size_t j = k + 1;
+        while (j < w.size() && name_char(w[j])) ++j;
+        named(w.substr(k + 1, j - k - 1));
+        k = j;
+        return alts;
+    }
+    if (std::isdigit(static_cast<unsigned char>(n)) || std::strchr("@*#?-$!", n)) {
+        k += 2;
+        alts.emplace_back();
+        return alts;
+    }
+    return alts;
+}
+
+}  // namespace
+
+void plausible_readings_at(const std::string& w, const Values& values, std::vector<std::string>& out,
+                           std::size_t limit, int depth) {
+    std::vector<std::string> acc{std::string()};
+    for (std::size_t k = 0; k < w.size();) {
+        std::size_t at = k;
+        std::vector<std::string> alts;
+        if (w[k] == '$' || w[k] == '`') alts = alternatives(w, k, values, limit, depth);
+        if (alts.empty()) {
+            k = at + 1;
+            for (auto& r : acc) r.push_back(w[at]);
+            continue;
+        }
+        std::vector<std::string> next;
+        for (const auto& r : acc)
+            for (const auto& alt : alts)
+                if (next.size() < limit) add_unique(next, r + alt);
+        acc = std::move(next);
+    }
+    for (auto& r : acc)
+        if (out.size() < limit) add_unique(out, std::move(r));
+}
+
+void plausible_readings(const std::string& word, const Values& values, std::vector<std::string>& out,
+                        std::size_t limit) {
+    plausible_readings_at(word, values, out, limit, 0);
 }
 
 }  // namespace cc::classify

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace cc::classify {
@@ -24,5 +25,18 @@ bool brace_expand(const std::string& word, std::vector<std::string>& out, std::s
 // ${IFS...} in the text (expansions kept as written) become splits, so
 // "git${IFS}push" is git push. Appends the pieces; false when nothing split.
 bool split_on_ifs(const std::string& word, std::vector<std::string>& out);
+
+// The literal values the line gives a name (NAME=v, declare/export/local
+// NAME=v, for NAME in v...), as far as it shows them.
+using Values = std::unordered_map<std::string, std::vector<std::string>>;
+
+// The texts a word with expansions may become, as far as the line shows
+// them: each expansion read as empty, as a value `values` has for its name,
+// as the word of a ${name:-word} (-, =, + and ? forms), and $(echo ...) or
+// $(printf ...) of literal words as those words. At most `limit` distinct
+// texts are appended. What a variable set elsewhere holds is not among them:
+// these are the plausible readings, never all of them.
+void plausible_readings(const std::string& word, const Values& values, std::vector<std::string>& out,
+                        std::size_t limit);
 
 }  // namespace cc::classify

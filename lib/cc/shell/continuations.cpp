@@ -113,7 +113,22 @@ private:
             while (k_ < s_.size() && s_[k_] != '\n') copy();
             return;
         }
-        if (c == '<' && at(k_ + 1) == '<' && at(k_ + 2) != '<' && x != Ctx::brace) return heredoc_operator();
+        if (c == '<') {
+            // '<<' and '<<<', also when split by backslash-newline ("<\<nl><E"
+            // is a here-document operator once joined).
+            copy();
+            while (continuation()) remove_pair();
+            if (at(k_) != '<') return;
+            std::size_t j = k_ + 1;
+            while (at(j) == '\\' && at(j + 1) == '\n') j += 2;
+            if (at(j) == '<') {  // a here-string: its second '<' opens nothing
+                copy();
+                while (continuation()) remove_pair();
+                return copy();
+            }
+            if (x == Ctx::brace) return copy();
+            return heredoc_operator();
+        }
         if (c == '\n') {
             copy();
             auto pending = std::move(pending_);
@@ -137,8 +152,10 @@ private:
         }
     }
 
+    // At the operator's second '<' (the first is copied).
     void heredoc_operator() {
-        copy(2);
+        copy();
+        while (continuation()) remove_pair();
         bool strip = at(k_) == '-';
         if (strip) copy();
         while (continuation()) remove_pair();

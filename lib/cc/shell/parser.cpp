@@ -37,6 +37,10 @@ Node Parser::program() {
             ++i_;
         }
     }
+    // Here-documents still pending when the input ends have empty bodies
+    // that start there (a printer puts them after everything else, those
+    // opened inside a substitution too).
+    for (auto& p : st_.pending) p.redirect->body_offset = off(end_);
     return root;
 }
 
@@ -358,7 +362,9 @@ Node Parser::command() {
             // expression: '|' is text, and a parenthesised group is read
             // whole, blanks, ';', '&', '<' and ']]' inside it included.
             bool regex = !n.words.empty() && n.words.back().text == "=~" && !n.words.back().quoted;
-            if (!regex && (c == '&' || c == '|' || c == '(' || c == ')' || c == '<' || c == '>' || c == ';')) {
+            bool procsub = (c == '<' || c == '>') && peek(1) == '(';  // [[ -e <(cmd) ]] runs cmd
+            if (!regex && !procsub &&
+                (c == '&' || c == '|' || c == '(' || c == ')' || c == '<' || c == '>' || c == ';')) {
                 ++i_;
                 continue;
             }

@@ -177,7 +177,10 @@ void Parser::function_body(Node& n, Word name) {
         return;
     }
     n.children.push_back(command());
-    return;
+    const Node& body = n.children.back();
+    if (!st_.aborting && body.kind == Kind::simple && body.words.empty() && body.assigns.empty() &&
+        body.redirects.empty())
+        fail(i_, "expected a function body");  // f() & or f() ;
 }
 
 }  // namespace cc::shell::detail

@@ -58,6 +58,12 @@ void Parser::dollar(Word& w, bool in_dquote) {
                 dollar(inner, in_dquote);
             } else if (c == '`') {
                 backquote(inner);
+            } else if ((c == '<' || c == '>') && peek(1) == '(') {
+                // A process substitution is read whole (a '}' inside it
+                // closes nothing) and bash runs it in an unquoted ${...}'s
+                // word ("${x:-<(cmd)}" leaves it as text, but the $( ) in
+                // it still runs: keeping its commands is never weaker).
+                command_substitution(inner, i_, 2);
             } else {
                 ++i_;
             }
@@ -103,7 +109,15 @@ void Parser::command_substitution(Word& w, std::size_t at, std::size_t open_len)
     i_ = at + open_len;
     bool regex = regex_;
     regex_ = false;  // a new command line
+    // Here-documents opened before the substitution take their bodies
+    // after it, not at a newline inside it (bash: `cat <<x; echo $(a<nl>b)`
+    // then `x` has an empty body); those opened inside and still open when
+    // it closes follow them.
+    std::vector<Pending> outer = std::move(st_.pending);
+    st_.pending.clear();
     Node body = list(Stop::paren);
+    outer.insert(outer.end(), st_.pending.begin(), st_.pending.end());
+    st_.pending = std::move(outer);
     regex_ = regex;
     if (!st_.aborting) {
         if (peek() != ')') {
@@ -197,10 +211,12 @@ void Parser::backquote(Word& w) {
     // A here-document opened inside backquotes ends with the backquoted
     // text (bash reads that text as a string of its own): the lines after
     // the closing backquote are commands, never its body.
-    std::size_t pending = st_.pending.size();
+    // Nor does one opened before the backquotes read its body inside them.
+    std::vector<Pending> outer = std::move(st_.pending);
+    st_.pending.clear();
     Parser sub(inner, 0, inner.size(), st_, off(at), true);
     Node body = sub.nested();
-    st_.pending.resize(std::min(st_.pending.size(), pending));
+    st_.pending = std::move(outer);
     w.subs.push_back(std::move(body));
     if (!closed && !st_.aborting) fail(at, "unterminated backquote");
 }
@@ -261,6 +277,8 @@ void Parser::paren_group(Word& w) {
             dollar(inner, false);
         } else if (c == '`') {
             backquote(inner);
+        } else if ((c == '<' || c == '>') && peek(1) == '(') {
+            command_substitution(inner, i_, 2);  // bash runs it: @(<(cmd)), [[ a =~ (<(cmd)) ]]
         } else {
             ++i_;
         }
