@@ -39,6 +39,10 @@ const cc::fs::Confinement& confinement() {
 }
 }  // namespace
 
+// libFuzzer's entry point (declared here: the build warns on a definition
+// with external linkage and no declaration).
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string path(reinterpret_cast<const char*>(data), size);
     if (path.find('\0') != std::string::npos) return 0;
