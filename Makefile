@@ -4,7 +4,7 @@ PREFIX ?= /usr/local
 # meson wants an absolute prefix: `make install PREFIX=out` means ./out.
 MESON_SETUP = meson setup $(BUILD) --prefix=$(abspath $(PREFIX)) $(MESON_ARGS)
 
-.PHONY: all deps build test demo bench install deb fuzz asan clean shell-diff
+.PHONY: all deps build test demo bench install deb fuzz asan clean shell-diff format lint
 
 all: build
 
@@ -28,6 +28,19 @@ test: build
 	@meson test -C $(BUILD) --no-rebuild --print-errorlogs $(TESTARGS) > $(BUILD)/meson-test.out 2>&1; \
 	  rc=$$?; tail -n 40 $(BUILD)/meson-test.out; \
 	  python3 tests/summary.py $(BUILD) || rc=1; exit $$rc
+
+# clang-format -i (.clang-format) over every C++ file in lib cmd tests fuzz
+# bench; the committed tree is its fixed point.
+format:
+	@bash scripts/deps.sh format
+	@find lib cmd tests fuzz bench -type f \( -name '*.cpp' -o -name '*.hpp' \) -print0 | xargs -0 clang-format -i
+
+# clang-tidy (.clang-tidy) over the sources the build compiles, through
+# $(BUILD)/compile_commands.json; minutes on two cores, so not part of make
+# test. LINT=regex narrows it to matching paths.
+lint: $(BUILD)/build.ninja
+	@bash scripts/deps.sh lint
+	@bash scripts/lint.sh $(BUILD) '$(LINT)'
 
 # The shell parser against /bin/bash on a corpus (tests/shell/test_shell_bash.cpp);
 # CORPUS=dir adds every file under dir as one more script.

@@ -19,8 +19,9 @@ const cc::fs::Confinement& confinement() {
         char tmpl[] = "/tmp/cc-fuzz-fs-XXXXXX";
         static std::string base = ::mkdtemp(tmpl);
         // The tree goes when the process ends normally (a replay, the end
-        // of a fuzzing run); a crash leaves it for the artifact's reader.
-        std::atexit([] {
+        // of a fuzzing run); a crash leaves it for the artifact's reader,
+        // and so does an atexit table that is full.
+        (void)std::atexit([] {
             std::error_code ec;
             std::filesystem::remove_all(base, ec);
         });
@@ -37,6 +38,10 @@ const cc::fs::Confinement& confinement() {
     return *conf;
 }
 }  // namespace
+
+// libFuzzer's entry point (declared here: the build warns on a definition
+// with external linkage and no declaration).
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string path(reinterpret_cast<const char*>(data), size);

@@ -11,6 +11,10 @@
 #include "cc/shell/parser.hpp"
 #include "cc/shell/printer.hpp"
 
+// libFuzzer's entry point (declared here: the build warns on a definition
+// with external linkage and no declaration).
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string_view line(reinterpret_cast<const char*>(data), size);
     cc::shell::Script s = cc::shell::parse(line);

@@ -127,6 +127,10 @@ void names(std::string_view in) {
 
 }  // namespace
 
+// libFuzzer's entry point (declared here: the build warns on a definition
+// with external linkage and no declaration).
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string_view in(reinterpret_cast<const char*>(data), size);
     socks(in);

@@ -3,7 +3,7 @@
 # Idempotent: quiet when everything is present. apt-get as root, sudo otherwise.
 set -euo pipefail
 
-# What each make target needs (usage: deps.sh [build|demo|test|bench|deb|fuzz|microvm|all]):
+# What each make target needs (usage: deps.sh [build|demo|test|bench|deb|fuzz|microvm|lint|all]):
 build=(
   g++ meson ninja-build pkg-config
   libcli11-dev nlohmann-json3-dev libcurl4-openssl-dev libc-ares-dev libidn2-dev
@@ -28,6 +28,8 @@ microvm=(qemu-system-x86)
 bench=(libbenchmark-dev tinyproxy microsocks hyperfine strace time)
 deb=(dpkg-dev debhelper fakeroot)
 fuzz=(clang)
+# make format and make lint (.clang-format, .clang-tidy).
+lint=(clang-format clang-tidy)
 
 case ${1:-all} in
   build) packages=("${build[@]}") ;;
@@ -35,10 +37,12 @@ case ${1:-all} in
   test) packages=("${build[@]}" "${runtime[@]}" "${demo[@]}" "${test[@]}" "${microvm[@]}") ;;
   bench) packages=("${build[@]}" "${runtime[@]}" "${demo[@]}" "${bench[@]}" "${microvm[@]}") ;;
   microvm) packages=("${microvm[@]}") ;;
+  format) packages=(clang-format) ;;
+  lint) packages=("${build[@]}" "${lint[@]}") ;;
   deb) packages=("${build[@]}" "${deb[@]}") ;;
   fuzz|asan) packages=("${build[@]}" "${runtime[@]}" "${demo[@]}" "${test[@]}" "${fuzz[@]}") ;;
-  all) packages=("${build[@]}" "${runtime[@]}" "${demo[@]}" "${test[@]}" "${microvm[@]}" "${bench[@]}" "${deb[@]}" "${fuzz[@]}") ;;
-  *) echo "deps.sh: unknown target '$1' (build, demo, test, bench, deb, fuzz, microvm or all)" >&2; exit 2 ;;
+  all) packages=("${build[@]}" "${runtime[@]}" "${demo[@]}" "${test[@]}" "${microvm[@]}" "${bench[@]}" "${deb[@]}" "${fuzz[@]}" "${lint[@]}") ;;
+  *) echo "deps.sh: unknown target '$1' (build, demo, test, bench, deb, fuzz, microvm, format, lint or all)" >&2; exit 2 ;;
 esac
 
 missing=()

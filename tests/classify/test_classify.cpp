@@ -259,9 +259,9 @@ TEST_CASE("brace expansion and IFS splitting (expansions.hpp)") {
     for (int i = 0; i < 20; ++i) w += "{a,b}";
     CHECK(cc::classify::brace_expand(w, many, 64));
     CHECK(many.size() == 64);
-    auto ifs = [](const std::string& w) {
+    auto ifs = [](const std::string& word) {
         V out;
-        if (!cc::classify::split_on_ifs(w, out)) return V{"(none)"};
+        if (!cc::classify::split_on_ifs(word, out)) return V{"(none)"};
         return out;
     };
     CHECK(ifs("rm$IFS-rf$IFS/") == V{"rm", "-rf", "/"});
@@ -271,9 +271,9 @@ TEST_CASE("brace expansion and IFS splitting (expansions.hpp)") {
     // starts with IFS splits too (the other reading is judged as well).
     CHECK(ifs("sudo$IFSid") == V{"sudo", "id"});
     CHECK(ifs("$IFX") == V{"(none)"});
-    auto readings = [](const std::string& w, const cc::classify::Values& values = {}) {
+    auto readings = [](const std::string& word, const cc::classify::Values& values = {}) {
         V out;
-        cc::classify::plausible_readings(w, values, out, 16);
+        cc::classify::plausible_readings(word, values, out, 16);
         return out;
     };
     CHECK(readings("$x") == V{""});

@@ -94,8 +94,6 @@ long call(const std::string& op, const char* arg) {
     _exit(2);
 }
 
-}  // namespace
-
 // race GOOD BAD N: while one thread rewrites a path buffer between GOOD and
 // BAD (same length) as fast as it can, the main thread opens that buffer
 // with O_CREAT N times. Prints "race good=G bad=B": how many opens created
@@ -132,6 +130,8 @@ int race(const char* good, const char* bad, int n) {
     std::printf("race good=%d bad=%d\n", g, x);
     return 0;
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
     if (argc == 5 && std::string(argv[1]) == "race") return race(argv[2], argv[3], std::atoi(argv[4]));

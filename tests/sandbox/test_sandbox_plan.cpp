@@ -156,7 +156,7 @@ Plan make(const PlanInput& in, const FakeHost& h) {
 const Mount* cover(const Plan& p, const std::string& g) {
     const Mount* best = nullptr;
     for (const auto& m : p.mounts) {
-        if (m.op != "bind" && m.op != "ro-bind" && m.op != "tmpfs") continue;
+        if (m.op != MountOp::bind && m.op != MountOp::ro_bind && m.op != MountOp::tmpfs) continue;
         if (!is_within(g, m.dest)) continue;
         if (!best || depth(m.dest) >= depth(best->dest)) best = &m;
     }
@@ -164,7 +164,7 @@ const Mount* cover(const Plan& p, const std::string& g) {
 }
 bool visible(const Plan& p, const std::string& g) {
     const Mount* m = cover(p, g);
-    return m && m->op != "tmpfs";
+    return m && m->op != MountOp::tmpfs;
 }
 bool masked(const Plan& p, const std::string& g) {
     const Mount* m = cover(p, g);
@@ -173,7 +173,7 @@ bool masked(const Plan& p, const std::string& g) {
 bool can_read(const Plan& p, const std::string& g) { return visible(p, g) && !masked(p, g); }
 bool can_write_host(const Plan& p, const std::string& g) {
     const Mount* m = cover(p, g);
-    return m && m->op == "bind";
+    return m && m->op == MountOp::bind;
 }
 bool is_mount_point(const Plan& p, const std::string& g) {
     for (const auto& m : p.mounts)
@@ -274,7 +274,7 @@ TEST_CASE("plan: question table for chat mode", "[plan]") {
     CHECK_FALSE(can_write_host(p, "/etc/passwd"));
     CHECK(can_write_host(p, "/srv/cc/state/a1/log"));
     // The root is read-only after setup, and nothing is shared but loopback.
-    CHECK(p.mounts.back().op == "remount-ro");
+    CHECK(p.mounts.back().op == MountOp::remount_ro);
     auto has = [&](const std::string& a) { return std::find(p.argv.begin(), p.argv.end(), a) != p.argv.end(); };
     for (const char* f : {"--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
                           "--new-session"})
@@ -329,7 +329,7 @@ TEST_CASE("plan: terminal profile: home writable, secrets unreadable, network op
     CHECK(can_write_host(p, "/home/u/project/x"));
     CHECK_FALSE(can_read(p, "/home/u/.ssh/id_rsa"));
     CHECK_FALSE(can_read(p, "/home/u/.aws/x"));
-    CHECK(p.proxy.transport == "host");
+    CHECK(p.proxy.transport == Transport::host);
     CHECK(std::find(p.argv.begin(), p.argv.end(), "--unshare-net") == p.argv.end());
     CHECK(p.env.count("HTTP_PROXY") == 0);
 
@@ -400,14 +400,14 @@ TEST_CASE("plan: environment is sanitised and the proxies are set", "[plan][env]
     CHECK(p.env.at("ALL_PROXY") == "socks5h://127.0.0.1:1080");
     CHECK(p.env.at("GIT_SSH_COMMAND").find("nc -X 5 -x 127.0.0.1:1080") != std::string::npos);
     CHECK(p.env.at("LANG") == "C.UTF-8");
-    CHECK(p.proxy.transport == "fd-handover");
+    CHECK(p.proxy.transport == Transport::fd_handover);
 
     auto in = standard_input();
     in.egress.inbox.clear();
     in.egress.httpUnix = "/r/http.sock";
     in.egress.socksUnix = "/r/socks.sock";
     p = make(in, standard_host());
-    CHECK(p.proxy.transport == "socat-bridge");
+    CHECK(p.proxy.transport == Transport::socat_bridge);
     CHECK_FALSE(p.notes.empty());  // the fallback is said out loud
 
     in = standard_input();
@@ -498,7 +498,7 @@ TEST_CASE("events: sequence, text and base64 chunks", "[events]") {
     // The hand-built chunk line reads back as the same text and the same
     // JSON nlohmann would write.
     std::string tricky;
-    for (int c = 0; c < 0x80; ++c) tricky.push_back(static_cast<char>(c));
+    for (int ch = 0; ch < 0x80; ++ch) tricky.push_back(static_cast<char>(ch));
     tricky += "\"\\ \xE2\x82\xAC \xF0\x9F\x98\x80";
     std::string line = w.chunk("stdout", tricky);
     auto j = nlohmann::json::parse(line);

@@ -74,7 +74,7 @@ TEST_CASE("seatbelt launch: own cc-egress's reported ports are the profile's onl
     REQUIRE(seatbelt_wiring_from_ready(ready, in.egress, "ready"));
     auto plan = build_plan(in, h);
     REQUIRE(plan);
-    CHECK(plan->proxy.transport == "loopback");
+    CHECK(plan->proxy.transport == Transport::loopback);
     CHECK(plan->proxy.egress == "own");
     CHECK(plan->proxy.httpPort == 50123);
     CHECK(plan->proxy.socksPort == 50124);

@@ -27,10 +27,6 @@
 
 namespace cc::classify {
 
-namespace detail {
-int reader_index(std::string_view name);  // action_tables.cpp; -1 when unknown
-}
-
 namespace {
 
 using sv = std::string_view;

@@ -169,4 +169,10 @@ const Knowledge& knowledge();
 Status install_knowledge(const std::string& dir);
 void install_knowledge(Knowledge k);
 
+namespace detail {
+// The built-in reader a data file names ("reader": "sudo"): its index, or -1
+// (action_tables.cpp; the loader asks it without the analyzer's header).
+int reader_index(std::string_view name);
+}  // namespace detail
+
 }  // namespace cc::classify

@@ -170,11 +170,11 @@ struct Forward {
             }
         }
         if (!band_max) return merge ? report : plain.finish();
-        std::string out = sideband(2, progress.finish(), band_max) + sideband(3, fatal.finish(), band_max);
+        std::string reply = sideband(2, progress.finish(), band_max) + sideband(3, fatal.finish(), band_max);
         if (merge)
-            for (const auto& m : messages) out += sideband(2, one_line(m) + "\n", band_max);
-        out += sideband(1, report, band_max);
-        return out + std::string(flush_pkt);
+            for (const auto& m : messages) reply += sideband(2, one_line(m) + "\n", band_max);
+        reply += sideband(1, report, band_max);
+        return reply + std::string(flush_pkt);
     }
 };
 

@@ -389,12 +389,12 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
             if (std::none_of(check_rejected.begin(), check_rejected.end(), [&](const RefStatus& r) { return r.ref == a.ref; }))
                 lines.push_back({a.ref, false, "atomic transaction failed"});
         finish_event("rejected", std::nullopt, "");
-        std::string out = response_body(req, msgs, report_status(lines));
+        std::string reply = response_body(req, msgs, report_status(lines));
         bool okw;
         if (writer.started())
-            okw = writer.chunk(out).ok() && writer.end().ok();
+            okw = writer.chunk(reply).ok() && writer.end().ok();
         else
-            okw = send_whole(c, 200, result_type, out, close);
+            okw = send_whole(c, 200, result_type, reply, close);
         return okw && body.complete();
     }
     if (writer.started() && rc != CURLE_OK) {

@@ -96,6 +96,8 @@ Result<std::string> read_auth_token(const std::string& path) {
     return token;
 }
 
+namespace {
+
 // The Unix sockets a start would make (--unix-dir's two, --fd-inbox,
 // --metrics-socket): each in a directory that exists and can be written,
 // each path short enough for a socket address.
@@ -123,6 +125,8 @@ Status check_socket_paths(const EgressOptions& o) {
     }
     return ok();
 }
+
+}  // namespace
 
 Result<std::vector<std::string>> learn_allowlist(std::string_view jsonl) {
     // Each host with the ports it was reached on.

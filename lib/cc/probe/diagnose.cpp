@@ -97,7 +97,7 @@ std::string apparmor_fix() {
 }
 
 Check check_userns() {
-    Check c{"userns", "fail", "", "", false};
+    Check c{"userns", CheckStatus::fail, "", "", false};
     // Fork so the calling process keeps its namespaces; the child reports errno.
     pid_t pid = ::fork();
     if (pid == 0) {
@@ -111,7 +111,7 @@ Check check_userns() {
     }
     int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     if (code == 0) {
-        c.status = "ok";
+        c.status = CheckStatus::ok;
         c.detail = "unshare(CLONE_NEWUSER) succeeded as uid " + std::to_string(::getuid());
         // On Ubuntu 23.10+ creating the namespace succeeds but AppArmor strips
         // its capabilities; bwrap then fails to set up mounts.
@@ -132,7 +132,7 @@ Check check_userns() {
 }
 
 Check check_bwrap(const ProbeResult& p, int timeout_ms) {
-    Check c{"bwrap", "fail", "", "", false};
+    Check c{"bwrap", CheckStatus::fail, "", "", false};
     if (!p.bwrap) {
         c.detail = "bwrap not found on PATH";
         c.hint = "install bubblewrap";
@@ -148,7 +148,7 @@ Check check_bwrap(const ProbeResult& p, int timeout_ms) {
         return c;
     }
     if (r.status == 0 && r.out.find("cc-probe-ok") != std::string::npos) {
-        c.status = "ok";
+        c.status = CheckStatus::ok;
         c.detail = *p.bwrap + " ran a command with --unshare-all (user, pid, ipc, uts, net, cgroup)";
         return c;
     }
@@ -164,7 +164,7 @@ Check check_bwrap(const ProbeResult& p, int timeout_ms) {
 }
 
 Check check_socat(const ProbeResult& p, int timeout_ms) {
-    Check c{"socat", "fail", "", "", false};
+    Check c{"socat", CheckStatus::fail, "", "", false};
     if (!p.socat) {
         c.detail = "socat not found on PATH";
         c.hint = "install socat";
@@ -217,7 +217,7 @@ Check check_socat(const ProbeResult& p, int timeout_ms) {
         return c;
     }
     if (r.status == 0 && r.out == "cc-probe-bridge\n") {
-        c.status = "ok";
+        c.status = CheckStatus::ok;
         c.detail = *p.socat + " relayed bytes from a Unix socket";
         return c;
     }
@@ -227,12 +227,12 @@ Check check_socat(const ProbeResult& p, int timeout_ms) {
 }
 
 Check check_landlock() {
-    Check c{"landlock", "fail", "", "", false};
+    Check c{"landlock", CheckStatus::fail, "", "", false};
 #ifdef SYS_landlock_create_ruleset
     constexpr unsigned kVersion = 1U << 0;  // LANDLOCK_CREATE_RULESET_VERSION
     long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, kVersion);
     if (abi >= 1) {
-        c.status = "ok";
+        c.status = CheckStatus::ok;
         c.detail = "Landlock ABI version " + std::to_string(abi);
         return c;
     }
@@ -247,12 +247,12 @@ Check check_landlock() {
 }
 
 Check check_seccomp_notify() {
-    Check c{"seccomp-notify", "fail", "", "", false};
+    Check c{"seccomp-notify", CheckStatus::fail, "", "", false};
     unsigned action = SECCOMP_RET_USER_NOTIF;
     if (::syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0) {
         struct seccomp_notif_sizes sizes {};
         if (::syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0) {
-            c.status = "ok";
+            c.status = CheckStatus::ok;
             c.detail = "SECCOMP_RET_USER_NOTIF available (notif " + std::to_string(sizes.seccomp_notif) +
                        " bytes, resp " + std::to_string(sizes.seccomp_notif_resp) + " bytes)";
             return c;
@@ -264,7 +264,7 @@ Check check_seccomp_notify() {
 }
 
 Check check_reflink(const std::string& dir) {
-    Check c{"reflink", "fail", "", "", false};
+    Check c{"reflink", CheckStatus::fail, "", "", false};
     std::string src = dir + "/.cc-probe-reflink-src." + std::to_string(::getpid());
     std::string dst = dir + "/.cc-probe-reflink-dst." + std::to_string(::getpid());
     int s = ::open(src.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -286,7 +286,7 @@ Check check_reflink(const std::string& dir) {
     ::unlink(src.c_str());
     ::unlink(dst.c_str());
     if (rc == 0) {
-        c.status = "ok";
+        c.status = CheckStatus::ok;
         c.detail = "FICLONE succeeded in '" + dir + "'";
         return c;
     }
@@ -296,19 +296,19 @@ Check check_reflink(const std::string& dir) {
 }
 
 Check check_vm_runtime(const ProbeResult& p, int timeout_ms) {
-    Check c{"vm-runtime", "fail", "", "", false};
+    Check c{"vm-runtime", CheckStatus::fail, "", "", false};
     for (const auto& rt : p.microvm.runtimes) {
         if (rt.rfind("qemu-system-", 0) == 0) {
             auto path = bp::search_path(rt);
             auto r = run(path.string(), {"-machine", "help"}, timeout_ms);
             if (r.status == 0 && r.out.find("microvm") != std::string::npos) {
-                c.status = "ok";
+                c.status = CheckStatus::ok;
                 c.detail = rt + " offers the microvm machine type";
                 return c;
             }
             c.detail = rt + " has no microvm machine type";
         } else {
-            c.status = "ok";
+            c.status = CheckStatus::ok;
             c.detail = rt + " found";
             return c;
         }
@@ -319,6 +319,15 @@ Check check_vm_runtime(const ProbeResult& p, int timeout_ms) {
 }
 
 }  // namespace
+
+std::string_view to_string(CheckStatus s) {
+    switch (s) {
+        case CheckStatus::ok: return "ok";
+        case CheckStatus::skip: return "skip";
+        case CheckStatus::fail: break;
+    }
+    return "fail";
+}
 
 Result<Diagnosis> diagnose(const ProbeResult& p, const DiagnoseOptions& opts) {
     if (opts.data_dir) {
@@ -348,16 +357,16 @@ Result<Diagnosis> diagnose(const ProbeResult& p, const DiagnoseOptions& opts) {
         d.checks.push_back(check_landlock());
         d.checks.push_back(check_seccomp_notify());
     } else if (p.platform == "macos") {
-        Check s{"sandbox-exec", p.sandboxExec ? "ok" : "fail", p.sandboxExec.value_or("sandbox-exec not found"),
+        Check s{"sandbox-exec", p.sandboxExec ? CheckStatus::ok : CheckStatus::fail, p.sandboxExec.value_or("sandbox-exec not found"),
                 p.sandboxExec ? "" : "sandbox-exec ships with macOS in /usr/bin", d.backend == spec::Backend::native};
         d.checks.push_back(s);
     }
     if (opts.data_dir)
         d.checks.push_back(check_reflink(*opts.data_dir));
     else
-        d.checks.push_back({"reflink", "skip", "no --data-dir given", "pass --data-dir to check copy-on-write", false});
+        d.checks.push_back({"reflink", CheckStatus::skip, "no --data-dir given", "pass --data-dir to check copy-on-write", false});
 
-    Check k{"kvm", p.microvm.kvmUsable ? "ok" : "fail", p.microvm.kvmDetail,
+    Check k{"kvm", p.microvm.kvmUsable ? CheckStatus::ok : CheckStatus::fail, p.microvm.kvmDetail,
             p.microvm.kvmUsable ? "" : "microvm needs /dev/kvm (hardware virtualisation, kvm group membership)",
             d.backend == spec::Backend::microvm};
     d.checks.push_back(k);
@@ -366,24 +375,24 @@ Result<Diagnosis> diagnose(const ProbeResult& p, const DiagnoseOptions& opts) {
     d.checks.push_back(v);
 
     for (auto& c : d.checks)
-        if (c.status == "ok") c.hint.clear();
+        if (c.status == CheckStatus::ok) c.hint.clear();
     d.ok = d.backend != spec::Backend::none || !p.sandbox.on;
     for (const auto& c : d.checks)
-        if (c.required && c.status != "ok") d.ok = false;
+        if (c.required && c.status != CheckStatus::ok) d.ok = false;
     return d;
 }
 
 nlohmann::json to_json(const Diagnosis& d) {
     nlohmann::json checks = nlohmann::json::array();
     for (const auto& c : d.checks)
-        checks.push_back({{"name", c.name}, {"status", c.status}, {"detail", c.detail}, {"hint", c.hint}, {"required", c.required}});
+        checks.push_back({{"name", c.name}, {"status", std::string(to_string(c.status))}, {"detail", c.detail}, {"hint", c.hint}, {"required", c.required}});
     return {{"backend", std::string(spec::to_string(d.backend))}, {"ok", d.ok}, {"checks", checks}};
 }
 
 std::string to_text(const Diagnosis& d) {
     std::ostringstream out;
     for (const auto& c : d.checks) {
-        out << (c.status == "ok" ? "  ok    " : c.status == "skip" ? "  skip  " : "  FAIL  ") << c.name;
+        out << (c.status == CheckStatus::ok ? "  ok    " : c.status == CheckStatus::skip ? "  skip  " : "  FAIL  ") << c.name;
         out << std::string(c.name.size() < 15 ? 15 - c.name.size() : 1, ' ') << c.detail;
         if (c.required) out << " [required]";
         out << '\n';

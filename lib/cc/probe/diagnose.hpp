@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cc/core/result.hpp"
@@ -19,9 +20,13 @@
 
 namespace cc::probe {
 
+// A check's outcome; to_string() gives its JSON spelling ("ok", "fail", "skip").
+enum class CheckStatus { ok, fail, skip };
+std::string_view to_string(CheckStatus s);
+
 struct Check {
     std::string name;      // "userns", "bwrap", "socat", "landlock", "seccomp-notify", "reflink", "kvm", "vm-runtime"
-    std::string status;    // "ok", "fail" or "skip"
+    CheckStatus status = CheckStatus::fail;
     std::string detail;    // what was seen
     std::string hint;      // what to do about a failure (empty when ok)
     bool required = false; // needed by the backend this host would use

@@ -93,10 +93,10 @@ std::vector<std::string> monitor_argv(const VmInput& vm, const std::string& soca
 
 auto Builder::microvm_mounts() -> void {
     const auto& vm = *in.vm;
-    add("ro-bind", vm.kernel, guest_file("kernel"), "microvm: the guest kernel (" + vm.kernelVersion + ")");
-    add("ro-bind", in.runtimeDir + "/vm-initrd", guest_file("initrd"), "microvm: the initramfs made for this launch");
-    add("ro-bind", vm.guestExe, guest_file("cc-wrap-vm"), "microvm: the host step (and the guest's /init)");
-    if (vm.accel == "kvm") add("dev-bind", "/dev/kvm", "/dev/kvm", "microvm: KVM for the VM monitor");
+    add(MountOp::ro_bind, vm.kernel, guest_file("kernel"), "microvm: the guest kernel (" + vm.kernelVersion + ")");
+    add(MountOp::ro_bind, in.runtimeDir + "/vm-initrd", guest_file("initrd"), "microvm: the initramfs made for this launch");
+    add(MountOp::ro_bind, vm.guestExe, guest_file("cc-wrap-vm"), "microvm: the host step (and the guest's /init)");
+    if (vm.accel == "kvm") add(MountOp::dev_bind, "/dev/kvm", "/dev/kvm", "microvm: KVM for the VM monitor");
     std::stable_sort(plan.mounts.begin(), plan.mounts.end(),
                      [](const Mount& x, const Mount& y) { return depth(x.dest) < depth(y.dest); });
 }

@@ -9,15 +9,15 @@ auto Builder::has_dest(const std::string& g) const -> bool {
         return std::any_of(plan.mounts.begin(), plan.mounts.end(), [&](const Mount& m) { return m.dest == g; });
 }
 
-auto Builder::add(std::string op, std::string src, std::string dest, std::string why) -> void {
-        plan.mounts.push_back({std::move(op), std::move(src), std::move(dest), std::move(why)});
+auto Builder::add(MountOp op, std::string src, std::string dest, std::string why) -> void {
+        plan.mounts.push_back({op, std::move(src), std::move(dest), std::move(why)});
 }
 
 auto Builder::sightings(const std::string& h) const -> std::vector<Sighting> {
         std::vector<Sighting> out;
         for (std::size_t i = 0; i < plan.mounts.size(); ++i) {
             const auto& m = plan.mounts[i];
-            if (m.op != "bind" && m.op != "ro-bind") continue;
+            if (m.op != MountOp::bind && m.op != MountOp::ro_bind) continue;
             std::vector<std::string> srcs = {m.src};
             if (auto r = host.resolve(m.src); r && *r != m.src) srcs.push_back(*r);
             for (const auto& s : srcs) {
@@ -40,7 +40,7 @@ auto Builder::pin_ancestors(const Sighting& s) -> void {
         std::reverse(chain.begin(), chain.end());
         for (const auto& g : chain) {
             if (has_dest(g)) continue;
-            add("bind", via.src + g.substr(via.dest.size()), g,
+            add(MountOp::bind, via.src + g.substr(via.dest.size()), g,
                 "pin parent of " + s.guest + " (a mount point cannot be renamed away)");
         }
 }
@@ -48,16 +48,16 @@ auto Builder::pin_ancestors(const Sighting& s) -> void {
 auto Builder::system_mounts() -> void {
         for (const auto& dir : k_system_dirs) {
             if (auto link = host.read_link(dir)) {
-                add("symlink", *link, dir, "as on the host");
+                add(MountOp::symlink, *link, dir, "as on the host");
             } else if (host.kind(dir) == Kind::dir) {
-                add("ro-bind", dir, dir, "system directory, read-only");
+                add(MountOp::ro_bind, dir, dir, "system directory, read-only");
             }
         }
-        add("proc", "", "/proc", "fresh /proc of the sandbox's PID namespace");
-        add("dev", "", "/dev", "minimal /dev (null, zero, full, random, urandom, tty, pts)");
-        add("tmpfs", "", "/tmp", "private /tmp");
-        add("tmpfs", "", "/var/tmp", "private /var/tmp");
-        add("tmpfs", "", "/run", "private /run (holds /run/cc)");
+        add(MountOp::proc, "", "/proc", "fresh /proc of the sandbox's PID namespace");
+        add(MountOp::dev, "", "/dev", "minimal /dev (null, zero, full, random, urandom, tty, pts)");
+        add(MountOp::tmpfs, "", "/tmp", "private /tmp");
+        add(MountOp::tmpfs, "", "/var/tmp", "private /var/tmp");
+        add(MountOp::tmpfs, "", "/run", "private /run (holds /run/cc)");
 }
 
 auto Builder::spec_mounts() -> void {
@@ -66,7 +66,7 @@ auto Builder::spec_mounts() -> void {
                          [](const auto& a, const auto& b) { return depth(a.guestPath) < depth(b.guestPath); });
         bool home_bound = false;
         if (in.profile == Profile::terminal) {
-            add("bind", in.home, in.home, "terminal profile: $HOME writable");
+            add(MountOp::bind, in.home, in.home, "terminal profile: $HOME writable");
             home_bound = true;
         }
         for (const auto& b : binds) {
@@ -75,33 +75,33 @@ auto Builder::spec_mounts() -> void {
             std::string why = b.readOnly ? "spec bind, read-only"
                               : ro       ? "spec bind, read-only in " + std::string(policy::to_string(in.spec.mode)) + " mode"
                                          : "spec bind, writable";
-            add(ro ? "ro-bind" : "bind", normalise(b.hostPath, in.home), normalise(b.guestPath, in.home), why);
+            add(ro ? MountOp::ro_bind : MountOp::bind, normalise(b.hostPath, in.home), normalise(b.guestPath, in.home), why);
         }
         if (!home_bound && !in.home.empty() && in.home != "/")
-            add("tmpfs", "", in.home, "empty private $HOME (host home not bound)");
+            add(MountOp::tmpfs, "", in.home, "empty private $HOME (host home not bound)");
         // Runner state stays writable in every mode.
         for (const auto& r : in.spec.runnerStateDirs) {
             std::string h = normalise(r, in.home);
             auto seen = sightings(h);
             if (seen.empty()) {
-                if (host.kind(h) == Kind::dir) add("bind", h, h, "runnerStateDirs: writable in every mode");
+                if (host.kind(h) == Kind::dir) add(MountOp::bind, h, h, "runnerStateDirs: writable in every mode");
                 else plan.notes.push_back("runnerStateDirs '" + h + "' does not exist on the host; not bound");
                 continue;
             }
             for (const auto& s : seen)
-                if (!writable_op(s.mount(plan))) add("bind", s.host, s.guest, "runnerStateDirs: writable in every mode");
+                if (!writable_op(s.mount(plan))) add(MountOp::bind, s.host, s.guest, "runnerStateDirs: writable in every mode");
         }
 }
 
 auto Builder::proxy_wiring() -> void {
         auto& p = plan.proxy;
         if (in.backend == Backend::none) {
-            p.transport = "none";
+            p.transport = Transport::none;
             p.why = "backend none: the command shares the host network; nothing is wired";
             return;
         }
         if (in.profile == Profile::terminal) {
-            p.transport = "host";
+            p.transport = Transport::host;
             p.why = "terminal profile: network open without proxies";
             return;
         }
@@ -109,17 +109,17 @@ auto Builder::proxy_wiring() -> void {
         p.policy = in.egress.policy;
         p.approver = in.egress.approver;
         if (!in.egress.inbox.empty()) {
-            p.transport = "fd-handover";
+            p.transport = Transport::fd_handover;
             p.inbox = in.egress.inbox;
             p.why = "cc-wrap makes the listening sockets inside the sandbox's network namespace (setns) and hands them "
                     "to cc-egress's fd inbox before the command starts; no copy hop, and the inbox is never visible "
                     "inside";
         } else {
-            p.transport = "socat-bridge";
+            p.transport = Transport::socat_bridge;
             p.why = "the egress offers no fd inbox: socat inside bridges loopback to its Unix sockets (one copy hop)";
             plan.notes.push_back("proxy transport is the socat bridge: " + p.why);
-            add("ro-bind", in.egress.httpUnix, std::string(guest_egress_dir) + "/http.sock", "cc-egress HTTP proxy socket");
-            add("ro-bind", in.egress.socksUnix, std::string(guest_egress_dir) + "/socks.sock", "cc-egress SOCKS5 proxy socket");
+            add(MountOp::ro_bind, in.egress.httpUnix, std::string(guest_egress_dir) + "/http.sock", "cc-egress HTTP proxy socket");
+            add(MountOp::ro_bind, in.egress.socksUnix, std::string(guest_egress_dir) + "/socks.sock", "cc-egress SOCKS5 proxy socket");
         }
 }
 
@@ -146,7 +146,7 @@ auto Builder::environment() -> void {
             plan.env["TMPDIR"] = "/tmp";
             if (!in.home.empty()) plan.env["HOME"] = in.home;
         }
-        if (plan.proxy.transport == "fd-handover" || plan.proxy.transport == "socat-bridge") {
+        if (plan.proxy.transport == Transport::fd_handover || plan.proxy.transport == Transport::socat_bridge) {
             std::string http = "http://127.0.0.1:" + std::to_string(plan.proxy.httpPort);
             std::string socks = "127.0.0.1:" + std::to_string(plan.proxy.socksPort);
             for (const char* k : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) plan.env[k] = http;
@@ -161,13 +161,13 @@ auto Builder::guest_lookup(std::string g) const -> Sight {
             g = normalise(g, "");
             std::size_t c = cover(g, true);
             const Mount* m = c == npos ? nullptr : &plan.mounts[c];
-            if (!m || m->op == "tmpfs") return {Seen::missing, {}};  // the empty root, or a fresh tmpfs
-            if (m->op == "symlink") {
+            if (!m || m->op == MountOp::tmpfs) return {Seen::missing, {}};  // the empty root, or a fresh tmpfs
+            if (m->op == MountOp::symlink) {
                 std::string target = m->src[0] == '/' ? m->src : parent_of(m->dest) + "/" + m->src;
                 g = target + g.substr(m->dest.size());
                 continue;
             }
-            if (m->op != "bind" && m->op != "ro-bind") return {};
+            if (m->op != MountOp::bind && m->op != MountOp::ro_bind) return {};
             // Walk below the mount point on the host; a symlink there is read
             // as the guest reads it (relative to its directory, absolute from
             // the guest's root).
@@ -195,7 +195,7 @@ auto Builder::guest_lookup(std::string g) const -> Sight {
 }
 
 auto Builder::decide_init_step() -> void {
-        if (plan.proxy.transport == "socat-bridge") {
+        if (plan.proxy.transport == Transport::socat_bridge) {
             plan.initWhy = "the socat bridge is started inside";
             return;
         }
@@ -245,7 +245,7 @@ auto Builder::decide_init_step() -> void {
 }
 
 auto Builder::init_argv(const std::string& exe) const -> std::vector<std::string> {
-        std::vector<std::string> a = {exe, "--internal-sandbox-init", "--transport", plan.proxy.transport};
+        std::vector<std::string> a = {exe, "--internal-sandbox-init", "--transport", std::string(to_string(plan.proxy.transport))};
         if (in.pty) a.insert(a.end(), {"--pty", "1"});
         if (plan.landlockAbi > 0) {
             a.insert(a.end(), {"--landlock-abi", std::to_string(plan.landlockAbi)});
@@ -254,7 +254,7 @@ auto Builder::init_argv(const std::string& exe) const -> std::vector<std::string
         if (plan.writeRules)
             a.insert(a.end(), {"--write-filter-fd", std::to_string(write_filter_fd), "--write-sock-fd",
                                std::to_string(write_sock_fd)});
-        if (plan.proxy.transport == "socat-bridge") {
+        if (plan.proxy.transport == Transport::socat_bridge) {
             a.insert(a.end(), {"--http-port", std::to_string(plan.proxy.httpPort), "--socks-port",
                                std::to_string(plan.proxy.socksPort), "--egress-dir", guest_egress_dir});
             a.insert(a.end(), {"--socat", in.socat});
@@ -277,15 +277,15 @@ auto Builder::bwrap_argv() -> void {
         // Nested user namespaces are refused twice: by the seccomp filter
         // and by the kernel's own limit on this namespace.
         if (!in.spec.allowNestedNamespaces) a.push_back("--disable-userns");
-        if (plan.proxy.transport != "host") a.push_back("--unshare-net");
+        if (plan.proxy.transport != Transport::host) a.push_back("--unshare-net");
         a.insert(a.end(), {"--cap-drop", "ALL", "--hostname", "cc-sandbox", "--json-status-fd", "3"});
         // fd-handover: bubblewrap waits on fd 4 until cc-wrap has handed the
         // listeners over, so the command never starts without its proxies.
-        if (plan.proxy.transport == "fd-handover") a.insert(a.end(), {"--block-fd", "4"});
+        if (plan.proxy.transport == Transport::fd_handover) a.insert(a.end(), {"--block-fd", "4"});
         if (plan.seccomp) a.insert(a.end(), {"--seccomp", std::to_string(bwrap_seccomp_fd)});
         for (const auto& m : plan.mounts) {
-            a.push_back("--" + m.op);
-            if (m.op == "bind" || m.op == "ro-bind" || m.op == "dev-bind" || m.op == "symlink") a.push_back(m.src);
+            a.push_back("--" + std::string(to_string(m.op)));
+            if (m.op == MountOp::bind || m.op == MountOp::ro_bind || m.op == MountOp::dev_bind || m.op == MountOp::symlink) a.push_back(m.src);
             a.push_back(m.dest);
         }
         if (!plan.chdir.empty()) a.insert(a.end(), {"--chdir", plan.chdir});
@@ -302,10 +302,10 @@ auto Builder::seatbelt_plan() -> Result<Plan> {
         if (auto st = seatbelt_check(in); !st) return st.error();
         auto& p = plan.proxy;
         if (in.profile == Profile::terminal) {
-            p.transport = "host";
+            p.transport = Transport::host;
             p.why = "terminal profile: network open without proxies";
         } else {
-            p.transport = "loopback";
+            p.transport = Transport::loopback;
             p.egress = in.egress.source == EgressWiring::Source::handed ? "handed" : "own";
             p.httpPort = port_of(in.egress.http, 0);
             p.socksPort = port_of(in.egress.socks, 0);
@@ -320,7 +320,7 @@ auto Builder::seatbelt_plan() -> Result<Plan> {
                              "from the system log (tag " + seatbelt_tag(in) + ")");
         environment();
         plan.env["TMPDIR"] = seatbelt_session_tmp(in);
-        if (p.transport == "loopback") {
+        if (p.transport == Transport::loopback) {
             std::string http = "http://127.0.0.1:" + std::to_string(p.httpPort);
             for (const char* k : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) plan.env[k] = http;
             std::string socks = "127.0.0.1:" + std::to_string(p.socksPort);
@@ -338,7 +338,7 @@ auto Builder::seatbelt_plan() -> Result<Plan> {
 auto Builder::writable_by_identity() -> void {
         if (!plan.identity.drop) return;
         for (const auto& m : plan.mounts) {
-            if (m.op != "bind") continue;
+            if (m.op != MountOp::bind) continue;
             auto o = host.owner(m.src);
             if (!o) continue;
             const auto& id = plan.identity;
@@ -354,7 +354,7 @@ auto Builder::sources_reachable() const -> Status {
         if (!plan.identity.drop) return ok();
         const auto& id = plan.identity;
         for (const auto& m : plan.mounts) {
-            if (m.op != "bind" && m.op != "ro-bind") continue;
+            if (m.op != MountOp::bind && m.op != MountOp::ro_bind) continue;
             for (std::string d = parent_of(m.src); !d.empty(); d = parent_of(d)) {
                 auto o = host.owner(d);
                 if (o) {
@@ -432,7 +432,7 @@ auto Builder::build() -> Result<Plan> {
         else
             plan.chdir = in.profile == Profile::terminal ? in.home : "/";
         plan.layers = {"user-ns", "mount-ns", "pid-ns", "ipc-ns", "uts-ns"};
-        if (plan.proxy.transport != "host") plan.layers.push_back("net-ns");
+        if (plan.proxy.transport != Transport::host) plan.layers.push_back("net-ns");
         plan.seccomp = default_seccomp({in.spec.allowNestedNamespaces, in.spec.allowPtrace});
         plan.layers.push_back("seccomp");
         if (in.spec.allowNestedNamespaces)
@@ -442,19 +442,19 @@ auto Builder::build() -> Result<Plan> {
             plan.landlockAbi = in.landlockAbi;
             std::set<std::string> w = {"/dev", "/proc"};
             for (const auto& m : plan.mounts)
-                if (m.op == "bind" || m.op == "tmpfs") w.insert(m.dest);
+                if (m.op == MountOp::bind || m.op == MountOp::tmpfs) w.insert(m.dest);
             plan.landlockWritable.assign(w.begin(), w.end());
             plan.layers.push_back("landlock:v" + std::to_string(in.landlockAbi));
         } else {
             plan.notes.push_back("Landlock: this kernel has none; the mounts and seccomp layers stand without it");
         }
         // The write supervisor, when a rule reaches into something writable.
-        bool host_writable = std::any_of(plan.mounts.begin(), plan.mounts.end(), [](const Mount& m) { return m.op == "bind"; });
+        bool host_writable = std::any_of(plan.mounts.begin(), plan.mounts.end(), [](const Mount& m) { return m.op == MountOp::bind; });
         if (in.writeSupervisor && (!rules_.paths.empty() || !rules_.names.empty())) {
             rules_.writable = plan.landlockWritable;
             if (in.profile == Profile::dispatch)
                 for (const auto& m : plan.mounts)
-                    if (m.op == "bind") rules_.gitScope.push_back(m.dest);
+                    if (m.op == MountOp::bind) rules_.gitScope.push_back(m.dest);
             plan.writeRules = rules_;
             plan.layers.push_back("write-supervisor");
         } else if (!in.writeSupervisor && host_writable) {
@@ -467,11 +467,11 @@ auto Builder::build() -> Result<Plan> {
         writable_by_identity();
         decide_init_step();
         if (plan.initStep) {
-            add("ro-bind", in.initExe, guest_init, "the init step (cc-wrap-init)");
+            add(MountOp::ro_bind, in.initExe, guest_init, "the init step (cc-wrap-init)");
             std::stable_sort(plan.mounts.begin(), plan.mounts.end(), by_depth);
         }
         if (in.backend == Backend::microvm) microvm_mounts();
-        add("remount-ro", "", "/", "the empty root itself is read-only: writes outside the binds fail");
+        add(MountOp::remount_ro, "", "/", "the empty root itself is read-only: writes outside the binds fail");
         if (auto st = sources_reachable(); !st) return st.error();
         bwrap_argv();
         return plan;
@@ -482,6 +482,31 @@ auto Builder::build() -> Result<Plan> {
 using namespace detail;
 
 std::string_view to_string(Profile p) { return p == Profile::terminal ? "terminal" : "dispatch"; }
+
+std::string_view to_string(MountOp op) {
+    switch (op) {
+        case MountOp::ro_bind: return "ro-bind";
+        case MountOp::bind: return "bind";
+        case MountOp::dev_bind: return "dev-bind";
+        case MountOp::tmpfs: return "tmpfs";
+        case MountOp::symlink: return "symlink";
+        case MountOp::proc: return "proc";
+        case MountOp::dev: return "dev";
+        case MountOp::remount_ro: return "remount-ro";
+    }
+    return "ro-bind";
+}
+
+std::string_view to_string(Transport t) {
+    switch (t) {
+        case Transport::none: return "none";
+        case Transport::host: return "host";
+        case Transport::fd_handover: return "fd-handover";
+        case Transport::socat_bridge: return "socat-bridge";
+        case Transport::loopback: return "loopback";
+    }
+    return "none";
+}
 
 const std::vector<std::string>& secret_read_denies() { return k_secrets; }
 const std::vector<std::string>& home_write_denies() { return k_home_write; }
@@ -502,7 +527,7 @@ nlohmann::json to_json(const Plan& p) {
     using nlohmann::json;
     json mounts = json::array();
     for (const auto& m : p.mounts) {
-        json j = {{"op", m.op}, {"dest", m.dest}, {"why", m.why}};
+        json j = {{"op", std::string(to_string(m.op))}, {"dest", m.dest}, {"why", m.why}};
         if (!m.src.empty()) j["src"] = m.src;
         mounts.push_back(j);
     }
@@ -528,7 +553,7 @@ nlohmann::json to_json(const Plan& p) {
         {"mounts", mounts},
         {"denies", denies},
         {"filenameDeniesDropped", p.filenameDeniesDropped},
-        {"proxy", {{"transport", p.proxy.transport}, {"httpPort", p.proxy.httpPort}, {"socksPort", p.proxy.socksPort},
+        {"proxy", {{"transport", std::string(to_string(p.proxy.transport))}, {"httpPort", p.proxy.httpPort}, {"socksPort", p.proxy.socksPort},
                    {"egress", p.proxy.egress}, {"why", p.proxy.why}}},
         {"runtimeDir", p.runtimeDir},
         {"initStep", {{"used", p.initStep}, {"why", p.initWhy}}},
@@ -548,12 +573,12 @@ nlohmann::json to_json(const Plan& p) {
 
 nlohmann::json summary(const Plan& p) {
     std::size_t rw = 0;
-    for (const auto& m : p.mounts) rw += m.op == "bind";
+    for (const auto& m : p.mounts) rw += m.op == MountOp::bind;
     nlohmann::json s = {{"backend", spec::to_string(p.backend)},
             {"backendLog", p.backendLog},
             {"profile", to_string(p.profile)},
             {"mode", policy::to_string(p.spec.mode)},
-            {"proxyTransport", p.proxy.transport},
+            {"proxyTransport", std::string(to_string(p.proxy.transport))},
             {"mounts", p.mounts.size()},
             {"writableMounts", rw},
             {"denyRules", p.denies.size()},

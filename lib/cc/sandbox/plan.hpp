@@ -92,8 +92,13 @@ struct PlanInput {
     std::optional<VmInput> vm;            // backend microvm: what resolve_vm() found (microvm.hpp)
 };
 
+// A bwrap mount option; to_string() gives it without dashes ("ro-bind",
+// "remount-ro"), as argv and the plan's JSON spell it.
+enum class MountOp { ro_bind, bind, dev_bind, tmpfs, symlink, proc, dev, remount_ro };
+std::string_view to_string(MountOp op);
+
 struct Mount {
-    std::string op;    // bwrap option without dashes: ro-bind, bind, tmpfs, symlink, proc, dev, remount-ro
+    MountOp op = MountOp::ro_bind;
     std::string src;   // host path (bind), link target (symlink), empty otherwise
     std::string dest;  // path inside the sandbox
     std::string why;
@@ -108,12 +113,17 @@ struct DenyRule {
     std::vector<std::string> enforcement;  // one line per spelling/visibility, e.g. "/w/.ssh: masked (empty mode-000 dir)"
 };
 
+// How the command reaches the proxies. fd_handover: listening sockets made
+// inside the sandbox are handed to cc-egress (no copy hop); socat_bridge:
+// socat inside copies loopback to the bound Unix sockets; host: shared host
+// network (terminal); loopback: the proxies on the host's loopback (Seatbelt);
+// none: no network wiring (backend none). to_string() gives the spelling of
+// the JSON and of the init step's --transport ("fd-handover", ...).
+enum class Transport { none, host, fd_handover, socat_bridge, loopback };
+std::string_view to_string(Transport t);
+
 struct ProxyWiring {
-    // "fd-handover": listening sockets made inside the sandbox are handed to
-    // cc-egress (no copy hop); "socat-bridge": socat inside copies loopback
-    // to the bound Unix sockets; "host": shared host network (terminal);
-    // "none": no network wiring (backend none).
-    std::string transport = "none";
+    Transport transport = Transport::none;
     int httpPort = 3128, socksPort = 1080;  // loopback ports inside the sandbox
     std::string egress;                     // "own", "handed" or ""
     std::string inbox;                      // fd-handover: cc-egress's inbox (host path, never bound inside)

@@ -85,8 +85,8 @@ struct Builder {
     std::string mask_dir, mask_file;
 
     // --- mount bookkeeping -------------------------------------------------
-    bool writable_op(const Mount& m) const { return m.op == "bind" || m.op == "tmpfs"; }
-    bool is_mount_op(const Mount& m) const { return m.op == "bind" || m.op == "ro-bind" || m.op == "tmpfs"; }
+    bool writable_op(const Mount& m) const { return m.op == MountOp::bind || m.op == MountOp::tmpfs; }
+    bool is_mount_op(const Mount& m) const { return m.op == MountOp::bind || m.op == MountOp::ro_bind || m.op == MountOp::tmpfs; }
 
     // The mount that decides what is at guest path g: the deepest mount whose
     // destination contains g; among equals the last one. Binds and tmpfs
@@ -98,13 +98,13 @@ struct Builder {
         std::size_t best = npos;
         for (std::size_t i = 0; i < plan.mounts.size(); ++i) {
             const auto& m = plan.mounts[i];
-            if (!(any_op ? m.op != "remount-ro" : is_mount_op(m)) || !is_within(g, m.dest)) continue;
+            if (!(any_op ? m.op != MountOp::remount_ro : is_mount_op(m)) || !is_within(g, m.dest)) continue;
             if (best == npos || depth(m.dest) >= depth(plan.mounts[best].dest)) best = i;
         }
         return best;
     }
     bool has_dest(const std::string& g) const;
-    void add(std::string op, std::string src, std::string dest, std::string why);
+    void add(MountOp op, std::string src, std::string dest, std::string why);
 
     // Guest paths where host path h is visible, with the mount showing it.
     struct Sighting {

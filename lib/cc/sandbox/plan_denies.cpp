@@ -10,10 +10,10 @@ auto Builder::read_deny(const std::string& rule, const std::string& source) -> v
             if (k == Kind::missing) {
                 d.enforcement.push_back(s.guest + ": absent on the host");
             } else if (k == Kind::dir) {
-                add("ro-bind", mask_dir, s.guest, "read-deny " + rule);
+                add(MountOp::ro_bind, mask_dir, s.guest, "read-deny " + rule);
                 d.enforcement.push_back(s.guest + ": masked (empty mode-000 directory)");
             } else {
-                add("ro-bind", mask_file, s.guest, "read-deny " + rule);
+                add(MountOp::ro_bind, mask_file, s.guest, "read-deny " + rule);
                 d.enforcement.push_back(s.guest + ": masked (empty mode-000 file)");
             }
             return ok();
@@ -50,7 +50,7 @@ auto Builder::write_deny(const std::string& rule, const std::string& source, boo
                 return ok();
             }
             pin_ancestors(s);
-            add("ro-bind", s.host, s.guest, "write-deny " + rule);
+            add(MountOp::ro_bind, s.host, s.guest, "write-deny " + rule);
             d.enforcement.push_back(s.guest + ": read-only bind over the writable bind, parents pinned" +
                                     std::string(in.writeSupervisor ? "; the write supervisor refuses replacing it" : ""));
             return ok();
@@ -63,7 +63,7 @@ auto Builder::write_deny(const std::string& rule, const std::string& source, boo
 auto Builder::bind_sources_safe() -> Status {
         std::vector<std::string> writable;
         for (const auto& m : plan.mounts)
-            if (m.op == "bind") writable.push_back(m.src);
+            if (m.op == MountOp::bind) writable.push_back(m.src);
         for (const auto& b : in.spec.bindMounts) {
             std::string src = normalise(b.hostPath, in.home);
             std::string prefix;
@@ -104,7 +104,7 @@ auto Builder::bind_sources_safe() -> Status {
         }
         if (!in.runtimeDir.empty())
             for (const auto& m : plan.mounts)
-                if ((m.op == "bind" || m.op == "ro-bind") && is_within(in.runtimeDir, m.src) &&
+                if ((m.op == MountOp::bind || m.op == MountOp::ro_bind) && is_within(in.runtimeDir, m.src) &&
                     m.src.rfind(in.runtimeDir, 0) != 0)
                     return unavailable_error("runtime directory '" + in.runtimeDir + "'",
                                              "it lies inside bind '" + m.src + "' (" + m.dest +
@@ -154,7 +154,7 @@ auto Builder::deny_rules() -> Status {
                         return st;
             std::vector<std::string> roots;
             for (const auto& m : plan.mounts)
-                if (m.op == "bind") roots.push_back(m.src);
+                if (m.op == MountOp::bind) roots.push_back(m.src);
             std::set<std::string> seen;
             for (const auto& r : roots)
                 for (const auto& g : git_dirs_in(r))
@@ -186,7 +186,7 @@ auto Builder::other_homes() const -> std::vector<std::string> {
             if (h != in.home && host.kind(h) == Kind::dir) out.insert(h);
         };
         for (const auto& m : plan.mounts) {
-            if (m.op != "bind" && m.op != "ro-bind") continue;
+            if (m.op != MountOp::bind && m.op != MountOp::ro_bind) continue;
             for (const std::string& base : {std::string("/home"), std::string("/root")}) {
                 if (base == "/root") {
                     if (is_within("/root", m.src) || is_within(m.src, "/root")) consider("/root");
@@ -206,10 +206,10 @@ auto Builder::other_homes() const -> std::vector<std::string> {
 auto Builder::writable_at(const std::string& h) const -> bool {
         if (h == in.home) {
             std::size_t c = cover(in.home);
-            return c != npos && plan.mounts[c].op == "bind";
+            return c != npos && plan.mounts[c].op == MountOp::bind;
         }
         for (const auto& s : sightings(h))
-            if (s.mount(plan).op == "bind") return true;
+            if (s.mount(plan).op == MountOp::bind) return true;
         return false;
 }
 
@@ -230,7 +230,7 @@ auto Builder::filename_rules() -> Status {
                                  ".env.*, *.key, *.pem can be created in writable binds");
         std::string writable;
         for (const auto& m : plan.mounts)
-            if (m.op == "bind") { writable = m.dest; break; }
+            if (m.op == MountOp::bind) { writable = m.dest; break; }
         for (const auto& [rule, source] : rules) {
             DenyRule d{"write", rule, source, true, {rule}, {}};
             if (in.backend == Backend::none) {

@@ -90,7 +90,7 @@ int Runner::run() {
     }
     const bool status_fd = plan_.backend != spec::Backend::none && plan_.seatbelt.empty();
     if (status_fd && ::pipe2(st, O_CLOEXEC) != 0) return fail(io_error("pipe", "cannot create"));
-    const bool handover = status_fd && plan_.proxy.transport == "fd-handover";
+    const bool handover = status_fd && plan_.proxy.transport == Transport::fd_handover;
     // The filters (data in the plan) reach bubblewrap and the init step
     // through pipes whose read ends are kept above the numbers the
     // child's descriptors are bound to. They are compiled and written
@@ -258,9 +258,9 @@ int Runner::run() {
                                                   : "command";
     json exit_ev = {{"exitCode", code}, {"endedBy", ended}};
     if (reader_) {
-        const auto& st = reader_->stats();
-        exit_ev["violationLog"] = {{"emitted", st.emitted}, {"duplicates", st.duplicates},
-                                   {"rateLimited", st.rate_limited}, {"logDropped", st.log_dropped}};
+        const auto& vs = reader_->stats();
+        exit_ev["violationLog"] = {{"emitted", vs.emitted}, {"duplicates", vs.duplicates},
+                                   {"rateLimited", vs.rate_limited}, {"logDropped", vs.log_dropped}};
     }
     if (supervisor_) {
         auto s = supervisor_->stats();

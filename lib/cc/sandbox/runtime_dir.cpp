@@ -38,6 +38,8 @@ void remove_runtime_dir(const std::string& path) {
 }
 
 
+namespace {
+
 // $XDG_RUNTIME_DIR, else $TMPDIR, else /dev/shm when it is a writable tmpfs,
 // else /tmp. A memory filesystem matters on the launch path: on ext4 the
 // directory's creation and removal cost about 1 ms of journal work per run.
@@ -77,6 +79,8 @@ int sweep_stale_runtime_dirs(const std::string& base) {
     ::closedir(d);
     return removed;
 }
+
+}  // namespace
 
 // A name for this launch's runtime directory, chosen before the plan is
 // made (the plan names it; nothing exists yet).

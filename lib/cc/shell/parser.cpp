@@ -448,6 +448,8 @@ Node Parser::nested() {
     return n;
 }
 
+namespace {
+
 void line_and_column(std::string_view src, std::size_t offset, ParseError& e) {
     offset = std::min(offset, src.size());
     std::size_t line = 1, line_start = 0;
@@ -482,6 +484,8 @@ void remap_offsets(Node& n, const Joined& j) {
     }
     for (auto& c : n.children) remap_offsets(c, j);
 }
+
+}  // namespace
 
 }  // namespace cc::shell::detail
 

@@ -1,0 +1,146 @@
+// Internal to the write supervisor (supervisor.hpp): what its serving
+// thread (supervisor_serve.cpp) and its reading and resolution of a call's
+// paths (supervisor_resolve.cpp) share: the state, one notified call (Job)
+// and what serving it comes to (Outcome).
+#pragma once
+
+#include "cc/sandbox/supervisor.hpp"
+
+#include <linux/seccomp.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+
+namespace cc::sandbox {
+
+namespace supervisor_detail {
+
+enum class Call {
+    open, openat, openat2, creat, mkdir, mkdirat, mknod, mknodat, rename, renameat, renameat2, link, linkat, symlink,
+    symlinkat, unlink, unlinkat, rmdir, truncate, chmod, fchmodat, fchmod
+};
+
+const char* name_of(Call c);
+
+// (audit arch, number) -> call, for the ABIs the filter covers.
+std::unordered_map<std::uint64_t, Call> call_table();
+
+struct Fd {
+    int fd = -1;
+    Fd() = default;
+    explicit Fd(int f) : fd(f) {}
+    Fd(Fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
+    Fd& operator=(Fd&& o) noexcept {
+        std::swap(fd, o.fd);
+        return *this;
+    }
+    ~Fd() {
+        if (fd >= 0) ::close(fd);
+    }
+    explicit operator bool() const { return fd >= 0; }
+};
+
+// The path the kernel gives descriptor fd (empty when it has none).
+std::string fd_path(int fd);
+bool on_procfs(int fd);
+
+// An errno result, or a value.
+struct Outcome {
+    int err = 0;         // >0: the call fails with this errno
+    long long val = 0;   // else its return value
+    int fd = -1;         // else a descriptor to inject (ours, closed after)
+    bool cloexec = false;
+    // A FIFO with no reader yet: the open blocks, so it is finished on a
+    // thread of its own (this pinned object, reopened with these flags).
+    int defer_pin = -1;
+    int defer_flags = 0;
+};
+
+}  // namespace supervisor_detail
+
+struct WriteSupervisor::State {
+    WriteRules rules;
+    Options opt;
+    Report report;
+    int listener = -1;
+    int stop_fd = -1;
+    int sock = -1;
+    // The sandbox's mount namespace (the init step's, as it sent the
+    // listener): a call made from another (a namespace the command made,
+    // where paths mean something else) is refused.
+    ino_t mnt_ns = 0;
+    dev_t mnt_ns_dev = 0;
+    std::atomic<std::uint64_t> served{0}, refused{0}, failed{0};
+    // Whether the kernel switches straight between the caller and this
+    // thread on one CPU (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, Linux 6.6).
+    std::atomic<bool> sync_wake{false};
+    std::unordered_map<std::uint64_t, supervisor_detail::Call> calls = supervisor_detail::call_table();
+    mode_t umask_now = 022;
+    ~State() {
+        for (int f : {listener, stop_fd, sock})
+            if (f >= 0) ::close(f);
+    }
+};
+
+namespace supervisor_detail {
+
+using State = WriteSupervisor::State;
+
+// One notified call being served.
+struct Job {
+    State& st;
+    const seccomp_notif& req;
+    pid_t tid;
+    Call call;
+    Fd root;
+    std::string first_path;  // for the violation
+    int nspid = -1, nstgid = -1;
+
+    // Reading the caller, resolving its paths, judging (supervisor_resolve.cpp).
+    std::optional<std::string> read_string(std::uint64_t addr);
+    bool read_bytes(std::uint64_t addr, void* dst, std::size_t len);
+    bool valid();
+    std::string proc(const std::string& rest) const { return "/proc/" + std::to_string(tid) + rest; }
+    std::string status();
+    bool ns_ids();
+    bool take_umask();
+    std::string rewrite_self(std::string p);
+    std::optional<std::variant<std::string, int>> own_dirs(const std::string& p);
+    std::variant<std::string, int> absolute(int dirfd, const std::string& path);
+    // Parent directory (pinned) and final name of an absolute guest path.
+    struct Split {
+        Fd dir;
+        std::string dir_path;  // guest path of dir, as the kernel names it now
+        std::string name;      // one component, or "." for the directory itself
+        bool slash = false;    // the path ended in '/'
+    };
+    std::variant<Split, int> split(std::string abs);
+    static std::string join(const Split& s);
+    std::variant<Split, int> resolve(int dirfd, const std::string& path, bool follow);
+    bool allowed(const std::string& path, WriteOp op);
+
+    // The calls, served on the pinned parent (supervisor_serve.cpp).
+    Outcome open_call(int dirfd, const std::string& path, std::uint64_t flags, mode_t mode);
+    Outcome openat2_call(int dirfd, const std::string& path, std::uint64_t how_addr, std::uint64_t size);
+    Outcome result(long rc) { return rc < 0 ? Outcome{errno} : Outcome{0, rc}; }
+    Outcome make_call(int dirfd, const std::string& path, bool dir, mode_t mode, dev_t dev);
+    Outcome unlink_call(int dirfd, const std::string& path, int flags);
+    Outcome rename_call(int od, const std::string& op, int nd, const std::string& np, unsigned flags);
+    Outcome link_call(int od, const std::string& op, int nd, const std::string& np, int flags);
+    Outcome symlink_call(const std::string& target, int nd, const std::string& np);
+    Outcome object_call(int dirfd, const std::string& path, bool follow, bool is_chmod, std::uint64_t arg);
+    Outcome fd_chmod_call(int fd, mode_t mode);
+    Outcome serve();
+};
+
+}  // namespace supervisor_detail
+
+}  // namespace cc::sandbox
