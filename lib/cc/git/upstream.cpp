@@ -91,19 +91,21 @@ Result<std::map<std::string, RemoteRef>> parse_ls_refs(std::string_view body) {
     return out;
 }
 
-Result<std::map<std::string, RemoteRef>> ls_refs(const std::string& repo_url, const std::string& token,
-                                                 const std::string& agent, const std::vector<std::string>& prefixes,
-                                                 std::chrono::seconds io_timeout) {
-    std::string req = pkt("command=ls-refs\n") + "0001" + pkt("symrefs\n") + pkt("unborn\n");
-    for (const auto& p : prefixes) req += pkt("ref-prefix " + p + "\n");
-    req += flush_pkt;
+namespace {
+
+// POSTs one smart-HTTP request to git-SERVICE ("upload-pack" or
+// "receive-pack") and returns the whole answer (capped); `what` names the
+// step in errors, `v2` asks for protocol version 2.
+Result<std::string> post_service(const std::string& repo_url, const std::string& service, const std::string& token,
+                                 const std::string& agent, const std::string& req, bool v2, const std::string& what,
+                                 std::chrono::seconds io_timeout) {
     CurlHandle ch;
     char errbuf[CURL_ERROR_SIZE] = {0};
     std::string body;
-    common_curl(ch, repo_url + "/git-upload-pack", token, agent, io_timeout);
-    ch.header("Git-Protocol: version=2");
-    ch.header("Content-Type: application/x-git-upload-pack-request");
-    ch.header("Accept: application/x-git-upload-pack-result");
+    common_curl(ch, repo_url + "/git-" + service, token, agent, io_timeout);
+    if (v2) ch.header("Git-Protocol: version=2");
+    ch.header("Content-Type: application/x-git-" + service + "-request");
+    ch.header("Accept: application/x-git-" + service + "-result");
     ch.header("Expect:");
     curl_easy_setopt(ch.h, CURLOPT_HTTPHEADER, ch.headers);
     curl_easy_setopt(ch.h, CURLOPT_POST, 1L);
@@ -117,9 +119,22 @@ Result<std::map<std::string, RemoteRef>> ls_refs(const std::string& repo_url, co
     long status = 0;
     curl_easy_getinfo(ch.h, CURLINFO_RESPONSE_CODE, &status);
     if (rc != CURLE_OK && status == 0) return io_error("upstream unreachable", curl_error_text(rc, errbuf), 0);
-    if (rc != CURLE_OK) return io_error("upstream ls-refs", curl_error_text(rc, errbuf), 0);
-    if (status != 200) return io_error("upstream ls-refs", "answered HTTP " + std::to_string(status), 0);
-    return parse_ls_refs(body);
+    if (rc != CURLE_OK) return io_error(what, curl_error_text(rc, errbuf), 0);
+    if (status != 200) return io_error(what, "answered HTTP " + std::to_string(status), 0);
+    return body;
+}
+
+}  // namespace
+
+Result<std::map<std::string, RemoteRef>> ls_refs(const std::string& repo_url, const std::string& token,
+                                                 const std::string& agent, const std::vector<std::string>& prefixes,
+                                                 std::chrono::seconds io_timeout) {
+    std::string req = pkt("command=ls-refs\n") + "0001" + pkt("symrefs\n") + pkt("unborn\n");
+    for (const auto& p : prefixes) req += pkt("ref-prefix " + p + "\n");
+    req += flush_pkt;
+    auto body = post_service(repo_url, "upload-pack", token, agent, req, true, "upstream ls-refs", io_timeout);
+    if (!body) return body.error();
+    return parse_ls_refs(*body);
 }
 
 Result<std::vector<std::string>> unlisted_refs(const std::string& repo_url, const std::string& token,
@@ -140,29 +155,10 @@ namespace {
 Result<std::pair<std::string, std::string>> post_receive_pack(const std::string& repo_url, const std::string& token,
                                                               const std::string& agent, const std::string& req,
                                                               std::chrono::seconds io_timeout) {
-    CurlHandle ch;
-    char errbuf[CURL_ERROR_SIZE] = {0};
-    std::string body;
-    common_curl(ch, repo_url + "/git-receive-pack", token, agent, io_timeout);
-    ch.header("Content-Type: application/x-git-receive-pack-request");
-    ch.header("Accept: application/x-git-receive-pack-result");
-    ch.header("Expect:");
-    curl_easy_setopt(ch.h, CURLOPT_HTTPHEADER, ch.headers);
-    curl_easy_setopt(ch.h, CURLOPT_POST, 1L);
-    curl_easy_setopt(ch.h, CURLOPT_POSTFIELDS, req.data());
-    curl_easy_setopt(ch.h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.size()));
-    curl_easy_setopt(ch.h, CURLOPT_WRITEFUNCTION, collect_capped);
-    curl_easy_setopt(ch.h, CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(ch.h, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(ch.h, CURLOPT_TIMEOUT, static_cast<long>(io_timeout.count()));
-    CURLcode rc = curl_easy_perform(ch.h);
-    long status = 0;
-    curl_easy_getinfo(ch.h, CURLINFO_RESPONSE_CODE, &status);
-    if (rc != CURLE_OK && status == 0) return io_error("upstream unreachable", curl_error_text(rc, errbuf), 0);
-    if (rc != CURLE_OK) return io_error("upstream ref probe", curl_error_text(rc, errbuf), 0);
-    if (status != 200) return io_error("upstream ref probe", "answered HTTP " + std::to_string(status), 0);
+    auto body = post_service(repo_url, "receive-pack", token, agent, req, false, "upstream ref probe", io_timeout);
+    if (!body) return body.error();
     PktReader r;
-    r.feed(body);
+    r.feed(*body);
     std::string report, messages;
     for (;;) {
         auto k = r.next();
