@@ -3,6 +3,7 @@
 // SIGTERM with tunnels open, an idle upstream redialled.
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -174,7 +175,9 @@ TEST_CASE("egress: listening sockets handed over the fd inbox serve like the TCP
         CHECK_THAT(rest, Catch::Contains("evil.test"));
         ::close(still);
     }
-    CHECK(::access((dir + "/http.sock").c_str(), F_OK) != 0);  // removed at exit
+    // Removed at exit: gone, not merely unreadable.
+    CHECK(::access((dir + "/http.sock").c_str(), F_OK) == -1);
+    CHECK(errno == ENOENT);
     CHECK(eg.find("evil.test", "socks5"));
 }
 
