@@ -3,7 +3,13 @@
  * cc-wrap-init can be a static musl binary: glibc's own start-up (its CPU
  * feature and cache probing) costs most of a millisecond on a VM, and this
  * step is on every launch's critical path. C++ callers use the wrappers in
- * sandbox_init.hpp and landlock.hpp. Linux only. */
+ * sandbox_init.hpp. Linux only.
+ *
+ * Landlock is a second layer under the read-only binds: after bubblewrap
+ * has built the mounts, writes are restricted to the paths the plan names as
+ * writable (the writable binds, the private tmpfs mounts, /dev and /proc),
+ * so a mistake in the mount plan that left something writable is still
+ * refused. Reads are not handled: the mount namespace decides what exists. */
 #ifndef CC_SANDBOX_INIT_STEP_H
 #define CC_SANDBOX_INIT_STEP_H
 
