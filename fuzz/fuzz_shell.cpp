@@ -10,6 +10,7 @@
 #include "cc/classify/classify.hpp"
 #include "cc/shell/parser.hpp"
 #include "cc/shell/printer.hpp"
+#include "cc/core/json_writer.hpp"
 
 // libFuzzer's entry point (declared here: the build warns on a definition
 // with external linkage and no declaration).
@@ -29,6 +30,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto r = cc::classify::classify(line, size % 2 ? cc::policy::Mode::chat : cc::policy::Mode::plan, policy);
     // A line that does not parse is never allowed.
     if (!s.ok && r.decision == cc::policy::Decision::allow) __builtin_trap();
-    auto j = cc::classify::to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    auto j = cc::json::write(cc::classify::to_json(r));
     return static_cast<int>(j.size() & 0);
 }

@@ -9,11 +9,12 @@
 #include "cc/core/cli.hpp"
 #include "cc/core/tool.hpp"
 #include "cc/fs/confine.hpp"
+#include "cc/core/json_writer.hpp"
 
 namespace {
 constexpr const char* name = "cc-confine";
 
-std::string line(const nlohmann::ordered_json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+std::string line(const nlohmann::ordered_json& j) { return cc::json::write(j); }
 
 void note_fallback(const cc::fs::Opened& o, bool wanted) {
     if (wanted && o.method == cc::fs::OpenMethod::walk)

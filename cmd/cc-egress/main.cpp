@@ -10,6 +10,7 @@
 #include "cc/core/output.hpp"
 #include "cc/net/egress.hpp"
 #include "cc/net/egress_text.hpp"
+#include "cc/core/json_writer.hpp"
 
 int main(int argc, char** argv) {
     return cc::tool::run("cc-egress", [&] {
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
             o,
             [text](const nlohmann::json& j) {
                 if (!text) {
-                    cc::tool::emit_line(j.dump());
+                    cc::tool::emit_line(cc::json::write(j));
                     return;
                 }
                 std::cout << (j.value("event", "") == "plan" ? cc::net::plan_text(j) : cc::net::check_text(j)) << std::flush;

@@ -8,6 +8,7 @@
 #include "cc/core/tool.hpp"
 #include "cc/git/gateway.hpp"
 #include "cc/git/receive_pack.hpp"
+#include "cc/core/json_writer.hpp"
 
 int main(int argc, char** argv) {
     return cc::tool::run("cc-pushgate", [&] {
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
         }
         auto cfg = cc::git::configure(o);
         if (!cfg) return cc::tool::report("cc-pushgate", cfg.error());
-        auto s = cc::git::serve(*cfg, [](const nlohmann::json& ev) { cc::tool::emit_line(ev.dump()); });
+        auto s = cc::git::serve(*cfg, [](const nlohmann::json& ev) { cc::tool::emit_line(cc::json::write(ev)); });
         if (!s) return cc::tool::report("cc-pushgate", s.error());
         return cc::tool::exit_ok;
     });

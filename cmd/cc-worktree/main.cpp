@@ -7,12 +7,13 @@
 #include "cc/core/cli.hpp"
 #include "cc/core/tool.hpp"
 #include "cc/fs/worktree.hpp"
+#include "cc/core/json_writer.hpp"
 
 namespace {
 constexpr const char* name = "cc-worktree";
 
 int emit(const nlohmann::ordered_json& j) {
-    cc::tool::emit_line(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    cc::tool::emit_line(cc::json::write(j));
     return cc::tool::exit_ok;
 }
 }  // namespace

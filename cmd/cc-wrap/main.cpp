@@ -52,5 +52,5 @@ int main(int argc, char** argv) {
         if (auto rc = cc::tool::parse(app, argc, argv, "cc-wrap")) return *rc;
         rq.printText = rq.print && cc::tool::text_output(format);
         return cc::sandbox::wrap(rq);
-    });
+    }, cc::sandbox::exit_own_failure);
 }

@@ -2,6 +2,9 @@
 // reflink=1 (root), a tmpfs or the ext4 scratch dir for the refusals, and the
 // real git for the git-worktree backend. Every image is unmounted and its loop
 // device detached by a destructor, so a failed REQUIRE cleans up too.
+#include <signal.h>
+#include <sys/wait.h>
+#include <sys/file.h>
 #include <fcntl.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
@@ -476,6 +479,59 @@ TEST_CASE("list and status describe conversations, incomplete ones included", "[
     CHECK(s.status == 1);
     CHECK(run({bin("cc-worktree"), "destroy", "--data-dir", data, "--conversation", "half"}).status == 0);
     CHECK_FALSE(sfs::exists(data + "/conversations/half"));
+}
+
+// A create killed part-way leaves a conversation without metadata. Before,
+// every later create of that id failed until someone destroyed it; now the
+// next create removes it when no create holds its lock, and says so.
+TEST_CASE("a create killed part-way does not block the next create of that id", "[worktree]") {
+    std::string base = cc::test::scratch_dir() + "/killed-create";
+    std::string repo = base + "/app", data = base + "/data";
+    make_repo(repo);
+    sfs::create_directories(data);
+    // What a killed create leaves: its directory, part of the tree, a lock nobody holds.
+    std::string half = data + "/conversations/k1";
+    sfs::create_directories(half + "/repos/app/partial");
+    write(half + "/.create.lock", "");
+    // A create that is running holds the lock: the same id is refused, nothing removed.
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    pid_t holder = ::fork();
+    REQUIRE(holder >= 0);
+    if (holder == 0) {
+        int fd = ::open((half + "/.create.lock").c_str(), O_RDWR);
+        if (fd < 0 || ::flock(fd, LOCK_EX) != 0) ::_exit(1);
+        char c = 'y';
+        (void)::write(fds[1], &c, 1);
+        ::pause();
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    char c = 0;
+    REQUIRE(::read(fds[0], &c, 1) == 1);
+    ::close(fds[0]);
+    auto busy = create(data, "k1", {"--repo", repo, "--backend", "git-worktree", "--agent", "a"});
+    CHECK(busy.status == 1);
+    const std::string note = "cc-worktree: backend git-worktree (chosen): checks out HEAD only, no copy-on-write\n";
+    CHECK(busy.err == note + "cc-worktree: '" + half + "': conversation is being created by another process\n");
+    CHECK(sfs::exists(half + "/repos/app/partial"));
+    // That create is killed: the next one takes the id.
+    REQUIRE(::kill(holder, SIGKILL) == 0);
+    REQUIRE(::waitpid(holder, nullptr, 0) == holder);
+    auto r = create(data, "k1", {"--repo", repo, "--backend", "git-worktree", "--agent", "a"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    auto j = json::parse(r.out);
+    CHECK(j["replacedIncomplete"] == true);
+    CHECK(j["complete"] == true);
+    CHECK_FALSE(sfs::exists(half + "/repos/app/partial"));
+    CHECK_FALSE(sfs::exists(half + "/.create.lock"));  // complete: the lock goes with the metadata written
+    CHECK(slurp(half + "/repos/app/README.md") == "# app\n");
+    CHECK(schema_check("worktree-conversation.schema.json", r.out) == 0);
+    // A complete conversation is never replaced.
+    auto again = create(data, "k1", {"--repo", repo, "--backend", "git-worktree"});
+    CHECK(again.status == 1);
+    CHECK(again.err == note + "cc-worktree: '" + half + "': conversation already exists\n");
 }
 
 TEST_CASE("cc-worktree input errors exit 2 and create nothing", "[worktree][cli]") {

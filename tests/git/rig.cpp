@@ -20,6 +20,14 @@
 
 namespace cc::test::rig {
 
+// An ordinary user's PATH has no /usr/sbin, where Debian puts lighttpd.
+static std::string lighttpd_path() {
+    if (have_program("lighttpd")) return "lighttpd";
+    for (const char* p : {"/usr/sbin/lighttpd", "/usr/local/sbin/lighttpd"})
+        if (::access(p, X_OK) == 0) return p;
+    return "";
+}
+
 namespace bp = boost::process;
 namespace fs = std::filesystem;
 
@@ -160,7 +168,7 @@ Upstream::Upstream() {
         conf += "$HTTP[\"url\"] =~ \"/git-receive-pack$\" {\n  auth.require = (\"\" => " + auth +
                 "\"user=x-access-token\"))\n}\n";
         write_file(dir_ + "/lighttpd.conf", conf);
-        pid_ = spawn({"lighttpd", "-D", "-f", dir_ + "/lighttpd.conf"}, dir_ + "/stdout.log", dir_ + "/stderr.log");
+        pid_ = spawn({lighttpd_path(), "-D", "-f", dir_ + "/lighttpd.conf"}, dir_ + "/stdout.log", dir_ + "/stderr.log");
         for (int i = 0; i < 100 && !port_open(port_); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
         if (port_open(port_)) return;
         reap(pid_, SIGTERM);
@@ -236,7 +244,7 @@ int Gateway::stop() {
 }
 
 bool have_rig() {
-    return have_program("lighttpd") && have_program("git") && fs::exists("/usr/lib/git-core/git-http-backend");
+    return !lighttpd_path().empty() && have_program("git") && fs::exists("/usr/lib/git-core/git-http-backend");
 }
 
 std::string agent_repo(const std::string& name, const Gateway& g, const std::string& repo) {

@@ -5,12 +5,20 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "cc/git/ancestry.hpp"
 #include "cc/git/http.hpp"
 #include "cc/git/pack_scan.hpp"
 #include "cc/git/pkt_line.hpp"
@@ -549,4 +557,52 @@ TEST_CASE("apply_delta copies and inserts, and refuses a delta for another base"
     CHECK(apply_delta("hello", d) == std::optional<std::string>("hello!!!"));
     CHECK(!apply_delta("hell", d));
     CHECK(!apply_delta("hello", d.substr(0, d.size() - 1)));
+}
+
+// A gateway killed mid-push leaves its quarantine (tens of MiB) in the
+// mirror. The next gateway, and each push, removes those nobody holds: the
+// lock a quarantine's gateway holds ends with its process, however it ends.
+TEST_CASE("quarantines: a killed gateway's quarantine is swept, a living one is not", "[git][quarantine]") {
+    namespace fs = std::filesystem;
+    std::string mirrors = cc::test::scratch_dir() + "/sweep-mirrors";
+    std::string objects = mirrors + "/github.com/acme/demo.git/objects";
+    fs::create_directories(objects + "/incoming-dead/pack");
+    fs::create_directories(objects + "/incoming-live/pack");
+    fs::create_directories(objects + "/pack");
+    std::ofstream(objects + "/incoming-dead/pack/big.pack") << std::string(4096, 'x');
+    // Each held by a process of its own, as a gateway holds it.
+    auto holder = [](const std::string& lock) {
+        int fds[2];
+        REQUIRE(::pipe(fds) == 0);
+        pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            int fd = ::open(lock.c_str(), O_RDWR | O_CREAT, 0600);
+            if (fd < 0 || ::flock(fd, LOCK_EX) != 0) ::_exit(1);
+            char c = 'y';
+            (void)::write(fds[1], &c, 1);
+            ::pause();
+            ::_exit(0);
+        }
+        ::close(fds[1]);
+        char c = 0;
+        REQUIRE(::read(fds[0], &c, 1) == 1);
+        ::close(fds[0]);
+        return pid;
+    };
+    pid_t dead = holder(objects + "/incoming-dead/.lock");
+    pid_t live = holder(objects + "/incoming-live/.lock");
+    // While both gateways live, nothing is swept.
+    CHECK(sweep_all_quarantines(mirrors) == 0);
+    CHECK(fs::exists(objects + "/incoming-dead"));
+    REQUIRE(::kill(dead, SIGKILL) == 0);
+    REQUIRE(::waitpid(dead, nullptr, 0) == dead);
+    CHECK(sweep_all_quarantines(mirrors) == 1);
+    CHECK_FALSE(fs::exists(objects + "/incoming-dead"));
+    CHECK(fs::exists(objects + "/incoming-live/.lock"));
+    CHECK(fs::exists(objects + "/pack"));  // the mirror's own packs are never touched
+    ::kill(live, SIGKILL);
+    ::waitpid(live, nullptr, 0);
+    CHECK(sweep_quarantines(objects) == 1);
+    CHECK_FALSE(fs::exists(objects + "/incoming-live"));
 }

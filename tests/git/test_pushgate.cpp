@@ -3,6 +3,7 @@
 // 127.0.0.1. Protocol tests send hand-made bytes to the gateway's socket.
 #include "harness.hpp"
 
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <arpa/inet.h>
@@ -641,6 +642,35 @@ TEST_CASE("GitHub App mode: a repository-scoped token per push, every minted tok
     no_token_leak(g, r);
 }
 
+// Killed with SIGKILL, the gateway cannot revoke: the revocation watch it
+// forked at start does, as soon as the gateway's end of the pipe closes.
+TEST_CASE("GitHub App mode: a gateway killed outright still has its tokens revoked") {
+    NEED_RIG();
+    if (!have_program("openssl")) CC_SKIP("needs openssl to make an App key");
+    upstream().create_repo("acme/demo");
+    std::string key = scratch_dir() + "/app-kill.pem", pub = scratch_dir() + "/app-kill.pub";
+    REQUIRE(run({"openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", key}).status == 0);
+    REQUIRE(run({"openssl", "pkey", "-in", key, "-pubout", "-out", pub}).status == 0);
+    REQUIRE(::chmod(key.c_str(), 0600) == 0);
+    FakeApi api(read_file(pub));
+    Gateway g(gateway_args({"--app-id", "42", "--app-key", key, "--installation-id", "7", "--api-url", api.url()}));
+    std::string dir = agent_repo("app-kill", g);
+    auto r = git({"push", "origin", "HEAD:refs/heads/app-kill"}, dir);
+    INFO(r.err << g.stderr_text());
+    REQUIRE(r.status == 0);
+    int minted = api.minted;
+    REQUIRE(minted >= 1);
+    CHECK(api.revoked == 0);  // nothing revoked while the gateway runs
+    REQUIRE(::kill(g.pid(), SIGKILL) == 0);
+    for (int i = 0; i < 100 && api.revoked < minted; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(api.revoked == minted);
+    for (int i = 0; i < 50 && g.stderr_text().find("revocation watch") == std::string::npos; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(g.stderr_text().find("cc-pushgate: the gateway ended without revoking its tokens: the revocation watch revoked " +
+                               std::to_string(minted) + " of " + std::to_string(minted) + " minted") != std::string::npos);
+    no_token_leak(g, r);
+}
+
 TEST_CASE("bad options exit 2 with one line naming the problem, nothing started") {
     auto r = run({bin("cc-pushgate"), "--upstream", "http://127.0.0.1:1", "--repo", "acme/demo", "--policy",
                   "/nonexistent/policy.json", "--token-file", "/etc/hostname"});
@@ -696,4 +726,30 @@ sys.exit(1 if bad else 0)
     auto r = run({"python3", "-c", script, source_dir() + "/share/cc/schema"}, lines);
     INFO(r.out << r.err);
     CHECK(r.status == 0);
+}
+
+// A ref name git allows but that is not UTF-8 used to end the gateway (its
+// push event's writer threw on a connection thread), and with it every push
+// of the session. The push is judged, the event keeps the name's bytes, and
+// the gateway serves the next push.
+TEST_CASE("a ref name that is not UTF-8 is judged, logged as bytes, and the gateway serves on", "[bytes]") {
+    NEED_RIG();
+    CHECK_THROWS(json{{"ref", "refs/heads/caf\xe9"}}.dump());  // what the gateway used to call
+    upstream().create_repo("acme/demo");
+    Gateway g(gateway_args());
+    std::string dir = agent_repo("latin1", g);
+    // git itself takes the name.
+    REQUIRE(git({"check-ref-format", "refs/heads/caf\xe9"}, dir).status == 0);
+    auto r = git({"push", "origin", "HEAD:refs/heads/caf\xe9"}, dir);
+    INFO(r.err << g.stderr_text());
+    CHECK(r.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/caf\xe9") == head(dir));
+    auto ev = events(g, "push");
+    REQUIRE(ev.size() == 1);
+    CHECK(ev[0]["result"] == "forwarded");
+    CHECK(ev[0]["refs"][0]["ref"] == json{{"bytes", "cmVmcy9oZWFkcy9jYWbp"}});  // base64 of refs/heads/caf\xe9
+    auto next = git({"push", "origin", "HEAD:refs/heads/after-latin1"}, dir);
+    CHECK(next.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/after-latin1") == head(dir));
+    CHECK(g.stop() == 0);
 }

@@ -12,6 +12,7 @@
 #include <boost/process.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 
 #include "egress_fixture.hpp"
@@ -301,6 +302,44 @@ TEST_CASE("egress: malformed HTTP requests get 400 / 431 and the proxy lives on"
     auto r = curl({"-x", "http://" + eg.http(), origin.url("/hello")});
     CHECK(r.out == "hello\n");
     CHECK(eg.stop() == 0);
+}
+
+// One byte that is not UTF-8 in a name the client chose used to end the
+// whole process (the connection line's writer threw in a destructor): every
+// tunnel of the session went, with its log lines. Each spelling is refused,
+// the line keeps the bytes ({"bytes": base64}), and the proxy serves on.
+TEST_CASE("egress: a host name that is not UTF-8 is refused and the proxy serves on") {
+    // The writer nlohmann gives would throw on this name.
+    CHECK_THROWS(json{{"host", "ex\xff" "ample.com"}}.dump());
+    Origin origin;
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline"});
+    std::uint16_t hp = port_of(eg.http()), sp = port_of(eg.socks());
+    std::string answer = talk(hp, "CONNECT ex\xff" "ample.com:443 HTTP/1.1\r\nHost: ex\xff" "ample.com:443\r\n\r\n");
+    INFO(answer << eg.stderr_text());
+    CHECK(answer.rfind("HTTP/1.1 400 Bad Request\r\n", 0) == 0);
+    CHECK(answer.find("\r\n\r\ncc-egress: bad CONNECT target\n") != std::string::npos);
+    CHECK(curl({"-x", "http://" + eg.http(), origin.url("/hello")}).out == "hello\n");
+    answer = talk(hp, "GET http://caf\xe9.example/ HTTP/1.1\r\nHost: caf\xe9.example\r\n\r\n");
+    CHECK(answer.rfind("HTTP/1.1 400 Bad Request\r\n", 0) == 0);
+    // SOCKS5 CONNECT to a domain name of 10 bytes, one of them 0xff: 01
+    // (general failure: names are UTF-8 or refused), and the proxy lives on.
+    std::string socks = std::string("\x05\x01\x00", 3) + std::string("\x05\x01\x00\x03\x0a", 5) + "ex\xff" "mple.co" +
+                        std::string("\x01\xbb", 2);
+    CHECK(talk(sp, socks) == std::string("\x05\x00\x05\x01\x00\x01\x00\x00\x00\x00\x00\x00", 12));
+    CHECK(curl({"--socks5-hostname", eg.socks(), origin.url("/hello")}).out == "hello\n");
+    CHECK(eg.stop() == 0);
+    // Every line is there: three refusals, two allowed requests; the CONNECT
+    // target as its bytes.
+    std::vector<std::string> bytes;
+    int denied = 0, allowed = 0;
+    for (const auto& l : eg.lines) {
+        if (l.value("event", "") != "connection") continue;
+        (l["decision"] == "deny" ? denied : allowed)++;
+        if (l.contains("host") && l["host"].is_object()) bytes.push_back(l["host"]["bytes"].get<std::string>());
+    }
+    CHECK(denied == 3);
+    CHECK(allowed == 2);
+    CHECK(bytes == std::vector<std::string>{"ZXj/YW1wbGUuY29tOjQ0Mw=="});  // base64 of "ex\xffample.com:443"
 }
 
 TEST_CASE("egress: network off still listens and refuses everything; policy deny turns it off") {

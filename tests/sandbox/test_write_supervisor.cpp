@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <set>
 
+#include "cc/core/json_writer.hpp"
 #include "cc/sandbox/sandbox_init.hpp"
 #include "cc/sandbox/supervisor.hpp"
 #include "cc/sandbox/write_rules.hpp"
@@ -58,6 +59,23 @@ std::string stdout_text(const std::string& out) {
         if (j.is_object() && j.value("event", "") == "stdout") text += j.value("text", "");
     }
     return text;
+}
+
+std::string b64_decode(const std::string& in) {
+    static const std::string abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    unsigned v = 0;
+    int bits = 0;
+    for (char c : in) {
+        if (c == '=') break;
+        v = (v << 6) | static_cast<unsigned>(abc.find(c));
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out.push_back(static_cast<char>((v >> bits) & 0xFF));
+        }
+    }
+    return out;
 }
 
 std::vector<json> violations(const std::string& out) {
@@ -249,6 +267,49 @@ TEST_CASE("write supervisor: the standard policy runs on Linux; filename rules r
     REQUIRE(std::sscanf(u.release, "%d.%d", &major, &minor) == 2);
     const bool sync = major > 6 || (major == 6 && minor >= 6);
     CHECK(r.out.find(sync ? "\"syncWakeUp\":true" : "\"syncWakeUp\":false") != std::string::npos);
+}
+
+// A refused write naming a file that is not UTF-8, and an error line with
+// such a byte, used to end cc-wrap --events with status 1 and no exit event
+// (the event writer threw in the loop): the command's status was lost.
+TEST_CASE("write supervisor: a file name that is not UTF-8 is reported as bytes; the status and exit event stay", "[supervisor][launch]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!write_supervisor()) CC_SKIP("this kernel has no seccomp user notification with descriptor injection");
+    CHECK_THROWS(json{{"path", "a\xff.pem"}}.dump());  // what the event line used to be written with
+    Tree t("sup-bytes");
+    // Without cc-wrap the write happens.
+    REQUIRE(run({"sh", "-c", "cd '" + t.outside + "' && echo k > \"$(printf 'a\\377.pem')\""}).status == 0);
+    CHECK(fs::exists(t.outside + "/a\xff.pem"));
+    auto r = wrap_std(t, "cd '" + t.work + "'; echo k > \"$(printf 'a\\377.pem')\"; echo rc=$?;"
+                         " printf 'oops \\377\\n' >&2; exit 7",
+                      {"--events"});
+    INFO(r.out << r.err);
+    CHECK(r.status == 7);
+    CHECK_FALSE(fs::exists(t.work + "/a\xff.pem"));
+    CHECK(stdout_text(r.out) == "rc=2\n");
+    auto v = violations(r.out);
+    REQUIRE(v.size() == 1);
+    CHECK(v[0]["rule"] == "*.pem");
+    CHECK(v[0]["errno"] == "EACCES");
+    std::string want = t.work + "/a\xff.pem";
+    REQUIRE(v[0]["path"].is_object());
+    CHECK(v[0]["path"]["bytes"] == cc::json::base64(want));
+    // The command's error lines, as bytes; then the exit event with its status.
+    std::string err_bytes;
+    {
+        std::istringstream lines(r.out);
+        for (std::string e; std::getline(lines, e);) {
+            auto j = json::parse(e, nullptr, false);
+            if (!j.is_object() || j.value("event", "") != "stderr") continue;
+            if (j.contains("text")) err_bytes += j["text"].get<std::string>();
+            else err_bytes += b64_decode(j["bytes"].get<std::string>());
+        }
+    }
+    CHECK(err_bytes.find("oops \xff\n") != std::string::npos);
+    CHECK(err_bytes.find("a\xff.pem: Permission denied") != std::string::npos);
+    json last = json::parse(r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1));
+    CHECK(last["event"] == "exit");
+    CHECK(last["exitCode"] == 7);
 }
 
 TEST_CASE("write supervisor: mandatory targets that do not exist are refused when created, not at launch", "[supervisor][launch]") {

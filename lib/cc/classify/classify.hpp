@@ -2,7 +2,7 @@
 //
 //   auto r = cc::classify::classify("git push origin main", Mode::chat, cc::policy::default_policy());
 //   r.decision == Decision::ask;  r.classes == {"push"};
-//   std::cout << cc::classify::to_json(r).dump() << '\n';
+//   std::cout << cc::json::write(cc::classify::to_json(r)) << '\n';
 //
 // Two steps, kept apart so each can be tested alone:
 //  1. find_actions(): every simple command in the parsed line (inside
@@ -109,7 +109,7 @@ nlohmann::ordered_json to_json(const Result& r);
 nlohmann::ordered_json to_json(Result&& r);
 
 // The same JSON as text, appended to `out` without building the tree (the
-// bytes of to_json(r).dump() with invalid UTF-8 replaced; --jsonl's "id", when
+// bytes of cc::json::write(to_json(r)), strings that are not UTF-8 as {"bytes":...}; --jsonl's "id", when
 // given, last). What the one-line form and --jsonl print.
 void append_json(std::string& out, const Result& r, const nlohmann::json* id = nullptr);
 

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "cc/core/json_reader.hpp"
+#include "cc/core/json_writer.hpp"
 
 namespace cc::classify {
 
@@ -12,11 +13,11 @@ using policy::Decision;
 
 namespace {
 
-// Command lines are bytes, not always UTF-8: never let JSON output throw on
-// them (invalid sequences become U+FFFD).
+// Command lines are bytes, not always UTF-8: the project's writer keeps
+// them whole ({"bytes":...}) and never throws.
 template <typename J>
 std::string dump(const J& j) {
-    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return cc::json::write(j);
 }
 
 }  // namespace

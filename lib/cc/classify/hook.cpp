@@ -11,6 +11,7 @@
 #include <ostream>
 
 #include "cc/core/json_reader.hpp"
+#include "cc/core/json_writer.hpp"
 
 namespace cc::classify {
 
@@ -42,9 +43,12 @@ std::string quoted(std::string_view s) {
     return out + "'";
 }
 
+// The answer is read by the agent CLI's own strict parser, which expects a
+// string where a string stands: never the {"bytes":...} form. (The payload
+// came through nlohmann's parser, so it is UTF-8 already.)
 template <typename J>
 std::string dump(const J& j) {
-    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return cc::json::write_replacing(j);
 }
 
 }  // namespace

@@ -1,48 +1,16 @@
 // A Result written as JSON text directly, for the one-line form and --jsonl:
-// the same bytes as dumping to_json() (a test holds the two equal on the case
+// the same bytes as cc::json::write(to_json()) (a test holds the two equal on the case
 // table in every mode), without building a tree of it first. Building and
 // destroying that tree was half of --jsonl's time.
 #include <array>
 #include <charconv>
 
 #include "cc/classify/classify.hpp"
+#include "cc/core/json_writer.hpp"
 
 namespace cc::classify {
 
 namespace {
-
-// RFC 3629 UTF-8, as nlohmann's serializer checks it (no overlong forms, no
-// surrogates, nothing past U+10FFFF).
-bool valid_utf8(std::string_view s) {
-    std::size_t i = 0, n = s.size();
-    while (i < n) {
-        auto c = static_cast<unsigned char>(s[i]);
-        if (c < 0x80) {
-            ++i;
-            continue;
-        }
-        std::size_t len;
-        unsigned char lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF) len = 2;
-        else if (c == 0xE0) len = 3, lo = 0xA0;
-        else if (c >= 0xE1 && c <= 0xEC) len = 3;
-        else if (c == 0xED) len = 3, hi = 0x9F;
-        else if (c >= 0xEE && c <= 0xEF) len = 3;
-        else if (c == 0xF0) len = 4, lo = 0x90;
-        else if (c >= 0xF1 && c <= 0xF3) len = 4;
-        else if (c == 0xF4) len = 4, hi = 0x8F;
-        else return false;
-        if (i + len > n) return false;
-        auto c1 = static_cast<unsigned char>(s[i + 1]);
-        if (c1 < lo || c1 > hi) return false;
-        for (std::size_t k = 2; k < len; ++k) {
-            auto ck = static_cast<unsigned char>(s[i + k]);
-            if (ck < 0x80 || ck > 0xBF) return false;
-        }
-        i += len;
-    }
-    return true;
-}
 
 // 0: a byte that stands for itself; 1: one to escape; 2: one past ASCII.
 constexpr auto byte_kind = [] {
@@ -62,8 +30,8 @@ void string(std::string& out, std::string_view s) {
         out.push_back('"');
         return;
     }
-    if ((seen & 2) && !valid_utf8(s)) {  // rare: let nlohmann replace what is not UTF-8, as to_json's dump does
-        out += nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if ((seen & 2) && !cc::json::utf8_valid(s)) {  // rare: {"bytes":...}, as cc::json::write writes it
+        cc::json::append_value(out, s);
         return;
     }
     out.push_back('"');
@@ -159,7 +127,7 @@ void append_json(std::string& out, const Result& r, const nlohmann::json* id) {
     }
     if (id) {
         key(out, "id");
-        out += id->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        out += cc::json::write(*id);
     }
     out.push_back('}');
 }

@@ -1,6 +1,7 @@
 #include "cc/core/tool.hpp"
 
 #include "cc/core/io.hpp"
+#include "cc/core/json_writer.hpp"
 
 #include <unistd.h>
 
@@ -47,12 +48,41 @@ void write_line_2(const std::string& line) {
 }
 }  // namespace
 
+std::string printable(std::string_view text) {
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(text.size());
+    std::size_t i = 0;
+    while (i < text.size()) {
+        auto c = static_cast<unsigned char>(text[i]);
+        if (c >= 0x20 && c < 0x7f) {
+            out.push_back(static_cast<char>(c));
+            ++i;
+            continue;
+        }
+        if (c >= 0x80) {  // a whole UTF-8 character stays as it is
+            bool tail = false;
+            std::size_t ok = json::utf8_valid_prefix(text.substr(i, 4), tail);
+            std::size_t len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : 4;
+            if (ok >= len) {
+                out.append(text.substr(i, len));
+                i += len;
+                continue;
+            }
+        }
+        if (c == '\t') out.push_back('\t');
+        else out += std::string{'\\', 'x', hex[c >> 4], hex[c & 15]};
+        ++i;
+    }
+    return out;
+}
+
 void log(const char* name, const std::string& line) {
-    if (!quiet_) write_line_2(log_prefix(name) + line + '\n');
+    if (!quiet_) write_line_2(log_prefix(name) + printable(line) + '\n');
 }
 
 int report(const char* name, const Error& e, int otherwise) {
-    write_line_2(log_prefix(name) + e.one_line() + '\n');
+    write_line_2(log_prefix(name) + printable(e.one_line()) + '\n');
     return e.code == Errc::input ? exit_usage : otherwise;
 }
 
@@ -62,7 +92,7 @@ bool emit_line(const std::string& line) {
     return io::write_all(1, buf) == 0;
 }
 
-int run(const char* name, const std::function<int()>& body) {
+int run(const char* name, const std::function<int()>& body, int on_exception) {
     std::signal(SIGPIPE, SIG_IGN);
     std::ios::sync_with_stdio(true);
     try {
@@ -71,8 +101,11 @@ int run(const char* name, const std::function<int()>& body) {
         if (!std::cout && errno == EPIPE) return exit_ok;
         return rc;
     } catch (const std::exception& e) {
-        std::cerr << name << ": error: " << e.what() << '\n';
-        return exit_failure;
+        write_line_2(log_prefix(name) + "error: " + printable(e.what()) + '\n');
+        return on_exception;
+    } catch (...) {
+        write_line_2(log_prefix(name) + "error: an unknown exception\n");
+        return on_exception;
     }
 }
 

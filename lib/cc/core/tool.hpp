@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "cc/core/result.hpp"
 
@@ -25,7 +26,8 @@ inline constexpr int exit_usage = 2;
 // answered with exit 0 (a reader that stopped reading is not an error).
 // Uncaught exceptions become "<name>: error: ..." and exit 2 for CLI11 parse
 // errors / exit 1 otherwise.
-int run(const char* name, const std::function<int()>& body);
+// `on_exception` is the status then (cc-wrap's is 125, its own failure).
+int run(const char* name, const std::function<int()>& body, int on_exception = exit_failure);
 
 // Print "<name>: <error.one_line()>" on stderr; return 2 for input errors and
 // `otherwise` for the rest.
@@ -38,7 +40,11 @@ bool emit_line(const std::string& line);
 // printed regardless; log() checks the switch so a tool's notes need not.
 void set_quiet(bool on);
 bool quiet();
-// "<name>: <line>" on stderr unless --quiet.
+// A line as it may reach a terminal or a log: control bytes and bytes that
+// are not UTF-8 become \xNN (a tab stays), so a hostile name can neither
+// split the line nor drive the terminal.
+std::string printable(std::string_view text);
+// "<name>: <printable(line)>" on stderr unless --quiet.
 void log(const char* name, const std::string& line);
 
 // --log-format (every tool): plain, or time, which starts every line the

@@ -1,6 +1,7 @@
 #include "cc/fs/confine.hpp"
 
 #include "cc/core/io.hpp"
+#include "cc/core/json_writer.hpp"
 
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -148,15 +149,6 @@ int walk_open(int base_fd, const std::string& rel, int flags, unsigned mode, boo
 const char* method_name(OpenMethod m) { return m == OpenMethod::openat2 ? "openat2" : "walk"; }
 
 namespace {
-bool valid_utf8(const std::string& s) {
-    try {
-        (void)nlohmann::json(s).dump();
-        return true;
-    } catch (const nlohmann::json::type_error&) {
-        return false;
-    }
-}
-
 std::string hex(const std::string& s) {
     static const char* digits = "0123456789abcdef";
     std::string out;
@@ -171,8 +163,8 @@ std::string hex(const std::string& s) {
 nlohmann::ordered_json to_json(const Verdict& v) {
     nlohmann::ordered_json j = {{"path", v.path}, {"resolved", v.resolved}, {"allowed", v.allowed}, {"reason", v.reason}};
     if (!v.root.empty()) j["root"] = v.root;
-    if (!valid_utf8(v.path)) j["pathHex"] = hex(v.path);
-    if (!valid_utf8(v.resolved)) j["resolvedHex"] = hex(v.resolved);
+    if (!cc::json::utf8_valid(v.path)) j["pathHex"] = hex(v.path);
+    if (!cc::json::utf8_valid(v.resolved)) j["resolvedHex"] = hex(v.resolved);
     return j;
 }
 

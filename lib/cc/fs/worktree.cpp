@@ -1,6 +1,7 @@
 #include "cc/fs/worktree.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <set>
 
@@ -15,6 +17,7 @@
 #include "cc/core/json_reader.hpp"
 #include "cc/fs/confine.hpp"
 #include "cc/fs/unique_fd.hpp"
+#include "cc/core/json_writer.hpp"
 
 namespace cc::fs {
 
@@ -24,6 +27,7 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* metadata_name = "conversation.json";
+constexpr const char* create_lock_name = ".create.lock";
 constexpr int metadata_version = 1;
 
 std::string q(const std::string& s) { return "'" + s + "'"; }
@@ -155,6 +159,7 @@ nlohmann::ordered_json Conversation::to_json() const {
     nlohmann::ordered_json j = {{"version", metadata_version}, {"conversation", id}, {"path", path}, {"backend", backend_name(backend)},
               {"complete", complete}, {"repos", repos_j}, {"agents", agents_j}};
     if (!created.empty()) j["created"] = created;
+    if (replaced_incomplete) j["replacedIncomplete"] = true;
     return j;
 }
 
@@ -224,17 +229,48 @@ Result<Conversation> create_conversation(const CreateRequest& req) {
     auto cdir = conversations_dir(*data, true);
     if (!cdir) return cdir.error();
     conv.path = *cdir + "/" + req.conversation;
+    auto prune = [&] {
+        if (req.backend == Backend::git_worktree)
+            for (const auto& r : conv.repos) (void)run_git({"-C", r.source, "worktree", "prune"}, q(r.source));
+    };
+    // A create holds <conversation>/.create.lock (flock) until its metadata
+    // is written. A conversation without metadata whose lock nobody holds
+    // was left by a create that was killed: it is removed here and made
+    // again; one whose lock is held is being made now.
+    bool swept = false;
     if (::mkdir(conv.path.c_str(), 0755) != 0) {
-        if (errno == EEXIST) return io_error(q(conv.path), "conversation already exists", 0);
-        return io_error(q(conv.path), "cannot create");
+        if (errno != EEXIST) return io_error(q(conv.path), "cannot create");
+        struct stat mst {};
+        if (::lstat((conv.path + "/" + metadata_name).c_str(), &mst) == 0)
+            return io_error(q(conv.path), "conversation already exists", 0);
+        UniqueFd held{::open((conv.path + "/" + create_lock_name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)};
+        if (held && ::flock(held.get(), LOCK_EX | LOCK_NB) != 0)
+            return io_error(q(conv.path), "conversation is being created by another process", 0);
+        if (!held) {
+            struct stat cst {};
+            if (::lstat(conv.path.c_str(), &cst) != 0 || !S_ISDIR(cst.st_mode) || cst.st_mtime + 60 > ::time(nullptr))
+                return io_error(q(conv.path), "conversation is incomplete and may still be being created; if no "
+                                              "create is running, run: cc-worktree destroy " + req.conversation, 0);
+        }
+        if (Status s = remove_tree(AT_FDCWD, conv.path); !s) return s.error();
+        prune();
+        if (::mkdir(conv.path.c_str(), 0755) != 0) return io_error(q(conv.path), "cannot create");
+        swept = true;
     }
     conv.created.push_back(conv.path);
+    UniqueFd create_lock{::open((conv.path + "/" + create_lock_name).c_str(),
+                                O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)};
+    if (!create_lock || ::flock(create_lock.get(), LOCK_EX) != 0) {
+        Error e = io_error(q(conv.path + "/" + create_lock_name), "cannot create");
+        (void)remove_tree(AT_FDCWD, conv.path);
+        return e;
+    }
+    conv.replaced_incomplete = swept;
 
     // Execute; from here on a failure removes the conversation directory.
     auto fail = [&](const Error& e) -> Result<Conversation> {
         (void)remove_tree(AT_FDCWD, conv.path);
-        if (req.backend == Backend::git_worktree)
-            for (const auto& r : conv.repos) (void)run_git({"-C", r.source, "worktree", "prune"}, q(r.source));
+        prune();
         return e;
     };
     std::string repos_dir = conv.path + "/repos";
@@ -264,8 +300,9 @@ Result<Conversation> create_conversation(const CreateRequest& req) {
     std::string meta = conv.path + "/" + metadata_name;
     auto j = conv.to_json();
     j.erase("created");
-    if (Status s = io::write_file_atomic(meta, j.dump(2) + "\n"); !s) return fail(s.error());
+    if (Status s = io::write_file_atomic(meta, cc::json::write(j, 2) + "\n"); !s) return fail(s.error());
     conv.created.push_back(meta);
+    (void)::unlink((conv.path + "/" + create_lock_name).c_str());  // complete: the metadata says so now
     return conv;
 }
 

@@ -69,6 +69,7 @@ struct Conversation {
     std::vector<RepoClone> repos;
     std::vector<AgentDir> agents;
     std::vector<std::string> created;  // create only: every path made, in order
+    bool replaced_incomplete = false;  // create only: a partial tree a killed create left was removed first
 
     nlohmann::ordered_json to_json() const;
 };

@@ -3,14 +3,18 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/process.hpp>
 
 #include <algorithm>
 #include <cerrno>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -48,8 +52,27 @@ std::string base64(std::string_view in) {
     return out;
 }
 
+// What of the gateway's own environment a git child gets: the locale, where
+// programs and temporary files are, and how the upstream is reached (proxy,
+// TLS roots). Nothing else: an inherited GIT_OBJECT_DIRECTORY, GIT_CONFIG_*,
+// GIT_EXEC_PATH or GIT_SSH_COMMAND would point the mirror's git elsewhere.
+bool passed_to_git(const std::string& name) {
+    static const char* exact[] = {"PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "TZ", "http_proxy", "https_proxy",
+                                  "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
+                                  "SSL_CERT_FILE", "SSL_CERT_DIR", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "CURL_CA_BUNDLE"};
+    for (const char* e : exact)
+        if (name == e) return true;
+    return name.rfind("LC_", 0) == 0;
+}
+
+// A git child that has not finished by then is killed: a stalled fetch must
+// not hold a repository's lock (and a push's thread) forever.
+constexpr auto git_deadline = std::chrono::seconds(300);
+
 bp::environment git_env(const std::string& git_dir) {
-    bp::environment env = boost::this_process::environment();
+    bp::environment env;
+    for (const auto& e : boost::this_process::environment())
+        if (passed_to_git(e.get_name())) env.set(e.get_name(), e.to_string());
     // set(), not operator[] (see token.cpp).
     env.set("GIT_DIR", git_dir);
     env.set("GIT_TERMINAL_PROMPT", "0");
@@ -58,6 +81,27 @@ bp::environment git_env(const std::string& git_dir) {
     return env;
 }
 
+// The deadline of one git child: armed before the child starts; the child's
+// exit cancels it (on_exit), else it kills the child and stops the loop
+// (a grandchild may still hold the pipes).
+struct Deadline {
+    boost::asio::steady_timer timer;
+    bp::child* child = nullptr;
+    bool late = false;
+    explicit Deadline(boost::asio::io_context& ios) : timer(ios, git_deadline) {
+        timer.async_wait([this, &ios](const boost::system::error_code& ec) {
+            if (ec) return;
+            late = true;
+            std::error_code kill_ec;
+            if (child) child->terminate(kill_ec);
+            ios.stop();
+        });
+    }
+    auto on_exit() {
+        return bp::on_exit([this](int, const std::error_code&) { timer.cancel(); });
+    }
+};
+
 // Runs git to completion; its exit status, with stderr's first line in `err`.
 Result<int> run_git(const std::vector<std::string>& args, const bp::environment& env, std::string* err) {
     try {
@@ -65,9 +109,12 @@ Result<int> run_git(const std::vector<std::string>& args, const bp::environment&
         if (exe.empty()) return io_error("git", "not found on PATH", 0);
         boost::asio::io_context ios;
         std::future<std::string> err_text;
+        Deadline deadline(ios);
         bp::child c(exe, bp::args(args), env, bp::std_in < bp::null, bp::std_out > bp::null, bp::std_err > err_text,
-                    ios);
+                    ios, deadline.on_exit());
+        deadline.child = &c;
         ios.run();
+        if (deadline.late) return io_error("git " + args.front(), "no answer within the deadline (killed)", 0);
         c.wait();
         if (err) {
             std::string e = err_text.get();
@@ -87,9 +134,12 @@ Result<int> run_git_io(const std::vector<std::string>& args, const bp::environme
         if (exe.empty()) return io_error("git", "not found on PATH", 0);
         boost::asio::io_context ios;
         std::future<std::string> out_text, err_text;
+        Deadline deadline(ios);
         bp::child c(exe, bp::args(args), env, bp::std_in < boost::asio::buffer(input), bp::std_out > out_text,
-                    bp::std_err > err_text, ios);
+                    bp::std_err > err_text, ios, deadline.on_exit());
+        deadline.child = &c;
         ios.run();
+        if (deadline.late) return io_error("git " + args.front(), "no answer within the deadline (killed)", 0);
         c.wait();
         out = out_text.get();
         if (err) {
@@ -201,6 +251,7 @@ struct Quarantine::Impl {
     PackScanner scan;
     std::optional<Error> scan_error;
     bool finished = false;
+    int lock_fd = -1;  // flock held for the quarantine's life (ends with the process, however it ends)
 
     bp::environment env() const {
         auto e = git_env(mirror);
@@ -221,9 +272,63 @@ Quarantine::~Quarantine() {
     }
     std::error_code ec;
     fs::remove_all(impl_->dir, ec);
+    if (impl_->lock_fd >= 0) ::close(impl_->lock_fd);
+}
+
+namespace {
+
+// A quarantine left by a gateway that was killed: nobody holds its lock
+// (flock ends with the process), or it has none and is older than a minute
+// (the moment between mkdtemp and taking the lock).
+bool stale_quarantine(const fs::path& dir) {
+    int fd = ::open((dir / ".lock").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        struct stat st {};
+        if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+        return st.st_mtime + 60 < ::time(nullptr);
+    }
+    bool free = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    ::close(fd);
+    return free;
+}
+
+}  // namespace
+
+std::size_t sweep_quarantines(const std::string& objects_dir) {
+    std::size_t removed = 0;
+    std::error_code ec;
+    for (fs::directory_iterator it(objects_dir, ec), end; !ec && it != end; it.increment(ec)) {
+        std::string name = it->path().filename().string();
+        if (name.rfind("incoming-", 0) != 0 || !it->is_directory(ec) || it->is_symlink(ec)) continue;
+        if (!stale_quarantine(it->path())) continue;
+        std::error_code rm;
+        fs::remove_all(it->path(), rm);
+        if (!rm) ++removed;
+    }
+    return removed;
+}
+
+std::size_t sweep_all_quarantines(const std::string& mirror_dir) {
+    std::size_t removed = 0;
+    std::error_code ec;
+    fs::recursive_directory_iterator it(mirror_dir, fs::directory_options::none, ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+        if (it.depth() > 4) {
+            it.disable_recursion_pending();
+            continue;
+        }
+        if (!it->is_directory(ec) || it->is_symlink(ec)) continue;
+        if (it->path().filename() == "objects" && it->path().parent_path().extension() == ".git") {
+            removed += sweep_quarantines(it->path().string());
+            it.disable_recursion_pending();
+        }
+    }
+    return removed;
 }
 
 Result<std::unique_ptr<Quarantine>> Quarantine::start(const Mirror& m, Source src, bool whole) {
+    // Before each push: what a killed gateway left in this mirror goes.
+    sweep_quarantines(m.dir() + "/objects");
     auto impl = std::make_unique<Impl>();
     impl->mirror = m.dir();
     impl->source_mirror = m;
@@ -232,6 +337,14 @@ Result<std::unique_ptr<Quarantine>> Quarantine::start(const Mirror& m, Source sr
     std::string tmpl = m.dir() + "/objects/incoming-XXXXXX";
     if (!::mkdtemp(tmpl.data())) return io_error("quarantine in '" + m.dir() + "'", "mkdtemp failed");
     impl->dir = tmpl;
+    impl->lock_fd = ::open((impl->dir + "/.lock").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (impl->lock_fd < 0 || ::flock(impl->lock_fd, LOCK_EX) != 0) {
+        int e = errno;
+        if (impl->lock_fd >= 0) ::close(impl->lock_fd);
+        std::error_code rm;
+        fs::remove_all(impl->dir, rm);
+        return io_error("quarantine lock in '" + impl->dir + "'", "cannot take", e);
+    }
     impl->err_file = impl->dir + "/index-pack.err";
     fs::create_directories(impl->dir + "/pack");
     if (!whole) return std::unique_ptr<Quarantine>(new Quarantine(std::move(impl)));

@@ -46,6 +46,12 @@ private:
     std::string dir_;
 };
 
+// Removes the incoming-* quarantines under a mirror's objects directory
+// (or under every mirror below mirror_dir) that no living gateway holds: a
+// gateway killed mid-push leaves its quarantine behind. Returns how many went.
+std::size_t sweep_quarantines(const std::string& objects_dir);
+std::size_t sweep_all_quarantines(const std::string& mirror_dir);
+
 class Quarantine {
 public:
     // Where commits the mirror lacks are fetched from.

@@ -216,6 +216,13 @@ using namespace detail;
 
 Status serve(const GatewayConfig& cfg, const EmitFn& emit) {
     if (auto s = validate(cfg); !s) return s;
+    // Before any thread: whatever ends this process from here on, what it
+    // minted is revoked (by the watch when not by the shutdown below).
+    if (auto s = cfg.tokens->watch_for_exit(); !s) return s;
+    if (!cfg.mirror_dir.empty())
+        if (std::size_t n = sweep_all_quarantines(cfg.mirror_dir); n > 0)
+            log_line("removed " + std::to_string(n) + " quarantine(s) a gateway that was killed left in '" +
+                     cfg.mirror_dir + "'");
     auto ep = parse_listen(cfg.listen);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     asio::io_context io;
@@ -266,7 +273,15 @@ Status serve(const GatewayConfig& cfg, const EmitFn& emit) {
                 pending->add(fd, client);
                 ++*active;
                 std::thread([gateway, active, fd, client] {
-                    gateway->serve_connection(fd, client);
+                    // Nothing a client sends ends the process: what escapes
+                    // a connection is said and counted, and the others go on.
+                    try {
+                        gateway->serve_connection(fd, client);
+                    } catch (const std::exception& e) {
+                        gateway->internal_error(client, e.what());
+                    } catch (...) {
+                        gateway->internal_error(client, "an unknown exception");
+                    }
                     ::shutdown(fd, SHUT_RDWR);
                     ::close(fd);
                     --*active;
@@ -277,13 +292,21 @@ Status serve(const GatewayConfig& cfg, const EmitFn& emit) {
     };
     accept_next();
     emit(ready_event(url, cfg));
-    io.run();
+    for (;;) {
+        try {
+            io.run();
+            break;
+        } catch (const std::exception& e) {  // a throwing handler: the loop picks up again
+            gateway->internal_error("the accept loop", e.what());
+        }
+    }
     // Let pushes in flight finish before their tokens are revoked.
     auto grace = Clock::now() + std::chrono::seconds(30);
     while (gateway->busy() > 0 && Clock::now() < grace) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     json revoked = cfg.tokens->revoke_all();
     json ev = {{"event", "shutdown"}, {"activeConnections", active->load()}, {"busy", gateway->busy()},
                {"evictedConnections", pending->evicted()}};
+    if (gateway->internal_errors() > 0) ev["internalErrors"] = gateway->internal_errors();
     if (!revoked.empty()) ev["tokens"] = revoked;
     emit(ev);
     return ok();

@@ -152,8 +152,19 @@ public:
     }
     // Requests being answered (idle keep-alive connections do not count).
     int busy() const { return busy_.load(); }
+    // An exception that ended a connection's thread or a loop handler:
+    // said on stderr, counted in the shutdown event, and serving goes on.
+    void internal_error(const std::string& where, const std::string& what) noexcept {
+        ++internal_errors_;
+        try {
+            log_line("internal error (" + where + "), still serving: " + what);
+        } catch (...) {
+        }
+    }
+    std::uint64_t internal_errors() const { return internal_errors_.load(); }
 
 private:
+    std::atomic<std::uint64_t> internal_errors_{0};
     void handle_info_refs(Conn& c, const http::RequestHead& h, const Route& route, bool close);
     bool handle_push(Conn& c, const http::RequestHead& h, const Route& route, bool close);
     std::optional<std::string> read_symrefs(const Linked& target, const std::string& token, const http::RequestHead& h,

@@ -8,6 +8,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/process.hpp>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <future>
 #include <iostream>
@@ -15,6 +20,7 @@
 
 #include "cc/core/io.hpp"
 #include "cc/core/tool.hpp"
+#include "cc/core/json_writer.hpp"
 
 namespace cc::git {
 
@@ -186,7 +192,7 @@ public:
         if (!jwt) return jwt.error();
         std::string url = cfg_.api_url + "/app/installations/" + cfg_.installation_id + "/access_tokens";
         nlohmann::json req = {{"repositories", {name}}, {"permissions", {{"contents", "write"}}}};
-        auto a = api_call("POST", url, "Bearer " + *jwt, req.dump(), cfg_.timeout);
+        auto a = api_call("POST", url, "Bearer " + *jwt, cc::json::write(req), cfg_.timeout);
         if (!a) return io_error("GitHub App token minting", a.error().message, 0);
         if (a->status != 201 && a->status != 200)
             return io_error("GitHub App token minting", "API answered HTTP " + std::to_string(a->status), 0);
@@ -197,7 +203,27 @@ public:
         if (auto s = check_token(tok, "GitHub App token minting"); !s) return s.error();
         std::lock_guard<std::mutex> lock(mu_);
         minted_.push_back(tok);
+        tell_watch(tok + "\n");
         return tok;
+    }
+
+    Status watch_for_exit() override {
+        int fds[2];
+        if (::pipe2(fds, O_CLOEXEC) != 0) return io_error("revocation watch", "cannot make a pipe", errno);
+        pid_t pid = ::fork();
+        if (pid < 0) {
+            ::close(fds[0]);
+            ::close(fds[1]);
+            return io_error("revocation watch", "cannot fork", errno);
+        }
+        if (pid == 0) {
+            ::close(fds[1]);
+            watch_loop(fds[0]);  // never returns
+        }
+        ::close(fds[0]);
+        watch_fd_ = fds[1];
+        watch_pid_ = pid;
+        return ok();
     }
 
     nlohmann::json revoke_all() override {
@@ -206,6 +232,28 @@ public:
             std::lock_guard<std::mutex> lock(mu_);
             toks.swap(minted_);
         }
+        nlohmann::json out = revoke(toks);
+        // Revoked here: the watch has nothing left to do, and goes.
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            tell_watch("revoked\n");
+            if (watch_fd_ >= 0) ::close(watch_fd_), watch_fd_ = -1;
+        }
+        if (watch_pid_ > 0) {
+            int st = 0;
+            while (::waitpid(watch_pid_, &st, 0) < 0 && errno == EINTR) {
+            }
+            watch_pid_ = -1;
+        }
+        return out;
+    }
+
+    ~AppSource() override {
+        if (watch_fd_ >= 0) ::close(watch_fd_);  // the watch revokes what is left
+    }
+
+private:
+    nlohmann::json revoke(const std::vector<std::string>& toks) {
         int revoked = 0;
         nlohmann::json failures = nlohmann::json::array();
         for (std::size_t i = 0; i < toks.size(); ++i) {
@@ -219,7 +267,53 @@ public:
         return {{"minted", toks.size()}, {"revoked", revoked}, {"failures", failures}};
     }
 
-private:
+    // Under mu_. A watch that is gone (it could not be started, or died)
+    // leaves revocation to revoke_all(), as before.
+    void tell_watch(const std::string& line) {
+        if (watch_fd_ < 0) return;
+        if (io::write_all(watch_fd_, line) != 0) {
+            ::close(watch_fd_);
+            watch_fd_ = -1;
+        }
+    }
+
+    // The forked watch: reads "TOKEN\n" per minted token and "revoked\n"
+    // when the gateway revoked them itself. At end of file (the gateway's
+    // process ended, however it ended) it revokes what it holds and exits.
+    [[noreturn]] void watch_loop(int fd) {
+        ::signal(SIGINT, SIG_IGN);  // a ^C to the process group is for the gateway, which tells us
+        ::signal(SIGTERM, SIG_IGN);
+        ::signal(SIGPIPE, SIG_IGN);
+        for (int other = 3; other < 1024; ++other)
+            if (other != fd) ::close(other);  // not the listener, not a client: only the pipe
+        ::close(0);
+        ::close(1);  // stdout is the gateway's JSON stream: the watch never writes there
+        std::vector<std::string> held;
+        std::string buf;
+        char chunk[4096];
+        for (;;) {
+            ssize_t n = ::read(fd, chunk, sizeof chunk);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            buf.append(chunk, static_cast<std::size_t>(n));
+            for (auto nl = buf.find('\n'); nl != std::string::npos; nl = buf.find('\n')) {
+                std::string line = buf.substr(0, nl);
+                buf.erase(0, nl + 1);
+                if (line == "revoked") held.clear();
+                else held.push_back(line);
+            }
+        }
+        if (!held.empty()) {
+            auto r = revoke(held);
+            tool::log("cc-pushgate", "the gateway ended without revoking its tokens: the revocation watch revoked " +
+                                         std::to_string(r["revoked"].get<int>()) + " of " +
+                                         std::to_string(held.size()) + " minted");
+        }
+        ::_exit(0);
+    }
+
+    int watch_fd_ = -1;
+    pid_t watch_pid_ = -1;
     AppConfig cfg_;
     std::mutex mu_;
     std::vector<std::string> minted_;
@@ -262,7 +356,7 @@ Result<std::string> make_app_jwt(const std::string& key_pem, const std::string& 
     nlohmann::json claims = {{"iat", static_cast<long long>(now) - 60},
                              {"exp", static_cast<long long>(now) + 540},
                              {"iss", app_id}};
-    std::string signing_input = base64url(header.dump()) + "." + base64url(claims.dump());
+    std::string signing_input = base64url(cc::json::write(header)) + "." + base64url(cc::json::write(claims));
     EVP_MD_CTX* ctx = EVP_MD_CTX_new();
     if (!ctx) return io_error("jwt", "out of memory", 0);
     std::size_t len = 0;

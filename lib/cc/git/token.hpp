@@ -26,6 +26,11 @@ public:
     virtual Result<std::string> token(const std::string& owner, const std::string& name) = 0;
     // Revokes every token this source minted; the JSON says how many and which failed.
     virtual nlohmann::json revoke_all() { return nlohmann::json::object(); }
+    // Where tokens are revoked (App mode): starts the revocation watch, a
+    // process forked now (call while the process has one thread) that is
+    // told each minted token and revokes what is left when this process
+    // ends without revoking them itself: a fatal error, a crash, SIGKILL.
+    virtual Status watch_for_exit() { return ok(); }
     virtual std::string kind() const = 0;  // "command", "file", "github-app"
 };
 

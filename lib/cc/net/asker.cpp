@@ -1,4 +1,5 @@
 #include "cc/net/asker.hpp"
+#include "cc/core/json_writer.hpp"
 
 #include <sys/wait.h>
 
@@ -123,7 +124,7 @@ struct Asker::Impl {
 
     void start(const std::string& key, const nlohmann::json& question) {
         auto run = std::make_shared<Run>(*this, key);
-        run->input = question.dump() + "\n";
+        run->input = cc::json::write(question) + "\n";
         try {
             std::vector<std::string> args(approver.argv.begin() + 1, approver.argv.end());
             run->child.emplace(policy::approver_program(approver), bp::args(args), bp::std_in < run->in,
@@ -186,7 +187,18 @@ Asker::Asker(policy::Approver approver, policy::Verdict rule, std::function<void
     impl_->log = std::move(log);
     if (has_approver()) {
         impl_->work.emplace(impl_->io.get_executor());
-        impl_->thread = std::thread([i = impl_.get()] { i->io.run(); });
+        impl_->thread = std::thread([i = impl_.get()] {
+            for (;;) {
+                try {
+                    i->io.run();
+                    return;
+                } catch (const std::exception& e) {  // a throwing handler: said, and the loop goes on
+                    i->log(std::string("internal error in the approver loop (still serving): ") + e.what());
+                } catch (...) {
+                    i->log("internal error in the approver loop (still serving)");
+                }
+            }
+        });
     }
 }
 

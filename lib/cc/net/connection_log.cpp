@@ -1,4 +1,5 @@
 #include "cc/net/session.hpp"
+#include "cc/core/json_writer.hpp"
 
 namespace cc::net::detail {
 
@@ -61,8 +62,22 @@ void Record::decide(const Verdict& v) {
     j["reason"] = v.reason;
 }
 
-Record::~Record() {
+void Record::emit() noexcept {
     if (!armed) return;
+    armed = false;
+    try {
+        write_line();
+    } catch (const std::exception& e) {
+        try {
+            srv.sh.metrics.error("log_line");
+            srv.log(std::string("a connection line could not be written: ") + e.what());
+        } catch (...) {
+        }
+    } catch (...) {
+    }
+}
+
+void Record::write_line() {
     if (conn->closed != Closed::none) {
         j["closed"] = to_string(conn->closed);
         j.erase("error");  // the aborted read or write the close caused
@@ -93,7 +108,7 @@ Record::~Record() {
         std::lock_guard<std::mutex> lock(srv.sh.out_mu);
         srv.cfg.on_connection(j);
     }
-    if (conn->sink) conn->sink->push(j.dump() + "\n");
+    if (conn->sink) conn->sink->push(cc::json::write(j) + "\n");
 }
 
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "cc/net/relay.hpp"
+#include "cc/core/json_writer.hpp"
 
 namespace cc::net::detail {
 
@@ -167,7 +168,7 @@ awaitable<void> serve_inbox_client(Server& srv, Sock s) {
                 close_listeners(srv, adopted);
                 adopted.clear();
             }
-            reply = err.empty() ? json{{"ok", true}}.dump() : json{{"ok", false}, {"error", err}}.dump();
+            reply = err.empty() ? cc::json::write(json{{"ok", true}}) : cc::json::write(json{{"ok", false}, {"error", err}});
             if (!err.empty()) {
                 srv.log("fd inbox: " + err);
                 if (sink) sink->forget();  // adopted nothing: nothing will report
@@ -219,7 +220,7 @@ awaitable<void> inbox_loop(Server& srv, Acceptor& acc) {
             if (srv.stopping || ec == asio::error::operation_aborted) co_return;
             continue;
         }
-        asio::co_spawn(srv.io, serve_inbox_client(srv, std::move(s)), asio::detached);
+        asio::co_spawn(srv.io, serve_inbox_client(srv, std::move(s)), srv.on_done("an fd-inbox client"));
     }
 }
 

@@ -23,7 +23,7 @@ awaitable<void> accept_loop(Server& srv, Acceptor& acc, Kind kind, std::string l
             co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
             continue;
         }
-        asio::co_spawn(srv.io, serve(srv, kind, std::move(s), listener, peer, sink), asio::detached);
+        asio::co_spawn(srv.io, serve(srv, kind, std::move(s), listener, peer, sink), srv.on_done("a connection"));
     }
 }
 
@@ -70,7 +70,7 @@ Result<std::string> add_listener(Server& srv, int fd, Kind kind, const std::stri
         where = (a->v4() ? a->to_string() : "[" + a->to_string() + "]") + ":" + std::to_string(port);
     }
     std::string name = listener.empty() ? where : listener;
-    asio::co_spawn(srv.io, accept_loop(srv, *acc, kind, name, sink), asio::detached);
+    asio::co_spawn(srv.io, accept_loop(srv, *acc, kind, name, sink), srv.on_done("a listener"));
     srv.acceptors.push_back(std::move(acc));
     for (std::size_t i = 1; i < srv.sh.loops.size(); ++i) {
         Server* other = srv.sh.loops[i].get();
@@ -87,7 +87,7 @@ Result<std::string> add_listener(Server& srv, int fd, Kind kind, const std::stri
                 other->log("loop " + std::to_string(other->index) + ": cannot use listening socket " + name);
                 return;
             }
-            asio::co_spawn(other->io, accept_loop(*other, *a, kind, name, sink), asio::detached);
+            asio::co_spawn(other->io, accept_loop(*other, *a, kind, name, sink), other->on_done("a listener"));
             other->acceptors.push_back(std::move(a));
         });
     }

@@ -66,7 +66,7 @@ awaitable<void> metrics_loop(Server& srv, Acceptor& acc) {
             co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
             continue;
         }
-        asio::co_spawn(srv.io, serve_metrics(srv, std::move(s)), asio::detached);
+        asio::co_spawn(srv.io, serve_metrics(srv, std::move(s)), srv.on_done("the metrics page"));
     }
 }
 

@@ -105,7 +105,7 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
         ErrorCode ec;
         acc->assign(Proto(AF_UNIX, 0), *fd, ec);
         if (ec) return fail(io_error(*cfg.fd_inbox, "cannot use inbox socket", ec.value()));
-        asio::co_spawn(srv.io, inbox_loop(srv, *acc), asio::detached);
+        asio::co_spawn(srv.io, inbox_loop(srv, *acc), srv.on_done("the fd inbox"));
         srv.inbox = acc.get();
         srv.acceptors.push_back(std::move(acc));
         ready["fdInbox"] = *cfg.fd_inbox;
@@ -122,7 +122,7 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
         ErrorCode ec;
         acc->assign(Proto(AF_UNIX, 0), *fd, ec);
         if (ec) return fail(io_error(*cfg.metrics_socket, "cannot use the metrics socket", ec.value()));
-        asio::co_spawn(srv.io, metrics_loop(srv, *acc), asio::detached);
+        asio::co_spawn(srv.io, metrics_loop(srv, *acc), srv.on_done("the metrics listener"));
         srv.acceptors.push_back(std::move(acc));
         ready["metricsSocket"] = *cfg.metrics_socket;
     }
@@ -137,7 +137,7 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
         struct stat st {};
         if (::fstat(0, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
             srv.stdin_watch.emplace(srv.io, ::dup(0));
-            asio::co_spawn(srv.io, watch_stdin(srv), asio::detached);
+            asio::co_spawn(srv.io, watch_stdin(srv), srv.on_done("--exit-with-stdin"));
         } else {
             srv.log("--exit-with-stdin: stdin is not a pipe; ignored");
             ready["exitWithStdin"] = false;
@@ -151,8 +151,8 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
     if (cfg.on_ready) cfg.on_ready(ready);
 
     std::vector<std::thread> threads;
-    for (std::size_t i = 1; i < n; ++i) threads.emplace_back([l = sh.loops[i].get()] { l->io.run(); });
-    srv.io.run();
+    for (std::size_t i = 1; i < n; ++i) threads.emplace_back([l = sh.loops[i].get()] { l->run(); });
+    srv.run();
     for (auto& t : threads) t.join();
     // Handlers posted to a loop after it had stopped (connection lines for an
     // fd-inbox sender) still hold what they refer to: run them out here, on

@@ -234,7 +234,7 @@ awaitable<void> tunnel(Server& srv, std::shared_ptr<Conn> c, const Target& t, st
                 conn->close(Closed::first_byte_timeout);
         });
     }
-    asio::co_spawn(ex, pump_detached(&srv, c, done, finished, follow), asio::detached);
+    asio::co_spawn(ex, pump_detached(&srv, c, done, finished, follow), srv.on_done("a tunnel's downstream pump"));
     try {
         bool cleared = true;  // every client byte read so far may go on
         if (follow) {

@@ -53,6 +53,34 @@ void note_error(Server& srv, const char* kind, const std::exception& e) {
     srv.log(std::string(kind) + ": " + e.what());
 }
 
+void Server::internal_error(const char* what, const std::exception_ptr& e) noexcept {
+    try {
+        std::string why = "an unknown exception";
+        try {
+            std::rethrow_exception(e);
+        } catch (const std::exception& x) {
+            why = x.what();
+        } catch (...) {
+        }
+        sh.metrics.error("internal_error");
+        log(std::string("internal error in ") + what + " (still serving): " + why);
+    } catch (...) {
+    }
+}
+
+void Server::run() noexcept {
+    for (;;) {
+        try {
+            io.run();
+            return;
+        } catch (...) {
+            // Asio lets a throwing handler's exception out of run(); the
+            // loop's other work is intact and run() picks it up again.
+            internal_error("an event handler", std::current_exception());
+        }
+    }
+}
+
 template <typename Token>
 auto async_ask(Server& s, std::string key, json question, Token&& token) {
     return asio::async_initiate<Token, void(AskOutcome)>(

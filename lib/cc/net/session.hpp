@@ -205,6 +205,19 @@ struct Server {
     }
     // Every loop (callable from any loop's thread).
     void stop() { sh.stop_all(); }
+
+    // Runs this loop until it is stopped. A handler that throws is logged
+    // and counted (internal_error) and the loop goes on serving: no input
+    // ends the process through std::terminate.
+    void run() noexcept;
+    // The completion of a spawned coroutine (instead of asio::detached, which
+    // drops what ended it): an exception is logged and counted, never lost.
+    auto on_done(const char* what) {
+        return [this, what](const std::exception_ptr& e) {
+            if (e) internal_error(what, e);
+        };
+    }
+    void internal_error(const char* what, const std::exception_ptr& e) noexcept;
 };
 
 // The connection lines of the listeners one fd-inbox client handed over,
@@ -235,7 +248,9 @@ private:
     std::uint64_t dropped_ = 0;
 };
 
-// One log record: emitted once, when the request or tunnel ends.
+// One log record: emitted once, when the request or tunnel ends (emit(),
+// which the destructor calls if nothing did). emit() never throws: a line it
+// cannot build or deliver is counted (log_line) and said on stderr.
 struct Record {
     Server& srv;
     json j;
@@ -246,7 +261,11 @@ struct Record {
 
     Record(Server& s, std::shared_ptr<Conn> c, const char* proto, const std::string& client);
     void decide(const Verdict& v);
-    ~Record();
+    void emit() noexcept;
+    ~Record() { emit(); }
+    void write_line();
+    Record(const Record&) = delete;
+    Record& operator=(const Record&) = delete;
 };
 
 struct Dialed {

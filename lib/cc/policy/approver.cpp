@@ -1,4 +1,5 @@
 #include "cc/policy/approver.hpp"
+#include "cc/core/json_writer.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/process.hpp>
@@ -71,7 +72,7 @@ Verdict resolve_ask(const Verdict& v, const nlohmann::json& question, const Appr
     try {
         boost::asio::io_context ios;
         std::future<std::string> out;
-        std::string input = question.dump() + "\n";
+        std::string input = cc::json::write(question) + "\n";
         std::vector<std::string> args(approver.argv.begin() + 1, approver.argv.end());
         bp::child child(approver_program(approver), bp::args(args), bp::std_in < bp::buffer(input),
                         bp::std_out > out, bp::std_err > bp::null, ios);

@@ -6,6 +6,7 @@
 
 #include "cc/probe/diagnose.hpp"
 #include "cc/sandbox/microvm.hpp"
+#include "cc/core/json_writer.hpp"
 
 namespace cc::probe {
 
@@ -97,7 +98,7 @@ int run_command(const CommandOptions& opts, const HostFacts& host, std::ostream&
     }
 
     if (opts.json) {
-        out << doc.dump() << '\n';
+        out << cc::json::write(doc) << '\n';
     } else {
         out << p.line << '\n';
         if (!vm_line.empty()) out << vm_line << '\n';

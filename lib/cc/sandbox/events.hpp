@@ -13,17 +13,16 @@
 #include <string>
 #include <string_view>
 
+#include "cc/core/json_writer.hpp"
 #include "cc/core/result.hpp"
 
 namespace cc::sandbox {
 
-// Length of the longest prefix of s that is complete, valid UTF-8; `complete`
-// tells whether the rest is only an unfinished sequence at the very end.
-std::size_t utf8_valid_prefix(std::string_view s, bool& only_incomplete_tail);
-std::string base64(std::string_view bytes);
-// Appends s as a JSON string literal (quotes included). s must be valid UTF-8.
-// The hot path of --events: bytes that need no escape are copied in runs.
-void append_json_string(std::string& out, std::string_view s);
+// The UTF-8 check, base64 and string writer live in the project's one JSON
+// writer; named here for the event code and its tests.
+using cc::json::append_string;
+using cc::json::base64;
+using cc::json::utf8_valid_prefix;
 
 class EventWriter {
 public:

@@ -23,6 +23,7 @@
 #include "cc/sandbox/launch_parts.hpp"
 #include "cc/sandbox/seatbelt.hpp"
 #include "cc/sandbox/seatbelt_tap.hpp"
+#include "cc/core/json_writer.hpp"
 
 
 namespace cc::sandbox {
@@ -215,7 +216,7 @@ int wrap(const WrapRequest& rq) {
         if (!plan) return fail(plan.error());
         if (rq.print) {
             if (rq.printText) std::cout << plan_text(to_json(*plan)) << std::flush;
-            else tool::emit_line(to_json(*plan).dump(2));
+            else tool::emit_line(cc::json::write(to_json(*plan), 2));
             return 0;
         }
         auto d = make_runtime_dir(plan->runtimeDir);
@@ -248,7 +249,7 @@ int wrap(const WrapRequest& rq) {
     if (own_egress) {
         std::string dir = rt.path + "/egress";
         if (::mkdir(dir.c_str(), 0700) != 0) return fail(io_error(dir, "cannot create"));
-        if (auto s = write_private(rt.path + "/spec.json", spec::to_json(*spec).dump()); !s) return fail(s.error());
+        if (auto s = write_private(rt.path + "/spec.json", cc::json::write(spec::to_json(*spec))); !s) return fail(s.error());
         egress.exe = *egress_exe;
         egress.spec_file = rt.path + "/spec.json";
         egress.inbox = in.egress.inbox;

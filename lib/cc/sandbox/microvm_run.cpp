@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "cc/sandbox/launch_parts.hpp"
+#include "cc/core/json_writer.hpp"
 
 namespace cc::sandbox {
 
@@ -187,7 +188,7 @@ Status write_initramfs(const VmPlan& vm, unsigned uid, unsigned gid, bool chown_
     std::string init = slurp(vm.in.guestExe);
     if (init.empty()) return io_error(vm.in.guestExe, "cannot read");
     cpio_entry(out, "init", 0100755, init, ino++);
-    cpio_entry(out, "cc/plan.json", 0100600, vm.guest.dump(), ino++);
+    cpio_entry(out, "cc/plan.json", 0100600, cc::json::write(vm.guest), ino++);
     for (const auto& m : vm.in.modules) {
         std::string data = slurp(vm.in.modulesDir + "/" + m);
         if (data.empty()) return io_error(vm.in.modulesDir + "/" + m, "cannot read");

@@ -6,7 +6,7 @@
 //   cc::sandbox::PlanInput in;  in.spec = *spec;  in.backend = choice.backend; ...
 //   auto plan = cc::sandbox::build_plan(in, *cc::sandbox::real_paths());
 //   if (!plan) -> plan.error(): input (exit 2) or unavailable (exit 125, names the rule)
-//   std::cout << cc::sandbox::to_json(*plan).dump(2);
+//   std::cout << cc::json::write(cc::sandbox::to_json(*plan), 2);
 //
 // Linux native layout (bubblewrap): the new root is an empty tmpfs, made
 // read-only at the end; system directories are bound read-only, /proc, /dev,

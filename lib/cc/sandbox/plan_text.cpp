@@ -5,6 +5,7 @@
 
 #include "cc/core/json_reader.hpp"
 #include "cc/core/output.hpp"
+#include "cc/core/json_writer.hpp"
 
 namespace cc::sandbox {
 
@@ -19,7 +20,7 @@ std::string str(const json& j, const char* key) { return cc::json::string_at(j, 
 std::string words(const json& list, const std::string& sep = " ") {
     std::string s;
     if (!list.is_array()) return s;
-    for (const auto& w : list) s += (s.empty() ? "" : sep) + (w.is_string() ? w.get<std::string>() : w.dump());
+    for (const auto& w : list) s += (s.empty() ? "" : sep) + (w.is_string() ? w.get<std::string>() : cc::json::write(w));
     return s;
 }
 
@@ -103,13 +104,13 @@ std::string plan_text(const json& p) {
     }
     if (p.contains("env") && p["env"].is_object()) {
         out << '\n' << paint("environment", Colour::bold) << " (" << p["env"].size() << " variables)\n";
-        for (const auto& [k, v] : p["env"].items()) out << "  " << k << "=" << (v.is_string() ? v.get<std::string>() : v.dump()) << '\n';
+        for (const auto& [k, v] : p["env"].items()) out << "  " << k << "=" << (v.is_string() ? v.get<std::string>() : cc::json::write(v)) << '\n';
         if (p.contains("envRemoved") && !p["envRemoved"].empty())
             out << "  " << paint("removed:", Colour::dim) << " " << words(p["envRemoved"]) << '\n';
     }
     if (p.contains("notes") && p["notes"].is_array() && !p["notes"].empty()) {
         out << '\n' << paint("notes", Colour::bold) << '\n';
-        for (const auto& n : p["notes"]) out << "  - " << (n.is_string() ? n.get<std::string>() : n.dump()) << '\n';
+        for (const auto& n : p["notes"]) out << "  - " << (n.is_string() ? n.get<std::string>() : cc::json::write(n)) << '\n';
     }
     out << '\n' << paint("(the whole plan, bubblewrap's argv and the filters included: --format json)", Colour::dim) << '\n';
     return out.str();

@@ -233,7 +233,16 @@ int Runner::run() {
             }
         });
     }
-    io_.run();
+    // A handler that throws is said and the loop goes on: the command's
+    // status and its exit event are never lost to one bad line.
+    for (;;) {
+        try {
+            io_.run();
+            break;
+        } catch (const std::exception& e) {
+            log(std::string("internal error in the event loop (still running): ") + e.what());
+        }
+    }
     if (supervisor_) {
         // Its last refusals were posted to the loop: reported before `exit`.
         supervisor_->stop();

@@ -437,7 +437,15 @@ void serve_loop(std::shared_ptr<State> sp) {
             o.err = ENOSYS;
         } else {
             Job job{st, req, static_cast<pid_t>(req.pid), it->second, {}, {}};
-            o = job.serve();
+            // Nothing thrown leaves this thread (it would end cc-wrap and
+            // lose the command's status): a call that could not be judged
+            // is refused.
+            try {
+                o = job.serve();
+            } catch (...) {
+                o = Outcome{};
+                o.err = EACCES;
+            }
         }
         st.served++;
         if (o.defer_pin >= 0) {
