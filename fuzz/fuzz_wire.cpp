@@ -7,12 +7,19 @@
 //  - a head cc-egress writes from a parsed one parses again to the same
 //    method, target authority and header count (no header injection through
 //    names or values it forwards);
-//  - a chunked body fed in two pieces decodes exactly as in one.
+//  - a chunked body fed in two pieces decodes exactly as in one;
+//  - every name or field a parser accepts (SOCKS host, request target and
+//    headers, TLS server name, canonical host) is written by the project's
+//    JSON writer and read back to the same bytes: a connection line cannot
+//    end the proxy.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
+#include "cc/core/json_writer.hpp"
 #include "cc/net/host.hpp"
 #include "cc/net/tls.hpp"
 #include "cc/net/wire.hpp"
@@ -25,6 +32,13 @@ void check(bool ok) {
     if (!ok) __builtin_trap();
 }
 
+void writes_back(const std::string& field) {
+    nlohmann::json j = {{"v", field}, {field, 1}};
+    auto back = nlohmann::json::parse(cc::json::write(j), nullptr, false);
+    check(!back.is_discarded());
+    check(cc::json::bytes_of(back["v"]) == field);
+}
+
 void socks(std::string_view in) {
     socks5::Greeting g;
     if (socks5::parse_greeting(in, g) == Parse::ok) {
@@ -35,6 +49,7 @@ void socks(std::string_view in) {
     socks5::Request r;
     if (socks5::parse_request(in, r) == Parse::ok) {
         check(r.consumed <= in.size());
+        writes_back(r.host);
         socks5::Request p;
         check(socks5::parse_request(in.substr(0, r.consumed - 1), p) == Parse::more);
     }
@@ -52,6 +67,12 @@ void http_request(std::string_view in) {
     check(len <= in.size());
     auto head = http::parse_request_head(in.substr(0, len));
     if (!head) return;
+    writes_back(std::string(head->method));
+    writes_back(std::string(head->target));
+    for (const auto& h : head->headers) {
+        writes_back(std::string(h.name));
+        writes_back(std::string(h.value));
+    }
     auto framing = http::request_framing(*head);
     if (!framing) return;
     (void)http::basic_password(head->headers, "Proxy-Authorization");
@@ -113,9 +134,13 @@ void tls_follow(std::string_view in) {
 
 void names(std::string_view in) {
     std::string sni;
-    if (tls::peek_sni(in, sni) == tls::Sni::found) check(!sni.empty());
+    if (tls::peek_sni(in, sni) == tls::Sni::found) {
+        check(!sni.empty());
+        writes_back(sni);
+    }
     std::string_view line = in.substr(0, in.find('\n'));
     if (auto a = parse_ip_literal(line)) check(parse_ip_literal(a->to_string()).has_value());
+    writes_back(std::string(line));
     if (auto t = canonical_target(line)) {
         auto again = canonical_target(t->host);
         check(static_cast<bool>(again) && again->host == t->host);  // canonical is a fixed point

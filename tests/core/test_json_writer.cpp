@@ -99,6 +99,11 @@ TEST_CASE("json writer: append_value and append_string", "[core][json]") {
     cc::json::append_value(out, std::string("\x80\x81", 2));
     CHECK(out == R"({"bytes":"gIE="})");
     CHECK(cc::json::key_text("ok") == "ok");
+    CHECK(cc::json::bytes_of(json{{"bytes", "gIE="}}) == std::string("\x80\x81", 2));
+    CHECK(cc::json::bytes_of(json("plain")) == "plain");
+    CHECK_FALSE(cc::json::bytes_of(json{{"bytes", "g!E="}}));  // not base64
+    CHECK_FALSE(cc::json::bytes_of(json{{"bytes", "gI=E"}}));  // data after padding
+    CHECK_FALSE(cc::json::bytes_of(json(3)));
     CHECK(cc::json::write_replacing(json{{"r", "a\xff"}}) == "{\"r\":\"a\xEF\xBF\xBD\"}");
 }
 
@@ -112,5 +117,6 @@ TEST_CASE("json writer: every byte string round-trips (random property)", "[core
         REQUIRE_NOTHROW(out = cc::json::write(j));
         json parsed = json::parse(out);  // always parseable, always UTF-8
         REQUIRE(decode(parsed) == j);
+        REQUIRE(cc::json::bytes_of(parsed["v"]) == s);
     }
 }

@@ -200,6 +200,39 @@ std::string write_replacing_any(const J& j, int indent) {
 
 }  // namespace
 
+std::optional<std::string> bytes_of(const nlohmann::json& v) {
+    if (v.is_string()) return v.get<std::string>();
+    if (!v.is_object() || v.size() != 1 || !v.contains("bytes") || !v["bytes"].is_string()) return std::nullopt;
+    const auto& b64 = v["bytes"].get_ref<const std::string&>();
+    if (b64.size() % 4 != 0) return std::nullopt;
+    std::string out;
+    out.reserve(b64.size() / 4 * 3);
+    std::uint32_t acc = 0;
+    int bits = 0;
+    std::size_t pad = 0;
+    for (char c : b64) {
+        int d;
+        if (c >= 'A' && c <= 'Z') d = c - 'A';
+        else if (c >= 'a' && c <= 'z') d = c - 'a' + 26;
+        else if (c >= '0' && c <= '9') d = c - '0' + 52;
+        else if (c == '+') d = 62;
+        else if (c == '/') d = 63;
+        else if (c == '=') {
+            ++pad;
+            continue;
+        } else return std::nullopt;
+        if (pad) return std::nullopt;  // nothing after padding
+        acc = (acc << 6) | static_cast<std::uint32_t>(d);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+        }
+    }
+    if (pad > 2) return std::nullopt;
+    return out;
+}
+
 std::string key_text(std::string_view s) {
     if (!key_needs_form(s)) return std::string(s);
     return std::string(k_key_mark) + base64(s);

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -43,6 +44,10 @@ void append_string(std::string& out, std::string_view s);
 // Appends s as a JSON value: a string literal when s is UTF-8, else
 // {"bytes":"<base64>"}. Never throws.
 void append_value(std::string& out, std::string_view s);
+
+// The raw bytes of a value written by append_value()/write(): a string as
+// it is, {"bytes":"<base64>"} decoded; nullopt for anything else.
+std::optional<std::string> bytes_of(const nlohmann::json& v);
 
 // The key form above: s itself when UTF-8 and not starting with U+FFFD.
 std::string key_text(std::string_view s);

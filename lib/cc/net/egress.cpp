@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cc/core/io.hpp"
+#include "cc/core/json_reader.hpp"
 #include "cc/net/proxy.hpp"
 #include "cc/net/resolver.hpp"
 #include "cc/policy/policy.hpp"
@@ -140,13 +141,15 @@ Result<std::vector<std::string>> learn_allowlist(std::string_view jsonl) {
         if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
         json j = json::parse(line, nullptr, false);
         if (!j.is_object()) return input_error("line " + std::to_string(n), "is not a JSON object");
-        if (j.value("event", "") != "connection") continue;
-        std::string rule = j.value("rule", ""), host = j.value("host", "");
+        if (cc::json::string_at(j, "event") != "connection") continue;
+        // A name written as {"bytes":...} (not UTF-8) is never learnt: no
+        // allowlist entry can name it.
+        std::string rule = cc::json::string_at(j, "rule"), host = cc::json::string_at(j, "host");
         int port = j.contains("port") && j["port"].is_number_integer() ? j["port"].get<int>() : 0;
         std::vector<std::string> want;
         if (rule.rfind("tls sni ", 0) == 0) {
             want = {rule.substr(8), host};  // the server name to allow, and the tunnel's target
-        } else if (j.value("decision", "") == "allow" || rule == "no allow entry" || rule == "port not allowed") {
+        } else if (cc::json::string_at(j, "decision") == "allow" || rule == "no allow entry" || rule == "port not allowed") {
             want = {host};
         }
         for (const auto& w : want) {

@@ -1,4 +1,6 @@
 #include "cc/sandbox/violation.hpp"
+#include "cc/core/json_reader.hpp"
+#include "cc/core/json_writer.hpp"
 
 #include <array>
 #include <string_view>
@@ -79,9 +81,11 @@ std::optional<spec::Violation> parse_violation(const std::string& line) {
 
 std::optional<spec::Violation> network_violation(const std::string& egress_line) {
     auto j = nlohmann::json::parse(egress_line, nullptr, false);
-    if (!j.is_object() || j.value("event", "") != "connection" || j.value("decision", "") != "deny") return std::nullopt;
-    std::string host = j.value("host", "");
-    if (host.empty()) host = j.value("address", "");
+    if (!j.is_object() || cc::json::string_at(j, "event") != "connection" || cc::json::string_at(j, "decision") != "deny")
+        return std::nullopt;
+    // A name that is not UTF-8 comes as {"bytes":...} (cc-json(5)).
+    std::string host = j.contains("host") ? cc::json::bytes_of(j["host"]).value_or("") : "";
+    if (host.empty()) host = cc::json::string_at(j, "address");
     if (host.empty()) host = "?";
     else if (host.find(':') != std::string::npos) host = "[" + host + "]";  // an IPv6 literal
     std::string target = host;
