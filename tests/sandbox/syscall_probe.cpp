@@ -81,6 +81,34 @@ long call(const std::string& op, const char* arg) {
         errno = e;
         return r;
     }
+    // ARG opened for reading and writing (open_rw), through openat2
+    // (openat2_rw), or as NAME under DIR given as "DIR//NAME" (openat_rw:
+    // the directory opened first, O_PATH): the ways to one object.
+    if (op == "open_rw" || op == "openat2_rw" || op == "openat_rw") {
+        long fd;
+        if (op == "open_rw") {
+            fd = open(arg, O_RDWR | O_CLOEXEC);
+        } else if (op == "openat2_rw") {
+            open_how how{};
+            how.flags = O_RDWR | O_CLOEXEC;
+            fd = syscall(SYS_openat2, AT_FDCWD, arg, &how, sizeof how);
+        } else {
+            std::string a(arg);
+            auto cut = a.find("//");
+            if (cut == std::string::npos) {
+                errno = EINVAL;
+                return -1;
+            }
+            int dir = open(a.substr(0, cut).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+            if (dir < 0) return -1;
+            fd = openat(dir, a.substr(cut + 2).c_str(), O_RDWR | O_CLOEXEC);
+            int e = errno;
+            close(dir);
+            errno = e;
+        }
+        if (fd >= 0) close(static_cast<int>(fd));
+        return fd < 0 ? -1 : 0;
+    }
     if (op == "openat2_create") {  // ARG: a path, created through openat2 (flags BPF cannot see)
         open_how how{};
         how.flags = O_WRONLY | O_CREAT | O_CLOEXEC;
@@ -138,7 +166,10 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         std::string op = argv[i];
         const char* arg = nullptr;
-        if ((op == "write" || op == "openat2_create" || op.rfind("fchmod_", 0) == 0) && i + 1 < argc) arg = argv[++i];
+        if ((op == "write" || op == "openat2_create" || op.rfind("fchmod_", 0) == 0 || op == "open_rw" ||
+             op == "openat2_rw" || op == "openat_rw") &&
+            i + 1 < argc)
+            arg = argv[++i];
         errno = 0;
         long r = call(op, arg);
         if (r < 0) std::printf("%s errno=%s\n", op.c_str(), strerrorname_np(errno));

@@ -6,6 +6,9 @@
 #include "harness.hpp"
 #include "launch_fixture.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/utsname.h>
@@ -495,10 +498,15 @@ TEST_CASE("write supervisor: ordinary work is unaffected", "[supervisor][launch]
                          " cat <<EOF\nheredoc\nEOF\n"
                          " ln -s f.txt l; echo z >> l; cat f.txt; echo q > /dev/null; git add f.txt;"
                          " git -c user.email=a@b -c user.name=n commit -qm one; git log --oneline | wc -l;"
-                         " for p in /proc/[0-9]*; do cat $p/comm; done | grep -c cc-wrap || true");
+                         " for p in /proc/[0-9]*; do cat $p/comm; done | grep -c cc-wrap || true;"
+                         " set +e; for p in /proc/[0-9]*; do [ \"$(cat $p/comm)\" = cc-wrap-hand ] && h=$p; done;"
+                         " cat $h/environ >/dev/null 2>&1; echo environ=$?; ls $h/fd >/dev/null 2>&1; echo fd=$?;"
+                         " " + t.tools + "/cc-test-syscall open_rw $h/mem");
     INFO(r.err);
     CHECK(r.status == 0);
-    CHECK(r.out == "y\nf.txt\ng\nlink\n640\nvia-fifo\nheredoc\ny\nz\n1\n0\n");
+    // Of cc-wrap, only the hand is in the sandbox (it performs the calls
+    // the supervisor judged), and nothing of it can be read or written.
+    CHECK(r.out == "y\nf.txt\ng\nlink\n640\nvia-fifo\nheredoc\ny\nz\n1\n1\nenviron=1\nfd=2\nopen_rw errno=EACCES\n");
 }
 
 TEST_CASE("write supervisor: a call from a mount namespace the command made is refused", "[supervisor][launch]") {
@@ -527,4 +535,80 @@ TEST_CASE("write supervisor: a call from a mount namespace the command made is r
     CHECK(r.err.find("Operation not permitted") != std::string::npos);
     CHECK_FALSE(fs::exists(t.work + "/nested.txt"));
     CHECK(slurp(t.work + "/plain.txt") == "y\n");
+}
+
+// The supervisor used to perform the command's writing opens from a thread
+// of cc-wrap, which has no Landlock domain and passes the kernel's ptrace
+// checks: asked for /proc/1/mem (bubblewrap's PID 1, which has none of the
+// layers), it opened it and handed the command write access to that
+// process's memory. Every call is now performed by the hand, inside the
+// sandbox with the command's restrictions, so the kernel refuses it there.
+TEST_CASE("write supervisor: what the command cannot open, the supervisor does not open for it", "[supervisor][launch]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!write_supervisor()) CC_SKIP("this kernel has no seccomp user notification with descriptor injection");
+    if (landlock_abi() < 1) CC_SKIP("no Landlock: a process of the sandbox's uid may trace another");
+    // Without a sandbox, a process may open its child's memory for writing.
+    pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        ::pause();
+        ::_exit(0);
+    }
+    int mem = ::open(("/proc/" + std::to_string(child) + "/mem").c_str(), O_RDWR | O_CLOEXEC);
+    int open_errno = errno;
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    CHECK(mem >= 0);
+    INFO("open errno " << open_errno);
+    if (mem >= 0) ::close(mem);
+
+    Tree t("sup-power");
+    std::string probe = t.tools + "/cc-test-syscall";
+    const std::string calls = probe + " open_rw /proc/1/mem openat2_rw /proc/1/mem openat_rw /proc/1//mem"
+                                      " open_rw /proc/self/../1/mem open_rw /proc/1/fd/0 open_rw /proc/1/fd/1"
+                                      " open_rw /proc/1/environ open_rw /dev/tty";
+    const std::string want =
+        "open_rw errno=EACCES\nopenat2_rw errno=EACCES\nopenat_rw errno=EACCES\nopen_rw errno=EACCES\n"
+        "open_rw errno=EACCES\nopen_rw errno=EACCES\nopen_rw errno=EACCES\nopen_rw errno=ENXIO\n";
+    auto r = wrap_std(t, calls);
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out == want);
+    // The same without the supervisor: the kernel refuses the command itself.
+    auto bare = wrap_std(t, calls, {"--no-write-supervisor", "--drop-filename-denies"});
+    INFO(bare.out << bare.err);
+    REQUIRE(bare.status == 0);
+    CHECK(bare.out == want);
+    // The command's own memory stays its own to open.
+    auto own = wrap_std(t, probe + " open_rw /proc/self/mem");
+    CHECK(own.out == "open_rw ok\n");
+}
+
+// A broken supervisor fails closed and never holds the run: the hand killed
+// by the command (every call it would perform is refused), a FIFO nobody
+// reads (the open waits in a helper; other calls go on; --timeout ends it).
+TEST_CASE("write supervisor: a killed hand refuses every call; a FIFO without a reader holds nothing", "[supervisor][launch]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!write_supervisor()) CC_SKIP("this kernel has no seccomp user notification with descriptor injection");
+    Tree t("sup-broken");
+    auto r = wrap_std(t, "cd '" + t.work + "'; echo a > before.txt; echo rc=$?;"
+                         " for d in /proc/[0-9]*; do [ \"$(cat $d/comm 2>/dev/null)\" = cc-wrap-hand ] &&"
+                         " kill -9 \"${d#/proc/}\" && echo killed; done;"
+                         " sleep 0.2; echo b > after.txt; echo rc=$?; exit 3");
+    INFO(r.out << r.err);
+    CHECK(r.status == 3);
+    CHECK(r.out == "rc=0\nkilled\nrc=2\n");
+    CHECK(r.err.find("after.txt: Permission denied") != std::string::npos);
+    CHECK(slurp(t.work + "/before.txt") == "a\n");
+    CHECK_FALSE(fs::exists(t.work + "/after.txt"));
+
+    // Writing to a FIFO nobody reads waits (as without the sandbox) while
+    // the other calls are served; --timeout ends the run.
+    auto f = wrap_std(t, "cd '" + t.work + "'; mkfifo ff; (sleep 0.3; echo other > other.txt) &"
+                         " echo x > ff; echo never",
+                      {"--timeout", "2"});
+    INFO(f.out << f.err);
+    CHECK(f.status == 137);
+    CHECK(f.out.find("never") == std::string::npos);
+    CHECK(slurp(t.work + "/other.txt") == "other\n");
 }

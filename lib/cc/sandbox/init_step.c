@@ -10,12 +10,14 @@
  * only descriptors 0-2 left open. Any failure before the exec is 125 and
  * nothing is executed. */
 #include "cc/sandbox/init_step.h"
+#include "cc/sandbox/hand_proto.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <linux/filter.h>
 #include <linux/landlock.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -25,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -33,6 +36,12 @@
 /* A C library's headers may be older than the kernel. */
 #ifndef SYS_close_range
 #define SYS_close_range 436
+#endif
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+#ifndef SYS_renameat2
+#define SYS_renameat2 316
 #endif
 #ifndef SYS_landlock_create_ruleset
 #define SYS_landlock_create_ruleset 444
@@ -133,6 +142,271 @@ int cc_init_apply_landlock(int abi, const char* const* paths, size_t n, char* er
     return 1;
 }
 
+/* ---- the write supervisor's hand (hand_proto.h) ------------------------- */
+
+static int hand_send(int sock, const struct cc_hand_ans* ans, int fd) {
+    struct iovec iov = {(void*)ans, sizeof *ans};
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    memset(&ctl, 0, sizeof ctl);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (fd >= 0) {
+        msg.msg_control = ctl.buf;
+        msg.msg_controllen = sizeof ctl.buf;
+        struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    }
+    ssize_t n;
+    while ((n = sendmsg(sock, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR) {}
+    return n == (ssize_t)sizeof *ans;
+}
+
+/* The object the supervisor judged is the one the kernel gave us. */
+static int same_object(int fd, const struct cc_hand_req* r) {
+    if (r->dev == 0 && r->ino == 0) return 1;
+    struct stat sb;
+    return fstat(fd, &sb) == 0 && (uint64_t)sb.st_dev == r->dev && (uint64_t)sb.st_ino == r->ino;
+}
+
+/* A FIFO with no reader yet: the open waits, in a helper of its own
+ * (reparented to the sandbox's PID 1), so the hand serves on. Its answer
+ * comes on the returned socket. */
+static int hand_defer_fifo(int dir, const char* name, int flags, struct cc_hand_ans* ans) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return -1;
+    pid_t mid = fork();
+    if (mid < 0) {
+        close(sv[0]);
+        close(sv[1]);
+        return -1;
+    }
+    if (mid == 0) {
+        if (fork() == 0) {
+            close(sv[0]);
+            close(3); /* the hand's socket to cc-wrap */
+            struct cc_hand_ans a = {0, 0, 0};
+            int fd = openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+            if (fd < 0) a.err = errno;
+            hand_send(sv[1], &a, fd);
+            _exit(0);
+        }
+        _exit(0);
+    }
+    int st = 0;
+    while (waitpid(mid, &st, 0) < 0 && errno == EINTR) {}
+    close(sv[1]);
+    ans->deferred = 1;
+    return sv[0];
+}
+
+/* One request: performed here, with the command's own restrictions. */
+static int hand_do(const struct cc_hand_req* r, const char* n1, const char* n2, int d1, int d2,
+                   struct cc_hand_ans* ans) {
+    long rc = 0;
+    int fd = -1;
+    switch (r->op) {
+    case CC_HAND_OPEN: {
+        umask((mode_t)r->umask);
+        int fl = r->flags;
+        int ours = (fl & ~O_CLOEXEC) | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (r->follow ? 0 : O_NOFOLLOW);
+        fd = openat(d1, n1, ours, (mode_t)r->mode);
+        if (fd < 0) {
+            int e = errno;
+            struct stat sb;
+            if (e == ENXIO && !(fl & O_NONBLOCK) && fstatat(d1, n1, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+                S_ISFIFO(sb.st_mode)) {
+                fd = hand_defer_fifo(d1, n1, fl & ~O_NONBLOCK & ~O_CREAT & ~O_EXCL & ~O_TRUNC & ~O_CLOEXEC, ans);
+                if (fd >= 0) return fd;
+            }
+            ans->err = e;
+            return -1;
+        }
+        if (!same_object(fd, r)) {
+            close(fd);
+            ans->err = EACCES;  /* not what was judged: changed in between */
+            return -1;
+        }
+        /* Opened non-blocking (a FIFO without a reader fails rather than
+         * waits); the caller's descriptor gets its own status flags back. */
+        if (!(fl & O_NONBLOCK)) fcntl(fd, F_SETFL, ours & ~O_NONBLOCK & ~O_ASYNC);
+        return fd;
+    }
+    case CC_HAND_OPENAT2: {
+        umask((mode_t)r->umask);
+        struct open_how how;
+        memset(&how, 0, sizeof how);
+        how.flags = (uint64_t)(uint32_t)r->flags | O_CLOEXEC | O_NOCTTY;
+        how.mode = r->mode;
+        how.resolve = r->arg;
+        fd = (int)syscall(SYS_openat2, d1, n1, &how, sizeof how);
+        if (fd < 0) {
+            ans->err = errno;
+            return -1;
+        }
+        if (!same_object(fd, r)) {
+            close(fd);
+            ans->err = EACCES;
+            return -1;
+        }
+        return fd;
+    }
+    case CC_HAND_MKDIR:
+        umask((mode_t)r->umask);
+        rc = mkdirat(d1, n1, (mode_t)r->mode);
+        break;
+    case CC_HAND_MKNOD:
+        umask((mode_t)r->umask);
+        rc = mknodat(d1, n1, (mode_t)r->mode, (dev_t)r->arg);
+        break;
+    case CC_HAND_UNLINK: rc = unlinkat(d1, n1, r->flags); break;
+    case CC_HAND_RENAME: rc = syscall(SYS_renameat2, d1, n1, d2, n2, (unsigned)r->flags); break;
+    case CC_HAND_LINK: rc = linkat(d1, n1, d2, n2, 0); break;
+    case CC_HAND_LINK_FD: {
+        char via[64];
+        snprintf(via, sizeof via, "/proc/self/fd/%d", d1);
+        rc = linkat(AT_FDCWD, via, d2, n2, AT_SYMLINK_FOLLOW);
+        break;
+    }
+    case CC_HAND_SYMLINK:
+        umask((mode_t)r->umask);
+        rc = symlinkat(n2, d1, n1);
+        break;
+    case CC_HAND_CHMOD:
+    case CC_HAND_TRUNCATE:
+    case CC_HAND_FCHMOD: {
+        int obj = r->op == CC_HAND_FCHMOD ? dup(d1)
+                                          : openat(d1, n1, O_PATH | O_CLOEXEC | (r->follow ? 0 : O_NOFOLLOW));
+        if (obj < 0) {
+            ans->err = errno;
+            return -1;
+        }
+        struct stat sb;
+        if (fstat(obj, &sb) != 0 || !same_object(obj, r)) {
+            close(obj);
+            ans->err = EACCES;
+            return -1;
+        }
+        if (S_ISLNK(sb.st_mode)) {
+            close(obj);
+            ans->err = r->op == CC_HAND_TRUNCATE ? ELOOP : EOPNOTSUPP;
+            return -1;
+        }
+        char via[64];
+        snprintf(via, sizeof via, "/proc/self/fd/%d", obj);
+        rc = r->op == CC_HAND_TRUNCATE ? truncate(via, (off_t)r->arg) : chmod(via, (mode_t)r->arg);
+        if (rc < 0) ans->err = errno;
+        close(obj);
+        return -1;
+    }
+    default: ans->err = ENOSYS; return -1;
+    }
+    if (rc < 0) ans->err = errno;
+    else ans->val = rc;
+    return -1;
+}
+
+/* The hand's loop: one request, one answer, until cc-wrap's end closes. */
+static void hand_serve(int sock) {
+    static char buf[sizeof(struct cc_hand_req) + 2 * CC_HAND_MAX_NAME + 2];
+    for (;;) {
+        union {
+            struct cmsghdr align;
+            char buf[CMSG_SPACE(2 * sizeof(int))];
+        } ctl;
+        struct iovec iov = {buf, sizeof buf};
+        struct msghdr msg;
+        memset(&msg, 0, sizeof msg);
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = ctl.buf;
+        msg.msg_controllen = sizeof ctl.buf;
+        ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) _exit(0);
+        int fds[2] = {-1, -1};
+        size_t nfd = 0;
+        for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+                size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                for (size_t j = 0; j < k; ++j) {
+                    int f;
+                    memcpy(&f, CMSG_DATA(c) + j * sizeof(int), sizeof f);
+                    if (nfd < 2) fds[nfd++] = f;
+                    else close(f);
+                }
+            }
+        struct cc_hand_ans ans = {0, 0, 0};
+        struct cc_hand_req r;
+        int out = -1;
+        if ((size_t)n < sizeof r) {
+            ans.err = EINVAL;
+        } else {
+            memcpy(&r, buf, sizeof r);
+            const char* n1 = buf + sizeof r;
+            const char* n2 = n1 + r.len1;
+            /* Both names NUL-terminated inside what arrived: else refused. */
+            if (r.len1 == 0 || r.len2 == 0 || r.len1 > CC_HAND_MAX_NAME + 1 || r.len2 > CC_HAND_MAX_NAME + 1 ||
+                sizeof r + r.len1 + r.len2 != (size_t)n || n1[r.len1 - 1] != '\0' || n2[r.len2 - 1] != '\0')
+                ans.err = EINVAL;
+            else
+                out = hand_do(&r, n1, n2, fds[0], fds[1], &ans);
+        }
+        if (fds[0] >= 0) close(fds[0]);
+        if (fds[1] >= 0) close(fds[1]);
+        hand_send(sock, &ans, out);
+        if (out >= 0) close(out);
+    }
+}
+
+/* Forked before the supervisor's filter, twice so that the sandbox's PID 1
+ * reaps it (a shell's `wait` in the command never waits for it). It keeps
+ * only the supervisor's socket. Returns 0 with a message on failure. */
+static int start_hand(int sock, char* err, size_t err_len) {
+    pid_t mid = fork();
+    if (mid < 0) {
+        set_err(err, err_len, "starting the hand: fork: %s", strerror(errno));
+        return 0;
+    }
+    if (mid == 0) {
+        pid_t hand = fork();
+        if (hand < 0) _exit(1);
+        if (hand > 0) _exit(0);
+        /* No controlling terminal, not dumpable (nobody in the sandbox can
+         * trace it or read or write its memory), only the socket. */
+        setsid();
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+        prctl(PR_SET_NAME, "cc-wrap-hand", 0, 0, 0);
+        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (devnull >= 0) {
+            dup2(devnull, 0);
+            dup2(devnull, 1);
+            dup2(devnull, 2);
+        }
+        if (sock != 3) {
+            if (dup2(sock, 3) < 0) _exit(1);
+            sock = 3;
+        }
+        syscall(SYS_close_range, 4, ~0U, 0);
+        hand_serve(sock);
+        _exit(0);
+    }
+    int st = 0;
+    while (waitpid(mid, &st, 0) < 0 && errno == EINTR) {}
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        set_err(err, err_len, "starting the hand: it could not fork");
+        return 0;
+    }
+    return 1;
+}
+
 /* ---- the write supervisor's filter ------------------------------------- */
 
 #define CC_MAX_FILTER 65536
@@ -159,6 +433,8 @@ int cc_init_install_write_filter(int filter_fd, int sock_fd, char* err, size_t e
         return 0;
     }
     struct sock_fprog fprog = {(unsigned short)(have / sizeof(struct sock_filter)), prog};
+    /* The hand first: it must not have the filter it serves. */
+    if (!start_hand(sock_fd, err, err_len)) return 0;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
         set_err(err, err_len, "no_new_privs: %s", strerror(errno));
         return 0;
@@ -247,6 +523,9 @@ static int start_bridge(const char* socat, int port, const char* dir, const char
                 dup2(devnull, 0);
                 dup2(devnull, 1);
             }
+            /* Nothing of ours: not the supervisor's socket (the hand's
+             * end would never see end of file) nor the filter pipe. */
+            syscall(SYS_close_range, 3, ~0U, 0);
             execl(socat, socat, "-lpcc-wrap-bridge", listen, target, (char*)NULL);
             _exit(127);
         }

@@ -12,15 +12,22 @@
 // over a socket and execs the command.
 //
 // For each call the supervisor copies the path out of the caller's memory
-// once, resolves it itself in the sandbox's view of the filesystem (the
-// caller's root, cwd and directory descriptors, through /proc), judges the
-// final name and its resolved location (write_rules.hpp), and then performs
-// the call itself on what it resolved: the new descriptor is injected into
-// the caller (SECCOMP_IOCTL_NOTIF_ADDFD), other calls get their result or
-// errno. The kernel is never asked to look at the path again (no
-// SECCOMP_USER_NOTIF_FLAG_CONTINUE), so a second thread that rewrites the
-// path after the check changes nothing. A refusal is EACCES and a violation
-// (syscall, path, rule).
+// once, resolves it in the sandbox's view of the filesystem (the caller's
+// root, cwd and directory descriptors, through /proc; lookups only, O_PATH)
+// and judges the final name and its resolved location (write_rules.hpp).
+// It never performs the call itself: the hand does (hand_proto.h), a
+// process the init step forks inside the sandbox before this filter, with
+// the command's uid, mount namespace, Landlock domain and seccomp filter, on
+// the parent the supervisor pinned and the final name it judged (an object
+// reached through a /proc magic link is opened by the hand itself, with its
+// power, and must be the object that was judged). So nothing the command
+// could not open by itself becomes reachable through the supervisor. The
+// new descriptor is injected into the caller (SECCOMP_IOCTL_NOTIF_ADDFD),
+// other calls get their result or errno. The kernel is never asked to look
+// at the caller's path again (no SECCOMP_USER_NOTIF_FLAG_CONTINUE), so a
+// second thread that rewrites the path after the check changes nothing. A
+// refusal is EACCES and a violation (syscall, path, rule); with the hand
+// gone (killed), every call is refused (EACCES).
 //
 // If the supervisor is gone, the kernel fails every notified call (ENOSYS):
 // the sandbox can no longer write, which is the fail-closed direction.

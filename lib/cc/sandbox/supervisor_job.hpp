@@ -6,6 +6,9 @@
 
 #include "cc/sandbox/supervisor.hpp"
 
+#include "cc/fs/unique_fd.hpp"
+#include "cc/sandbox/hand_proto.h"
+
 #include <linux/seccomp.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -33,20 +36,7 @@ const char* name_of(Call c);
 // (audit arch, number) -> call, for the ABIs the filter covers.
 std::unordered_map<std::uint64_t, Call> call_table();
 
-struct Fd {
-    int fd = -1;
-    Fd() = default;
-    explicit Fd(int f) : fd(f) {}
-    Fd(Fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
-    Fd& operator=(Fd&& o) noexcept {
-        std::swap(fd, o.fd);
-        return *this;
-    }
-    ~Fd() {
-        if (fd >= 0) ::close(fd);
-    }
-    explicit operator bool() const { return fd >= 0; }
-};
+using Fd = cc::fs::UniqueFd;
 
 // The path the kernel gives descriptor fd (empty when it has none).
 std::string fd_path(int fd);
@@ -58,10 +48,9 @@ struct Outcome {
     long long val = 0;   // else its return value
     int fd = -1;         // else a descriptor to inject (ours, closed after)
     bool cloexec = false;
-    // A FIFO with no reader yet: the open blocks, so it is finished on a
-    // thread of its own (this pinned object, reopened with these flags).
-    int defer_pin = -1;
-    int defer_flags = 0;
+    // A FIFO with no reader yet: the hand's helper waits for one, and its
+    // answer comes on this socket (a thread of ours waits for it).
+    int defer_sock = -1;
 };
 
 }  // namespace supervisor_detail
@@ -72,6 +61,8 @@ struct WriteSupervisor::State {
     Report report;
     int listener = -1;
     int stop_fd = -1;
+    // The socket the init step sent the listener over; afterwards the
+    // hand's (hand_proto.h): every call is performed there.
     int sock = -1;
     // The sandbox's mount namespace (the init step's, as it sent the
     // listener): a call made from another (a namespace the command made,
@@ -83,7 +74,6 @@ struct WriteSupervisor::State {
     // thread on one CPU (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, Linux 6.6).
     std::atomic<bool> sync_wake{false};
     std::unordered_map<std::uint64_t, supervisor_detail::Call> calls = supervisor_detail::call_table();
-    mode_t umask_now = 022;
     ~State() {
         for (int f : {listener, stop_fd, sock})
             if (f >= 0) ::close(f);
@@ -103,6 +93,7 @@ struct Job {
     Fd root;
     std::string first_path;  // for the violation
     int nspid = -1, nstgid = -1;
+    mode_t umask = 022;      // the caller's, read by take_umask()
 
     // Reading the caller, resolving its paths, judging (supervisor_resolve.cpp).
     std::optional<std::string> read_string(std::uint64_t addr);
@@ -130,7 +121,8 @@ struct Job {
     // The calls, served on the pinned parent (supervisor_serve.cpp).
     Outcome open_call(int dirfd, const std::string& path, std::uint64_t flags, mode_t mode);
     Outcome openat2_call(int dirfd, const std::string& path, std::uint64_t how_addr, std::uint64_t size);
-    Outcome result(long rc) { return rc < 0 ? Outcome{errno} : Outcome{0, rc}; }
+    // Performed by the hand, with the caller's restrictions (hand_proto.h).
+    Outcome hand(cc_hand_req q, const std::string& name1, const std::string& name2, int dir1, int dir2);
     Outcome make_call(int dirfd, const std::string& path, bool dir, mode_t mode, dev_t dev);
     Outcome unlink_call(int dirfd, const std::string& path, int flags);
     Outcome rename_call(int od, const std::string& op, int nd, const std::string& np, unsigned flags);

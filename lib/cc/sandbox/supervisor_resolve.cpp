@@ -152,19 +152,14 @@ bool Job::ns_ids() {
     return nspid > 0 && nstgid > 0;
 }
 
-// The caller's umask, for calls that create (the supervisor's thread has
-// its own, set to match).
+// The caller's umask, for calls that create (the hand applies it).
 bool Job::take_umask() {
     const std::string text = status();
     std::string_view s(text);
     if (s.empty()) return false;
     auto p = s.find("Umask:");
     if (p == std::string_view::npos) return false;
-    mode_t m = static_cast<mode_t>(std::strtol(std::string(s.substr(p + 6, 8)).c_str(), nullptr, 8));
-    if (m != st.umask_now) {
-        ::umask(m);
-        st.umask_now = m;
-    }
+    umask = static_cast<mode_t>(std::strtol(std::string(s.substr(p + 6, 8)).c_str(), nullptr, 8));
     return true;
 }
 
@@ -242,10 +237,10 @@ std::variant<Job::Split, int> Job::split(std::string abs) {
     open_how how{};
     how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
     how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-    long fd = ::syscall(SYS_openat2, root.fd, parent.c_str(), &how, sizeof how);
+    long fd = ::syscall(SYS_openat2, root.get(), parent.c_str(), &how, sizeof how);
     if (fd < 0) return errno;
     s.dir = Fd(static_cast<int>(fd));
-    s.dir_path = fd_path(s.dir.fd);
+    s.dir_path = fd_path(s.dir.get());
     if (s.dir_path.empty() || s.dir_path[0] != '/') return ENOENT;
     return s;
 }
@@ -265,9 +260,9 @@ std::variant<Job::Split, int> Job::resolve(int dirfd, const std::string& path, b
         auto r = split(abs);
         if (std::holds_alternative<int>(r) || !follow) return r;
         Split& s = std::get<Split>(r);
-        if (s.name == "." || on_procfs(s.dir.fd)) return r;
+        if (s.name == "." || on_procfs(s.dir.get())) return r;
         char buf[PATH_MAX + 1];
-        ssize_t n = ::readlinkat(s.dir.fd, s.name.c_str(), buf, sizeof buf - 1);
+        ssize_t n = ::readlinkat(s.dir.get(), s.name.c_str(), buf, sizeof buf - 1);
         if (n < 0) return r;  // not a symlink (or not there): this is the final name
         std::string target(buf, static_cast<std::size_t>(n));
         abs = target[0] == '/' ? target : (s.dir_path == "/" ? "/" : s.dir_path + "/") + target;

@@ -33,7 +33,97 @@
 
 namespace cc::sandbox::supervisor_detail {
 
-// The calls: each resolved, judged, then performed on the pinned parent.
+namespace {
+
+// The hand's answer: its errno or value, the descriptor it sends with it
+// (an open's), or a socket a deferred answer comes on later. false when
+// the hand is gone or the answer is not one.
+bool receive_answer(int sock, Outcome& o) {
+    cc_hand_ans ans{};
+    iovec iov{&ans, sizeof ans};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(ucred))] = {};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof ctl;
+    ssize_t n;
+    while ((n = ::recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
+    }
+    int fd = -1;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(sizeof(int)))
+            std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    if (n != static_cast<ssize_t>(sizeof ans) || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+        if (fd >= 0) ::close(fd);
+        return false;
+    }
+    o = Outcome{};
+    if (ans.err != 0) {
+        if (fd >= 0) ::close(fd);
+        o.err = ans.err;
+        return true;
+    }
+    if (ans.deferred) {
+        if (fd < 0) return false;
+        o.defer_sock = fd;
+        return true;
+    }
+    o.val = ans.val;
+    o.fd = fd;
+    return true;
+}
+
+}  // namespace
+
+// The hand (hand_proto.h): one request, one answer, over the socket the
+// listener came on. The serving thread is the only one that asks.
+Outcome Job::hand(cc_hand_req q, const std::string& name1, const std::string& name2, int dir1, int dir2) {
+    if (name1.size() > CC_HAND_MAX_NAME || name2.size() > CC_HAND_MAX_NAME) return {ENAMETOOLONG};
+    q.umask = umask;
+    q.len1 = static_cast<std::uint32_t>(name1.size() + 1);
+    q.len2 = static_cast<std::uint32_t>(name2.size() + 1);
+    std::string msg(reinterpret_cast<const char*>(&q), sizeof q);
+    msg.append(name1).push_back('\0');
+    msg.append(name2).push_back('\0');
+    iovec iov{msg.data(), msg.size()};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))] = {};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    int fds[2] = {dir1, dir2};
+    const int nfd = dir1 < 0 ? 0 : dir2 < 0 ? 1 : 2;
+    if (nfd > 0) {
+        m.msg_control = ctl;
+        m.msg_controllen = CMSG_SPACE(static_cast<std::size_t>(nfd) * sizeof(int));
+        cmsghdr* c = CMSG_FIRSTHDR(&m);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(static_cast<std::size_t>(nfd) * sizeof(int));
+        std::memcpy(CMSG_DATA(c), fds, static_cast<std::size_t>(nfd) * sizeof(int));
+    }
+    ssize_t n;
+    while ((n = ::sendmsg(st.sock, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+    }
+    // No hand (it was killed, or never started): nothing is performed.
+    if (n != static_cast<ssize_t>(msg.size())) return {EACCES};
+    // Waited for with the stop signal: stop() never waits on the hand.
+    for (;;) {
+        pollfd p[2] = {{st.sock, POLLIN, 0}, {st.stop_fd, POLLIN, 0}};
+        if (::poll(p, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            return {EACCES};
+        }
+        if (p[1].revents) return {EACCES};
+        break;
+    }
+    Outcome o;
+    if (!receive_answer(st.sock, o)) return {EACCES};
+    return o;
+}
+
+// The calls: each resolved and judged here (lookups only), then performed
+// by the hand on the pinned parent.
 Outcome Job::open_call(int dirfd, const std::string& path, std::uint64_t flags, mode_t mode) {
     int fl = static_cast<int>(flags);
     bool follow = !(fl & O_NOFOLLOW) && !((fl & O_CREAT) && (fl & O_EXCL));
@@ -42,47 +132,33 @@ Outcome Job::open_call(int dirfd, const std::string& path, std::uint64_t flags, 
     Split& s = std::get<Split>(r);
     const bool creating = (fl & O_CREAT) || (fl & __O_TMPFILE) == __O_TMPFILE;
     if (creating && !take_umask()) return {ESRCH};
-    const int ours = (fl & ~O_CLOEXEC) | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+    cc_hand_req q{};
+    q.op = CC_HAND_OPEN;
+    q.flags = fl;
+    q.mode = static_cast<std::uint32_t>(mode);
     Outcome o;
-    o.cloexec = fl & O_CLOEXEC;
-    if (s.name == "." || on_procfs(s.dir.fd)) {
+    if (s.name == "." || on_procfs(s.dir.get())) {
         // The object itself: a directory, or what /proc/PID/fd/N refers to.
-        Fd pin(::openat(s.dir.fd, s.name.c_str(), O_PATH | O_CLOEXEC | (fl & O_NOFOLLOW)));
+        // Looked up here to judge what it is; the hand opens it again (a
+        // magic link followed with the caller's power, not ours) and must
+        // get the same object.
+        Fd pin(::openat(s.dir.get(), s.name.c_str(), O_PATH | O_CLOEXEC | (fl & O_NOFOLLOW)));
         if (!pin) return {errno};
-        std::string p = fd_path(pin.fd);
+        std::string p = fd_path(pin.get());
         if (!allowed(p.empty() ? join(s) : p, WriteOp::write)) return {EACCES};
-        std::string again = "/proc/self/fd/" + std::to_string(pin.fd);
-        o.fd = ::open(again.c_str(), ours & ~O_CREAT & ~O_EXCL, mode);
+        struct stat sb {};
+        if (::fstat(pin.get(), &sb) != 0) return {errno};
+        q.dev = sb.st_dev;
+        q.ino = sb.st_ino;
+        q.follow = !(fl & O_NOFOLLOW);
+        q.flags = fl & ~O_CREAT & ~O_EXCL;
     } else {
+        // The final name in the pinned parent, never followed: a symlink put
+        // there since it was resolved is not followed now.
         if (!allowed(join(s), (fl & O_CREAT) ? WriteOp::create : WriteOp::write)) return {EACCES};
-        o.fd = ::openat(s.dir.fd, s.name.c_str(), ours | (follow ? O_NOFOLLOW : 0), mode);
-        // A symlink put there since it was resolved: not followed now.
     }
-    if (o.fd < 0) {
-        const int e = errno;
-        if (e == ENXIO && !(fl & O_NONBLOCK)) {
-            // A FIFO nobody reads yet: the caller would wait for a reader.
-            int pin = s.name == "." || on_procfs(s.dir.fd)
-                          ? -1
-                          : ::openat(s.dir.fd, s.name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
-            struct stat sb {};
-            if (pin >= 0 && ::fstat(pin, &sb) == 0 && S_ISFIFO(sb.st_mode)) {
-                Outcome d;
-                d.cloexec = o.cloexec;
-                d.defer_pin = pin;
-                d.defer_flags = (ours & ~O_NONBLOCK & ~O_CREAT & ~O_EXCL & ~O_TRUNC);
-                return d;
-            }
-            if (pin >= 0) ::close(pin);
-        }
-        return {e};
-    }
-    // Opened non-blocking (a FIFO without a reader fails rather than
-    // waits); the caller's descriptor gets its own flags back. F_SETFL
-    // takes only the status flags from these (access mode and creation
-    // flags are ignored; O_ASYNC, which open() ignores, is left out), so
-    // no F_GETFL is needed.
-    if (!(fl & O_NONBLOCK)) ::fcntl(o.fd, F_SETFL, ours & ~O_NONBLOCK & ~O_ASYNC);
+    o = hand(q, s.name, "", s.dir.get(), -1);
+    o.cloexec = fl & O_CLOEXEC;
     return o;
 }
 
@@ -91,8 +167,8 @@ Outcome Job::openat2_call(int dirfd, const std::string& path, std::uint64_t how_
     open_how how{};
     if (!read_bytes(how_addr, &how, sizeof how)) return {EFAULT};
     if (how.resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT)) {
-        // Scoped to the caller's own directory: the kernel does the walk
-        // from our pinned copy of it, which cannot leave it.
+        // Scoped to the caller's own directory: looked up from our pinned
+        // copy of it (which cannot leave it), performed by the hand.
         Fd base(::open((dirfd == AT_FDCWD ? proc("/cwd") : proc("/fd/" + std::to_string(dirfd))).c_str(),
                        O_PATH | O_DIRECTORY | O_CLOEXEC));
         if (!base) return {EBADF};
@@ -100,18 +176,24 @@ Outcome Job::openat2_call(int dirfd, const std::string& path, std::uint64_t how_
         open_how pin = how;
         pin.flags = O_PATH | O_CLOEXEC | (how.flags & O_NOFOLLOW);
         pin.mode = 0;
-        long p = ::syscall(SYS_openat2, base.fd, path.c_str(), &pin, sizeof pin);
+        long p = ::syscall(SYS_openat2, base.get(), path.c_str(), &pin, sizeof pin);
         if (p < 0 && !(errno == ENOENT && (how.flags & O_CREAT))) return {errno};
         if (p >= 0) {
             Fd pinned(static_cast<int>(p));
-            std::string gp = fd_path(pinned.fd);
+            std::string gp = fd_path(pinned.get());
             if (writes && !allowed(gp, WriteOp::write)) return {EACCES};
             if ((how.flags & O_CREAT) && (how.flags & O_EXCL)) return {EEXIST};
-            Outcome o;
+            struct stat sb {};
+            if (::fstat(pinned.get(), &sb) != 0) return {errno};
+            cc_hand_req q{};
+            q.op = CC_HAND_OPENAT2;
+            q.flags = static_cast<int>(how.flags & ~O_CREAT & ~O_EXCL);
+            q.arg = how.resolve;
+            q.dev = sb.st_dev;
+            q.ino = sb.st_ino;
+            Outcome o = hand(q, path, "", base.get(), -1);
             o.cloexec = how.flags & O_CLOEXEC;
-            std::string again = "/proc/self/fd/" + std::to_string(pinned.fd);
-            o.fd = ::open(again.c_str(), static_cast<int>(how.flags & ~O_CREAT & ~O_EXCL) | O_CLOEXEC | O_NOCTTY);
-            return o.fd < 0 ? Outcome{errno} : o;
+            return o;
         }
         // Creating: the parent, scoped the same way.
         auto cut = path.rfind('/');
@@ -120,17 +202,19 @@ Outcome Job::openat2_call(int dirfd, const std::string& path, std::uint64_t how_
         open_how ph = how;
         ph.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
         ph.mode = 0;
-        long d = ::syscall(SYS_openat2, base.fd, parent.c_str(), &ph, sizeof ph);
+        long d = ::syscall(SYS_openat2, base.get(), parent.c_str(), &ph, sizeof ph);
         if (d < 0) return {errno};
         Fd dir(static_cast<int>(d));
-        std::string dp = fd_path(dir.fd);
+        std::string dp = fd_path(dir.get());
         if (!allowed(dp == "/" ? "/" + name : dp + "/" + name, WriteOp::create)) return {EACCES};
         if (!take_umask()) return {ESRCH};
-        Outcome o;
+        cc_hand_req q{};
+        q.op = CC_HAND_OPEN;
+        q.flags = static_cast<int>(how.flags);
+        q.mode = static_cast<std::uint32_t>(how.mode);
+        Outcome o = hand(q, name, "", dir.get(), -1);
         o.cloexec = how.flags & O_CLOEXEC;
-        o.fd = ::openat(dir.fd, name.c_str(), static_cast<int>(how.flags) | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
-                        static_cast<mode_t>(how.mode));
-        return o.fd < 0 ? Outcome{errno} : o;
+        return o;
     }
     if (how.resolve & ~(RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_CACHED))
         return {EINVAL};
@@ -146,7 +230,11 @@ Outcome Job::make_call(int dirfd, const std::string& path, bool dir, mode_t mode
     Split& s = std::get<Split>(r);
     if (!allowed(join(s), dir ? WriteOp::create_dir : WriteOp::create)) return {EACCES};
     if (!take_umask()) return {ESRCH};
-    return result(dir ? ::mkdirat(s.dir.fd, s.name.c_str(), mode) : ::mknodat(s.dir.fd, s.name.c_str(), mode, dev));
+    cc_hand_req q{};
+    q.op = dir ? CC_HAND_MKDIR : CC_HAND_MKNOD;
+    q.mode = static_cast<std::uint32_t>(mode);
+    q.arg = dev;
+    return hand(q, s.name, "", s.dir.get(), -1);
 }
 
 Outcome Job::unlink_call(int dirfd, const std::string& path, int flags) {
@@ -154,7 +242,10 @@ Outcome Job::unlink_call(int dirfd, const std::string& path, int flags) {
     if (auto* e = std::get_if<int>(&r)) return {*e};
     Split& s = std::get<Split>(r);
     if (!allowed(join(s), WriteOp::remove)) return {EACCES};
-    return result(::unlinkat(s.dir.fd, s.name.c_str(), flags));
+    cc_hand_req q{};
+    q.op = CC_HAND_UNLINK;
+    q.flags = flags;
+    return hand(q, s.name, "", s.dir.get(), -1);
 }
 
 Outcome Job::rename_call(int od, const std::string& op, int nd, const std::string& np, unsigned flags) {
@@ -166,31 +257,34 @@ Outcome Job::rename_call(int od, const std::string& op, int nd, const std::strin
     if (!allowed(join(s), WriteOp::rename_from) || !allowed(join(t), WriteOp::rename_to)) return {EACCES};
     if ((flags & RENAME_EXCHANGE) && (!allowed(join(t), WriteOp::rename_from) || !allowed(join(s), WriteOp::rename_to)))
         return {EACCES};
-    return result(::syscall(SYS_renameat2, s.dir.fd, s.name.c_str(), t.dir.fd, t.name.c_str(), flags));
+    cc_hand_req q{};
+    q.op = CC_HAND_RENAME;
+    q.flags = static_cast<int>(flags);
+    return hand(q, s.name, t.name, s.dir.get(), t.dir.get());
 }
 
 Outcome Job::link_call(int od, const std::string& op, int nd, const std::string& np, int flags) {
     if (flags & ~(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH)) return {EINVAL};
-    Fd pin;
-    std::string from;
-    if ((flags & AT_EMPTY_PATH) && op.empty()) {
-        pin = Fd(::open(proc("/fd/" + std::to_string(od)).c_str(), O_PATH | O_CLOEXEC));
-        if (!pin) return {EBADF};
-        from = fd_path(pin.fd);
-    } else {
-        auto a = resolve(od, op, flags & AT_SYMLINK_FOLLOW);
-        if (auto* e = std::get_if<int>(&a)) return {*e};
-        Split& s = std::get<Split>(a);
-        pin = Fd(::openat(s.dir.fd, s.name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-        if (!pin) return {errno};
-        from = join(s);
-    }
     auto b = resolve(nd, np, false);
     if (auto* e = std::get_if<int>(&b)) return {*e};
     Split& t = std::get<Split>(b);
-    if (!allowed(from, WriteOp::link_from) || !allowed(join(t), WriteOp::create)) return {EACCES};
-    std::string src = "/proc/self/fd/" + std::to_string(pin.fd);
-    return result(::linkat(AT_FDCWD, src.c_str(), t.dir.fd, t.name.c_str(), AT_SYMLINK_FOLLOW));
+    cc_hand_req q{};
+    if ((flags & AT_EMPTY_PATH) && op.empty()) {
+        // The caller's own descriptor: the object it holds.
+        Fd pin(::open(proc("/fd/" + std::to_string(od)).c_str(), O_PATH | O_CLOEXEC));
+        if (!pin) return {EBADF};
+        std::string from = fd_path(pin.get());
+        if (!allowed(from, WriteOp::link_from) || !allowed(join(t), WriteOp::create)) return {EACCES};
+        q.op = CC_HAND_LINK_FD;
+        return hand(q, "", t.name, pin.get(), t.dir.get());
+    }
+    auto a = resolve(od, op, flags & AT_SYMLINK_FOLLOW);
+    if (auto* e = std::get_if<int>(&a)) return {*e};
+    Split& s = std::get<Split>(a);
+    if (!allowed(join(s), WriteOp::link_from) || !allowed(join(t), WriteOp::create)) return {EACCES};
+    // Resolved to a final name that is not a symlink: linked as it is.
+    q.op = CC_HAND_LINK;
+    return hand(q, s.name, t.name, s.dir.get(), t.dir.get());
 }
 
 Outcome Job::symlink_call(const std::string& target, int nd, const std::string& np) {
@@ -198,32 +292,40 @@ Outcome Job::symlink_call(const std::string& target, int nd, const std::string& 
     if (auto* e = std::get_if<int>(&b)) return {*e};
     Split& t = std::get<Split>(b);
     if (!allowed(join(t), WriteOp::create)) return {EACCES};
-    return result(::symlinkat(target.c_str(), t.dir.fd, t.name.c_str()));
+    if (!take_umask()) return {ESRCH};
+    cc_hand_req q{};
+    q.op = CC_HAND_SYMLINK;
+    return hand(q, t.name, target, t.dir.get(), -1);
 }
 
-// truncate and chmod: the object, pinned, then changed through the pin.
+// truncate and chmod: the object looked up and judged here, changed by the
+// hand, which looks it up again and must find the same object.
 Outcome Job::object_call(int dirfd, const std::string& path, bool follow, bool is_chmod, std::uint64_t arg) {
     auto r = resolve(dirfd, path, follow);
     if (auto* e = std::get_if<int>(&r)) return {*e};
     Split& s = std::get<Split>(r);
     // Symlinks were followed by resolve(); only a /proc magic link is
     // followed here (to the object it stands for).
-    const bool magic = follow && on_procfs(s.dir.fd);
-    Fd pin(::openat(s.dir.fd, s.name.c_str(), O_PATH | O_CLOEXEC | (magic ? 0 : O_NOFOLLOW)));
+    const bool magic = follow && on_procfs(s.dir.get());
+    Fd pin(::openat(s.dir.get(), s.name.c_str(), O_PATH | O_CLOEXEC | (magic ? 0 : O_NOFOLLOW)));
     if (!pin) return {errno};
     struct stat sb {};
-    if (::fstat(pin.fd, &sb) != 0) return {errno};
+    if (::fstat(pin.get(), &sb) != 0) return {errno};
     if (S_ISLNK(sb.st_mode)) return {is_chmod ? EOPNOTSUPP : ELOOP};
-    std::string p = fd_path(pin.fd);
+    std::string p = fd_path(pin.get());
     if (!allowed(p.empty() || p[0] != '/' ? join(s) : p, WriteOp::write)) return {EACCES};
-    std::string via = "/proc/self/fd/" + std::to_string(pin.fd);
-    if (is_chmod) return result(::chmod(via.c_str(), static_cast<mode_t>(arg)));
-    return result(::truncate(via.c_str(), static_cast<off_t>(arg)));
+    cc_hand_req q{};
+    q.op = is_chmod ? CC_HAND_CHMOD : CC_HAND_TRUNCATE;
+    q.arg = arg;
+    q.dev = sb.st_dev;
+    q.ino = sb.st_ino;
+    q.follow = magic;
+    return hand(q, s.name, "", s.dir.get(), -1);
 }
 
 // fchmod: the caller's descriptor, pinned, judged by what it names now,
-// then changed through the pin. A descriptor opened with O_PATH cannot
-// be changed (EBADF), as without the supervisor.
+// then changed by the hand through that pin. A descriptor opened with
+// O_PATH cannot be changed (EBADF), as without the supervisor.
 Outcome Job::fd_chmod_call(int fd, mode_t mode) {
     Fd pin(::open(proc("/fd/" + std::to_string(fd)).c_str(), O_PATH | O_CLOEXEC));
     if (!pin) return {EBADF};
@@ -235,10 +337,12 @@ Outcome Job::fd_chmod_call(int fd, mode_t mode) {
             if (key == "flags:" && (info >> std::oct >> flags)) break;
         if (flags & O_PATH) return {EBADF};
     }
-    std::string p = fd_path(pin.fd);
+    std::string p = fd_path(pin.get());
     if (!p.empty() && p[0] == '/' && !allowed(p, WriteOp::write)) return {EACCES};
-    std::string via = "/proc/self/fd/" + std::to_string(pin.fd);
-    return result(::chmod(via.c_str(), mode));
+    cc_hand_req q{};
+    q.op = CC_HAND_FCHMOD;
+    q.arg = mode;
+    return hand(q, "", "", pin.get(), -1);
 }
 
 Outcome Job::serve() {
@@ -384,7 +488,10 @@ bool receive_listener(State& st) {
                 sender = u.pid;
             }
         }
-        ::close(std::exchange(st.sock, -1));
+        // The socket stays: the hand answers on it from now on (with no
+        // credentials attached).
+        int zero = 0;
+        ::setsockopt(st.sock, SOL_SOCKET, SO_PASSCRED, &zero, sizeof zero);
         struct stat ns {};
         if (st.listener < 0 || sender <= 0 ||
             ::stat(("/proc/" + std::to_string(sender) + "/ns/mnt").c_str(), &ns) != 0)
@@ -399,15 +506,15 @@ void serve_loop(std::shared_ptr<State> sp) {
     int one = 1;
     ::setsockopt(sp->sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
     State& st = *sp;
-    // This thread's own cwd, root and umask (set per call to the caller's),
-    // and, run by root, the sandbox's identity for this thread alone.
+    // This thread's own cwd and root, and, run by root, the sandbox's
+    // identity for this thread alone (its lookups are made with it; every
+    // call itself is performed by the hand).
     if (::unshare(CLONE_FS) != 0) return;
     if (st.opt.drop) {
         if (::syscall(SYS_setgroups, 0, nullptr) != 0 || ::syscall(SYS_setresgid, st.opt.gid, st.opt.gid, st.opt.gid) != 0 ||
             ::syscall(SYS_setresuid, st.opt.uid, st.opt.uid, st.opt.uid) != 0)
             return;  // the listener is never taken: every notified call fails
     }
-    ::umask(st.umask_now);
     if (!receive_listener(st)) return;
     // Each notified call is a hand-off from the caller to this thread and
     // back; woken on the same CPU, neither side waits for an inter-processor
@@ -448,14 +555,14 @@ void serve_loop(std::shared_ptr<State> sp) {
             }
         }
         st.served++;
-        if (o.defer_pin >= 0) {
+        if (o.defer_sock >= 0) {
+            // A FIFO open waiting for a reader, in the hand's helper: its
+            // answer is awaited here, so other calls are served meanwhile.
             std::thread([sp, req, o] {
-                Outcome r = o;
-                std::string again = "/proc/self/fd/" + std::to_string(o.defer_pin);
-                r.fd = ::open(again.c_str(), o.defer_flags);
-                if (r.fd < 0) r.err = errno;
-                ::close(o.defer_pin);
-                r.defer_pin = -1;
+                Outcome r;
+                if (!receive_answer(o.defer_sock, r) || r.defer_sock >= 0) r = Outcome{EACCES};
+                ::close(o.defer_sock);
+                r.cloexec = o.cloexec;
                 answer(*sp, req, r);
             }).detach();
             continue;
