@@ -109,6 +109,22 @@ long call(const std::string& op, const char* arg) {
         if (fd >= 0) close(static_cast<int>(fd));
         return fd < 0 ? -1 : 0;
     }
+    // getpid through the i386 ABI (int 0x80, call 20) from this 64-bit
+    // process: the kernel runs it where IA32 emulation is built in.
+    if (op == "int80_getpid") {
+#if defined(__x86_64__)
+        long r;
+        asm volatile("int $0x80" : "=a"(r) : "a"(20L) : "memory");
+        if (r < 0) {
+            errno = static_cast<int>(-r);
+            return -1;
+        }
+        return r;
+#else
+        errno = ENOSYS;
+        return -1;
+#endif
+    }
     if (op == "openat2_create") {  // ARG: a path, created through openat2 (flags BPF cannot see)
         open_how how{};
         how.flags = O_WRONLY | O_CREAT | O_CLOEXEC;

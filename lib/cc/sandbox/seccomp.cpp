@@ -25,14 +25,12 @@ Status export_seccomp(const SeccompPolicy& p, int out) {
     const std::string what = "seccomp filter";
     Ctx ctx{seccomp_init(SCMP_ACT_ALLOW)};
     if (!ctx.c) return unavailable_error(what, "libseccomp could not start a filter");
-    // The 32-bit ABIs reach the same kernel: without them `int 0x80` would be
-    // a way around every rule. Anything else is killed (libseccomp's default
-    // for an architecture the filter does not name).
-#if defined(__x86_64__)
-    for (auto arch : {SCMP_ARCH_X86, SCMP_ARCH_X32})
-        if (int rc = seccomp_arch_add(ctx.c, arch); rc != 0 && rc != -EEXIST)
-            return unavailable_error(what, std::string("cannot add a 32-bit ABI: ") + std::strerror(-rc));
-#endif
+    // The native ABI only. The 32-bit ones (i386 through `int 0x80`, x32)
+    // reach the same kernel with calls of their own (truncate64, socketcall,
+    // the *32 calls) that rules by name would miss: a call through them
+    // kills the process (libseccomp also sends x32's numbers there).
+    if (int rc = seccomp_attr_set(ctx.c, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS); rc != 0)
+        return unavailable_error(what, std::string("cannot refuse other ABIs: ") + std::strerror(-rc));
     for (const auto& r : p.rules) {
         int nr = seccomp_syscall_resolve_name(r.syscall.c_str());
         // A call this kernel's ABI never had (on every architecture) needs no rule.

@@ -70,7 +70,7 @@ nlohmann::json to_json(const SeccompPolicy& p) {
         rules.push_back(std::move(j));
     }
     return {{"defaultAction", "allow"},
-            {"architectures", {"x86_64", "x86", "x32"}},
+            {"architectures", {"x86_64"}},
             {"otherArchitectures", "kill"},
             {"allowNestedNamespaces", p.options.nestedNamespaces},
             {"allowPtrace", p.options.ptrace},

@@ -42,11 +42,11 @@ Status export_write_filter(int out) {
     const std::string what = "write supervisor filter";
     Ctx ctx{seccomp_init(SCMP_ACT_ALLOW)};
     if (!ctx.c) return unavailable_error(what, "libseccomp could not start a filter");
-#if defined(__x86_64__)
-    for (auto arch : {SCMP_ARCH_X86, SCMP_ARCH_X32})
-        if (int rc = seccomp_arch_add(ctx.c, arch); rc != 0 && rc != -EEXIST)
-            return unavailable_error(what, std::string("cannot add a 32-bit ABI: ") + std::strerror(-rc));
-#endif
+    // The native ABI only: a call through another (i386's `int 0x80`, x32)
+    // kills the process, so no 32-bit spelling of a call (truncate64,
+    // socketcall's bind) goes around the supervisor.
+    if (int rc = seccomp_attr_set(ctx.c, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS); rc != 0)
+        return unavailable_error(what, std::string("cannot refuse other ABIs: ") + std::strerror(-rc));
     for (const auto& c : notified_calls()) {
         int nr = seccomp_syscall_resolve_name(c.name);
         if (nr == __NR_SCMP_ERROR) continue;  // not on any of these ABIs
