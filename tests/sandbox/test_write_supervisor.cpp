@@ -137,6 +137,12 @@ TEST_CASE("write rules: names, paths and their ancestors, git control files", "[
     CHECK(judge(r, "/work/.git/index", WriteOp::write).allowed);
     CHECK(judge(r, "/work/.git/objects/ab", WriteOp::create_dir).allowed);
     CHECK(judge(r, "/work/.git", WriteOp::create_dir).allowed);
+    // Nor can anything but a directory be made on the way to one (a symlink
+    // there would take the rule's path where no rule names it).
+    auto way = judge(r, "/work/.git", WriteOp::create);
+    CHECK_FALSE(way.allowed);
+    CHECK(way.source == "mandatory (not a directory on the way to /work/.git/hooks)");
+    CHECK_FALSE(judge(r, "/home/u", WriteOp::create).allowed);
     // Any repository in the writable tree: its control files, and .git files.
     CHECK(judge(r, "/work/sub/.git/config", WriteOp::create).rule == ".git/{config,hooks,...} of any repository");
     CHECK_FALSE(judge(r, "/work/sub/.git/hooks/post-checkout", WriteOp::create).allowed);
@@ -351,6 +357,19 @@ TEST_CASE("write supervisor: a writable home cannot gain what the host runs next
     spec["bindMounts"].push_back({{"hostPath", t.home}});
     spit(t.spec, spec.dump());
     if (cc::test::is_root()) Tree::give_to_nobody(t.home);
+    // A symlink where a rule's path would go (before ~/.local exists) would
+    // send ~/.local/lib/... wherever the command likes: refused.
+    const std::string way = "cd \"$HOME\"; ln -s /tmp .local; echo rc=$?";
+    REQUIRE(run({"sh", "-c", "export HOME='" + t.outside + "'; " + way}).out == "rc=0\n");
+    REQUIRE(fs::is_symlink(t.outside + "/.local"));
+    auto w = wrap_std(t, way, {"--events"});
+    INFO(w.out << w.err);
+    CHECK(stdout_text(w.out) == "rc=1\n");
+    CHECK_FALSE(fs::exists(fs::symlink_status(t.home + "/.local")));
+    auto wv = violations(w.out);
+    REQUIRE(wv.size() == 1);
+    CHECK(wv[0]["syscall"] == "symlinkat");
+    CHECK(wv[0]["source"].get<std::string>().rfind("mandatory (not a directory on the way to ", 0) == 0);
     const std::string script =
         "cd \"$HOME\"; mkdir -p .local/bin; echo rc=$?; mkdir -p .local/lib/python3/site-packages; echo rc=$?;"
         " echo 'import os' > .lesskey; echo rc=$?; mkdir -p .cargo; echo rc=$?; echo x > .cargo/env; echo rc=$?;"

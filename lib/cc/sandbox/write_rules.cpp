@@ -74,6 +74,12 @@ WriteVerdict judge(const WriteRules& rules, std::string_view path, WriteOp op) {
         if (excepted) continue;
         if (within(path, r.path)) return {false, r.rule, r.source};
         if (displaces(op) && within(r.path, path)) return {false, r.rule, r.source + " (an ancestor of " + r.path + ")"};
+        // Anything but a directory made where a rule's path would go (a
+        // symlink at ~/.local before ~/.local/lib/.../x.pth exists) would
+        // take the path somewhere no rule names: what the host reads later
+        // through it is then the command's.
+        if (op == WriteOp::create && within(r.path, path))
+            return {false, r.rule, r.source + " (not a directory on the way to " + r.path + ")"};
     }
     for (const auto& scope : rules.gitScope)
         if (within(path, scope))
