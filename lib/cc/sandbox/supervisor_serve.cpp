@@ -27,6 +27,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <variant>
@@ -34,6 +35,19 @@
 namespace cc::sandbox::supervisor_detail {
 
 namespace {
+
+// The path to judge an object by, from the kernel's name for it: a file
+// that was unlinked is judged by the name it had; an object with no path
+// (a pipe, a socket) by its pseudo-name, which no rule names. nullopt when
+// the kernel gives no name at all: never judged by a substitute, refused.
+std::optional<std::string> judged_path(int pin) {
+    std::string p = fd_path(pin);
+    if (p.empty()) return std::nullopt;
+    constexpr std::string_view deleted = " (deleted)";
+    if (p[0] == '/' && p.size() > deleted.size() && p.compare(p.size() - deleted.size(), deleted.size(), deleted) == 0)
+        p.resize(p.size() - deleted.size());
+    return p;
+}
 
 // The hand's answer: its errno or value, the descriptor it sends with it
 // (an open's), or a socket a deferred answer comes on later. false when
@@ -144,8 +158,8 @@ Outcome Job::open_call(int dirfd, const std::string& path, std::uint64_t flags, 
         // get the same object.
         Fd pin(::openat(s.dir.get(), s.name.c_str(), O_PATH | O_CLOEXEC | (fl & O_NOFOLLOW)));
         if (!pin) return {errno};
-        std::string p = fd_path(pin.get());
-        if (!allowed(p.empty() ? join(s) : p, WriteOp::write)) return {EACCES};
+        auto p = judged_path(pin.get());
+        if (!p || !allowed(*p, WriteOp::write)) return {EACCES};
         struct stat sb {};
         if (::fstat(pin.get(), &sb) != 0) return {errno};
         q.dev = sb.st_dev;
@@ -180,8 +194,8 @@ Outcome Job::openat2_call(int dirfd, const std::string& path, std::uint64_t how_
         if (p < 0 && !(errno == ENOENT && (how.flags & O_CREAT))) return {errno};
         if (p >= 0) {
             Fd pinned(static_cast<int>(p));
-            std::string gp = fd_path(pinned.get());
-            if (writes && !allowed(gp, WriteOp::write)) return {EACCES};
+            auto gp = judged_path(pinned.get());
+            if (!gp || (writes && !allowed(*gp, WriteOp::write))) return {EACCES};
             if ((how.flags & O_CREAT) && (how.flags & O_EXCL)) return {EEXIST};
             struct stat sb {};
             if (::fstat(pinned.get(), &sb) != 0) return {errno};
@@ -206,6 +220,7 @@ Outcome Job::openat2_call(int dirfd, const std::string& path, std::uint64_t how_
         if (d < 0) return {errno};
         Fd dir(static_cast<int>(d));
         std::string dp = fd_path(dir.get());
+        if (dp.empty() || dp[0] != '/') return {ENOENT};  // a directory with no path: removed
         if (!allowed(dp == "/" ? "/" + name : dp + "/" + name, WriteOp::create)) return {EACCES};
         if (!take_umask()) return {ESRCH};
         cc_hand_req q{};
@@ -273,8 +288,8 @@ Outcome Job::link_call(int od, const std::string& op, int nd, const std::string&
         // The caller's own descriptor: the object it holds.
         Fd pin(::open(proc("/fd/" + std::to_string(od)).c_str(), O_PATH | O_CLOEXEC));
         if (!pin) return {EBADF};
-        std::string from = fd_path(pin.get());
-        if (!allowed(from, WriteOp::link_from) || !allowed(join(t), WriteOp::create)) return {EACCES};
+        auto from = judged_path(pin.get());
+        if (!from || !allowed(*from, WriteOp::link_from) || !allowed(join(t), WriteOp::create)) return {EACCES};
         q.op = CC_HAND_LINK_FD;
         return hand(q, "", t.name, pin.get(), t.dir.get());
     }
@@ -312,8 +327,8 @@ Outcome Job::object_call(int dirfd, const std::string& path, bool follow, bool i
     struct stat sb {};
     if (::fstat(pin.get(), &sb) != 0) return {errno};
     if (S_ISLNK(sb.st_mode)) return {is_chmod ? EOPNOTSUPP : ELOOP};
-    std::string p = fd_path(pin.get());
-    if (!allowed(p.empty() || p[0] != '/' ? join(s) : p, WriteOp::write)) return {EACCES};
+    auto p = judged_path(pin.get());
+    if (!p || !allowed(*p, WriteOp::write)) return {EACCES};
     cc_hand_req q{};
     q.op = is_chmod ? CC_HAND_CHMOD : CC_HAND_TRUNCATE;
     q.arg = arg;
@@ -337,8 +352,8 @@ Outcome Job::fd_chmod_call(int fd, mode_t mode) {
             if (key == "flags:" && (info >> std::oct >> flags)) break;
         if (flags & O_PATH) return {EBADF};
     }
-    std::string p = fd_path(pin.get());
-    if (!p.empty() && p[0] == '/' && !allowed(p, WriteOp::write)) return {EACCES};
+    auto p = judged_path(pin.get());
+    if (!p || !allowed(*p, WriteOp::write)) return {EACCES};
     cc_hand_req q{};
     q.op = CC_HAND_FCHMOD;
     q.arg = mode;
