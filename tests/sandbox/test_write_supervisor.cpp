@@ -631,3 +631,52 @@ TEST_CASE("write supervisor: a killed hand refuses every call; a FIFO without a 
     CHECK(f.out.find("never") == std::string::npos);
     CHECK(slurp(t.work + "/other.txt") == "other\n");
 }
+
+// Two more ways to change what a file means: its extended attributes (a
+// POSIX ACL can make a file executable where chmod is refused) and a Unix
+// socket bound at a path (a file like any other: u.key). Both are judged
+// and performed by the hand; addresses that are not paths bind as before.
+TEST_CASE("write supervisor: extended attributes and Unix socket paths are judged", "[supervisor][launch]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!write_supervisor()) CC_SKIP("this kernel has no seccomp user notification with descriptor injection");
+    if (!cc::test::have_program("python3")) CC_SKIP("python3 not installed");
+    Tree t("sup-xattr");
+    const std::string script = R"(
+import os, socket, sys
+os.chdir(sys.argv[1])
+def attempt(what, f):
+    try:
+        f(); print(what, "ok")
+    except OSError as e:
+        print(what, e.errno)
+open("f.txt", "w").write("x")
+attempt("setxattr-plain", lambda: os.setxattr("f.txt", "user.cc", b"1"))
+attempt("setxattr-config", lambda: os.setxattr(".git/config", "user.cc", b"1"))
+attempt("removexattr-config", lambda: os.removexattr(".git/config", "user.cc"))
+fd = os.open(".git/config", os.O_RDONLY)
+attempt("fsetxattr-config", lambda: os.setxattr(fd, "user.cc", b"1"))
+attempt("bind-key", lambda: socket.socket(socket.AF_UNIX).bind("u.key"))
+attempt("bind-plain", lambda: socket.socket(socket.AF_UNIX).bind("ok.sock"))
+attempt("bind-abstract", lambda: socket.socket(socket.AF_UNIX).bind("\0cc-abstract"))
+attempt("bind-tcp", lambda: socket.socket().bind(("127.0.0.1", 0)))
+)";
+    spit(t.tools + "/x.py", script);
+    // Without cc-wrap, each is made (a copy of the tree: .git/config is a file there too).
+    fs::create_directories(t.outside + "/.git");
+    spit(t.outside + "/.git/config", "[core]\n");
+    auto free_run = run({"python3", t.tools + "/x.py", t.outside});
+    INFO(free_run.out << free_run.err);
+    if (free_run.out.find("setxattr-plain 95") != std::string::npos) CC_SKIP("this filesystem has no user xattrs");
+    REQUIRE(free_run.out == "setxattr-plain ok\nsetxattr-config ok\nremovexattr-config ok\nfsetxattr-config ok\n"
+                            "bind-key ok\nbind-plain ok\nbind-abstract ok\nbind-tcp ok\n");
+    auto r = wrap_std(t, "python3 " + t.tools + "/x.py " + t.work, {"--events"});
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(stdout_text(r.out) == "setxattr-plain ok\nsetxattr-config 13\nremovexattr-config 13\nfsetxattr-config 13\n"
+                                "bind-key 13\nbind-plain ok\nbind-abstract ok\nbind-tcp ok\n");
+    CHECK_FALSE(fs::exists(fs::symlink_status(t.work + "/u.key")));
+    CHECK(fs::is_socket(t.work + "/ok.sock"));
+    std::set<std::string> calls;
+    for (const auto& v : violations(r.out)) calls.insert(v["syscall"].get<std::string>());
+    CHECK(calls == std::set<std::string>{"setxattr", "removexattr", "fsetxattr", "bind"});
+}

@@ -36,9 +36,13 @@ enum cc_hand_op {
     CC_HAND_CHMOD,        /* the object dir1/name1 (follow: a magic link followed), mode arg */
     CC_HAND_TRUNCATE,     /* the same, length arg */
     CC_HAND_FCHMOD,       /* the object dir1 (the caller's own descriptor), mode arg */
+    CC_HAND_SETXATTR,     /* the object dir1/name1 (or dir1 itself with follow 2): name2 = data, flags */
+    CC_HAND_REMOVEXATTR,  /* the same: name2 removed */
+    CC_HAND_BIND,         /* the socket dir1 bound: at dir2/name1 (a Unix path), else to data as given */
 };
 
 #define CC_HAND_MAX_NAME 4096
+#define CC_HAND_MAX_DATA 65536
 
 struct cc_hand_req {
     uint32_t op;
@@ -47,8 +51,9 @@ struct cc_hand_req {
     uint32_t umask;    /* the caller's umask, for creating calls */
     uint64_t arg;      /* mknod's dev, chmod's mode, truncate's length, openat2's resolve */
     uint64_t dev, ino; /* the object the supervisor judged (0, 0: none): anything else is refused */
-    uint32_t follow;   /* follow the final name (a /proc magic link) */
+    uint32_t follow;   /* follow the final name (a /proc magic link); 2: dir1 is the object */
     uint32_t len1, len2; /* name bytes that follow, NULs included */
+    uint32_t len3;     /* data bytes after the names */
 };
 
 struct cc_hand_ans {

@@ -20,6 +20,7 @@
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,8 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/xattr.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -208,8 +211,8 @@ static int hand_defer_fifo(int dir, const char* name, int flags, struct cc_hand_
 }
 
 /* One request: performed here, with the command's own restrictions. */
-static int hand_do(const struct cc_hand_req* r, const char* n1, const char* n2, int d1, int d2,
-                   struct cc_hand_ans* ans) {
+static int hand_do(const struct cc_hand_req* r, const char* n1, const char* n2, const char* data, size_t len3,
+                   int d1, int d2, struct cc_hand_ans* ans) {
     long rc = 0;
     int fd = -1;
     switch (r->op) {
@@ -306,6 +309,59 @@ static int hand_do(const struct cc_hand_req* r, const char* n1, const char* n2, 
         close(obj);
         return -1;
     }
+    case CC_HAND_SETXATTR:
+    case CC_HAND_REMOVEXATTR: {
+        int obj = r->follow == 2 ? dup(d1)
+                                 : openat(d1, n1, O_PATH | O_CLOEXEC | (r->follow ? 0 : O_NOFOLLOW));
+        if (obj < 0) {
+            ans->err = errno;
+            return -1;
+        }
+        struct stat sb;
+        if (fstat(obj, &sb) != 0 || !same_object(obj, r)) {
+            close(obj);
+            ans->err = EACCES;
+            return -1;
+        }
+        if (S_ISLNK(sb.st_mode)) { /* no attributes of a link itself through its descriptor */
+            close(obj);
+            ans->err = EPERM;
+            return -1;
+        }
+        char via[64];
+        snprintf(via, sizeof via, "/proc/self/fd/%d", obj);
+        rc = r->op == CC_HAND_SETXATTR ? setxattr(via, n2, data, len3, r->flags) : removexattr(via, n2);
+        if (rc < 0) ans->err = errno;
+        close(obj);
+        return -1;
+    }
+    case CC_HAND_BIND: {
+        if (d2 < 0) {  /* not a Unix path: the address as the caller gave it */
+            rc = bind(d1, (const struct sockaddr*)data, (socklen_t)len3);
+            break;
+        }
+        /* A Unix path: made in the pinned directory, under the caller's umask. */
+        struct sockaddr_un sun;
+        memset(&sun, 0, sizeof sun);
+        sun.sun_family = AF_UNIX;
+        size_t nl = strlen(n1);
+        if (nl == 0 || nl >= sizeof sun.sun_path) {
+            ans->err = nl == 0 ? ENOENT : ENAMETOOLONG;
+            return -1;
+        }
+        memcpy(sun.sun_path, n1, nl);
+        umask((mode_t)r->umask);
+        if (fchdir(d2) != 0) {
+            ans->err = errno;
+            return -1;
+        }
+        rc = bind(d1, (const struct sockaddr*)&sun, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + nl + 1));
+        int e = errno;
+        if (chdir("/") != 0) { /* the hand keeps no directory of the caller's */
+        }
+        errno = e;
+        break;
+    }
     default: ans->err = ENOSYS; return -1;
     }
     if (rc < 0) ans->err = errno;
@@ -315,7 +371,7 @@ static int hand_do(const struct cc_hand_req* r, const char* n1, const char* n2, 
 
 /* The hand's loop: one request, one answer, until cc-wrap's end closes. */
 static void hand_serve(int sock) {
-    static char buf[sizeof(struct cc_hand_req) + 2 * CC_HAND_MAX_NAME + 2];
+    static char buf[sizeof(struct cc_hand_req) + 2 * CC_HAND_MAX_NAME + 2 + CC_HAND_MAX_DATA];
     for (;;) {
         union {
             struct cmsghdr align;
@@ -354,10 +410,11 @@ static void hand_serve(int sock) {
             const char* n2 = n1 + r.len1;
             /* Both names NUL-terminated inside what arrived: else refused. */
             if (r.len1 == 0 || r.len2 == 0 || r.len1 > CC_HAND_MAX_NAME + 1 || r.len2 > CC_HAND_MAX_NAME + 1 ||
-                sizeof r + r.len1 + r.len2 != (size_t)n || n1[r.len1 - 1] != '\0' || n2[r.len2 - 1] != '\0')
+                r.len3 > CC_HAND_MAX_DATA || sizeof r + r.len1 + r.len2 + r.len3 != (size_t)n ||
+                n1[r.len1 - 1] != '\0' || n2[r.len2 - 1] != '\0')
                 ans.err = EINVAL;
             else
-                out = hand_do(&r, n1, n2, fds[0], fds[1], &ans);
+                out = hand_do(&r, n1, n2, n2 + r.len2, r.len3, fds[0], fds[1], &ans);
         }
         if (fds[0] >= 0) close(fds[0]);
         if (fds[1] >= 0) close(fds[1]);

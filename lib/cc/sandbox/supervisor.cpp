@@ -71,6 +71,11 @@ Status export_write_filter(int out) {
     // by number on the native ABI, so it is no way around chmod's check.
     if (int rc = seccomp_rule_add(ctx.c, SCMP_ACT_ERRNO(ENOSYS), 452, 0); rc != 0)
         return unavailable_error(what, std::string("rule for 'fchmodat2': ") + std::strerror(-rc));
+    // setxattrat and removexattrat (Linux 6.13) and file_setattr (6.17), the
+    // same: the C library's setxattr and removexattr are the older calls.
+    for (int nr : {463, 466, 469})
+        if (int rc = seccomp_rule_add(ctx.c, SCMP_ACT_ERRNO(ENOSYS), nr, 0); rc != 0)
+            return unavailable_error(what, "rule for call " + std::to_string(nr) + ": " + std::strerror(-rc));
 #endif
     if (int rc = seccomp_export_bpf(ctx.c, out); rc != 0)
         return unavailable_error(what, std::string("export: ") + std::strerror(-rc));

@@ -28,7 +28,8 @@ namespace supervisor_detail {
 
 enum class Call {
     open, openat, openat2, creat, mkdir, mkdirat, mknod, mknodat, rename, renameat, renameat2, link, linkat, symlink,
-    symlinkat, unlink, unlinkat, rmdir, truncate, chmod, fchmodat, fchmod
+    symlinkat, unlink, unlinkat, rmdir, truncate, chmod, fchmodat, fchmod, setxattr, lsetxattr, fsetxattr,
+    removexattr, lremovexattr, fremovexattr, bind
 };
 
 const char* name_of(Call c);
@@ -122,7 +123,8 @@ struct Job {
     Outcome open_call(int dirfd, const std::string& path, std::uint64_t flags, mode_t mode);
     Outcome openat2_call(int dirfd, const std::string& path, std::uint64_t how_addr, std::uint64_t size);
     // Performed by the hand, with the caller's restrictions (hand_proto.h).
-    Outcome hand(cc_hand_req q, const std::string& name1, const std::string& name2, int dir1, int dir2);
+    Outcome hand(cc_hand_req q, const std::string& name1, const std::string& name2, int dir1, int dir2,
+                 const std::string& data = {});
     Outcome make_call(int dirfd, const std::string& path, bool dir, mode_t mode, dev_t dev);
     Outcome unlink_call(int dirfd, const std::string& path, int flags);
     Outcome rename_call(int od, const std::string& op, int nd, const std::string& np, unsigned flags);
@@ -130,6 +132,14 @@ struct Job {
     Outcome symlink_call(const std::string& target, int nd, const std::string& np);
     Outcome object_call(int dirfd, const std::string& path, bool follow, bool is_chmod, std::uint64_t arg);
     Outcome fd_chmod_call(int fd, mode_t mode);
+    // The caller's descriptor fd as an O_PATH pin; EBADF when it has none or
+    // it was opened O_PATH (the calls on it would fail so).
+    std::variant<Fd, int> own_fd(int fd);
+    Outcome xattr_call(const std::string& path, bool follow, const std::string& name, std::uint64_t value,
+                       std::uint64_t size, int flags, bool remove);
+    Outcome fxattr_call(int fd, const std::string& name, std::uint64_t value, std::uint64_t size, int flags,
+                        bool remove);
+    Outcome bind_call(int fd, std::uint64_t addr, std::uint64_t len);
     Outcome serve();
 };
 

@@ -52,7 +52,9 @@ const std::pair<const char*, Call> k_names[] = {
     {"linkat", Call::linkat},     {"symlink", Call::symlink},     {"symlinkat", Call::symlinkat},
     {"unlink", Call::unlink},     {"unlinkat", Call::unlinkat},   {"rmdir", Call::rmdir},
     {"truncate", Call::truncate}, {"chmod", Call::chmod},         {"fchmodat", Call::fchmodat},
-    {"fchmod", Call::fchmod},
+    {"fchmod", Call::fchmod},     {"setxattr", Call::setxattr},   {"lsetxattr", Call::lsetxattr},
+    {"fsetxattr", Call::fsetxattr}, {"removexattr", Call::removexattr}, {"lremovexattr", Call::lremovexattr},
+    {"fremovexattr", Call::fremovexattr}, {"bind", Call::bind},
 };
 
 }  // namespace

@@ -18,10 +18,13 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
+#include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -92,14 +95,18 @@ bool receive_answer(int sock, Outcome& o) {
 
 // The hand (hand_proto.h): one request, one answer, over the socket the
 // listener came on. The serving thread is the only one that asks.
-Outcome Job::hand(cc_hand_req q, const std::string& name1, const std::string& name2, int dir1, int dir2) {
+Outcome Job::hand(cc_hand_req q, const std::string& name1, const std::string& name2, int dir1, int dir2,
+                  const std::string& data) {
     if (name1.size() > CC_HAND_MAX_NAME || name2.size() > CC_HAND_MAX_NAME) return {ENAMETOOLONG};
+    if (data.size() > CC_HAND_MAX_DATA) return {E2BIG};
     q.umask = umask;
     q.len1 = static_cast<std::uint32_t>(name1.size() + 1);
     q.len2 = static_cast<std::uint32_t>(name2.size() + 1);
+    q.len3 = static_cast<std::uint32_t>(data.size());
     std::string msg(reinterpret_cast<const char*>(&q), sizeof q);
     msg.append(name1).push_back('\0');
     msg.append(name2).push_back('\0');
+    msg.append(data);
     iovec iov{msg.data(), msg.size()};
     alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))] = {};
     msghdr m{};
@@ -341,23 +348,109 @@ Outcome Job::object_call(int dirfd, const std::string& path, bool follow, bool i
 // fchmod: the caller's descriptor, pinned, judged by what it names now,
 // then changed by the hand through that pin. A descriptor opened with
 // O_PATH cannot be changed (EBADF), as without the supervisor.
-Outcome Job::fd_chmod_call(int fd, mode_t mode) {
+std::variant<Fd, int> Job::own_fd(int fd) {
     Fd pin(::open(proc("/fd/" + std::to_string(fd)).c_str(), O_PATH | O_CLOEXEC));
-    if (!pin) return {EBADF};
-    {
-        std::ifstream info(proc("/fdinfo/" + std::to_string(fd)));
-        std::string key;
-        unsigned long flags = 0;
-        while (info >> key)
-            if (key == "flags:" && (info >> std::oct >> flags)) break;
-        if (flags & O_PATH) return {EBADF};
-    }
+    if (!pin) return EBADF;
+    std::ifstream info(proc("/fdinfo/" + std::to_string(fd)));
+    std::string key;
+    unsigned long flags = 0;
+    while (info >> key)
+        if (key == "flags:" && (info >> std::oct >> flags)) break;
+    if (flags & O_PATH) return EBADF;
+    return pin;
+}
+
+Outcome Job::fd_chmod_call(int fd, mode_t mode) {
+    auto own = own_fd(fd);
+    if (auto* e = std::get_if<int>(&own)) return {*e};
+    Fd& pin = std::get<Fd>(own);
     auto p = judged_path(pin.get());
     if (!p || !allowed(*p, WriteOp::write)) return {EACCES};
     cc_hand_req q{};
     q.op = CC_HAND_FCHMOD;
     q.arg = mode;
     return hand(q, "", "", pin.get(), -1);
+}
+
+// setxattr and removexattr of a path: the object looked up and judged here
+// (a write of it), changed by the hand, which must find the same object.
+Outcome Job::xattr_call(const std::string& path, bool follow, const std::string& name, std::uint64_t value,
+                        std::uint64_t size, int flags, bool remove) {
+    if (!remove && size > CC_HAND_MAX_DATA) return {E2BIG};
+    std::string data(remove ? 0 : size, '\0');
+    if (!data.empty() && !read_bytes(value, data.data(), data.size())) return {EFAULT};
+    auto r = resolve(AT_FDCWD, path, follow);
+    if (auto* e = std::get_if<int>(&r)) return {*e};
+    Split& s = std::get<Split>(r);
+    const bool magic = follow && on_procfs(s.dir.get());
+    Fd pin(::openat(s.dir.get(), s.name.c_str(), O_PATH | O_CLOEXEC | (magic ? 0 : O_NOFOLLOW)));
+    if (!pin) return {errno};
+    struct stat sb {};
+    if (::fstat(pin.get(), &sb) != 0) return {errno};
+    auto p = judged_path(pin.get());
+    if (!p || !allowed(*p, WriteOp::write)) return {EACCES};
+    cc_hand_req q{};
+    q.op = remove ? CC_HAND_REMOVEXATTR : CC_HAND_SETXATTR;
+    q.flags = flags;
+    q.dev = sb.st_dev;
+    q.ino = sb.st_ino;
+    q.follow = magic;
+    return hand(q, s.name, name, s.dir.get(), -1, data);
+}
+
+// fsetxattr and fremovexattr: the caller's descriptor, judged by what it
+// names now, changed by the hand through our pin of it.
+Outcome Job::fxattr_call(int fd, const std::string& name, std::uint64_t value, std::uint64_t size, int flags,
+                         bool remove) {
+    if (!remove && size > CC_HAND_MAX_DATA) return {E2BIG};
+    std::string data(remove ? 0 : size, '\0');
+    if (!data.empty() && !read_bytes(value, data.data(), data.size())) return {EFAULT};
+    auto own = own_fd(fd);
+    if (auto* e = std::get_if<int>(&own)) return {*e};
+    Fd& pin = std::get<Fd>(own);
+    auto p = judged_path(pin.get());
+    if (!p || !allowed(*p, WriteOp::write)) return {EACCES};
+    cc_hand_req q{};
+    q.op = remove ? CC_HAND_REMOVEXATTR : CC_HAND_SETXATTR;
+    q.flags = flags;
+    q.follow = 2;
+    return hand(q, "", name, pin.get(), -1, data);
+}
+
+// bind: a Unix socket made at a path is a file (created in the judged
+// parent, by the hand); any other address is bound by the hand as given,
+// since the caller could rewrite it after we read it. The socket is the
+// caller's own, taken with pidfd_getfd.
+Outcome Job::bind_call(int fd, std::uint64_t addr, std::uint64_t len) {
+    if (len < sizeof(sa_family_t) || len > sizeof(sockaddr_storage)) return {EINVAL};
+    std::string raw(len, '\0');
+    if (!read_bytes(addr, raw.data(), raw.size())) return {EFAULT};
+    const std::string text = status();
+    auto t = text.find("Tgid:");
+    if (t == std::string::npos) return {ESRCH};
+    const int tgid = std::atoi(text.c_str() + t + 5);
+    Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, tgid, 0)));
+    if (!pidfd) return {ESRCH};
+    Fd sock(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.get(), fd, 0)));
+    if (!sock) return {errno == EBADF ? EBADF : ESRCH};
+    if (!valid()) return {ESRCH};  // the descriptor is the caller's, not a reused PID's
+    struct stat sb {};
+    if (::fstat(sock.get(), &sb) != 0 || !S_ISSOCK(sb.st_mode)) return {ENOTSOCK};
+    sa_family_t family = 0;
+    std::memcpy(&family, raw.data(), sizeof family);
+    const std::size_t head = offsetof(sockaddr_un, sun_path);
+    cc_hand_req q{};
+    q.op = CC_HAND_BIND;
+    if (family != AF_UNIX || raw.size() <= head || raw[head] == '\0')
+        return hand(q, "", "", sock.get(), -1, raw);  // not a path (an abstract name, an address)
+    std::string path = raw.substr(head);
+    path = path.substr(0, path.find('\0'));
+    auto r = resolve(AT_FDCWD, path, false);
+    if (auto* e = std::get_if<int>(&r)) return {*e};
+    Split& s = std::get<Split>(r);
+    if (!allowed(join(s), WriteOp::create)) return {EACCES};
+    if (!take_umask()) return {ESRCH};
+    return hand(q, s.name, "", sock.get(), s.dir.get());
 }
 
 Outcome Job::serve() {
@@ -388,7 +481,13 @@ Outcome Job::serve() {
         case Call::symlinkat:
             if (!need(p1, 0) || !need(p2, 2)) return {EFAULT};
             break;
-        case Call::fchmod: break;  // a descriptor, no path
+        case Call::fchmod: case Call::bind: break;  // a descriptor, no path
+        case Call::setxattr: case Call::lsetxattr: case Call::removexattr: case Call::lremovexattr:
+            if (!need(p1, 0) || !need(p2, 1)) return {EFAULT};
+            break;
+        case Call::fsetxattr: case Call::fremovexattr:
+            if (!need(p2, 1)) return {EFAULT};
+            break;
     }
     // Everything the call will act on has been copied: from here on the
     // caller's memory is not read again.
@@ -428,6 +527,13 @@ Outcome Job::serve() {
         case Call::chmod: return object_call(AT_FDCWD, *p1, true, true, a[1]);
         case Call::fchmodat: return object_call(dfd(0), *p1, true, true, a[2]);
         case Call::fchmod: return fd_chmod_call(dfd(0), static_cast<mode_t>(a[1]));
+        case Call::setxattr: return xattr_call(*p1, true, *p2, a[2], a[3], static_cast<int>(a[4]), false);
+        case Call::lsetxattr: return xattr_call(*p1, false, *p2, a[2], a[3], static_cast<int>(a[4]), false);
+        case Call::removexattr: return xattr_call(*p1, true, *p2, 0, 0, 0, true);
+        case Call::lremovexattr: return xattr_call(*p1, false, *p2, 0, 0, 0, true);
+        case Call::fsetxattr: return fxattr_call(dfd(0), *p2, a[2], a[3], static_cast<int>(a[4]), false);
+        case Call::fremovexattr: return fxattr_call(dfd(0), *p2, 0, 0, 0, true);
+        case Call::bind: return bind_call(dfd(0), a[1], a[2]);
     }
     return {ENOSYS};
 }

@@ -104,6 +104,13 @@ const std::vector<NotifiedCall>& notified_calls() {
         {"mknod", -1},    {"mknodat", -1},  {"rename", -1},   {"renameat", -1}, {"renameat2", -1}, {"link", -1},
         {"linkat", -1},   {"symlink", -1},  {"symlinkat", -1}, {"unlink", -1},  {"unlinkat", -1},  {"rmdir", -1},
         {"truncate", -1}, {"chmod", -1},    {"fchmodat", -1}, {"fchmod", -1, 1},
+        // A POSIX ACL (system.posix_acl_access) can make a file executable
+        // where chmod is refused; other attributes change what a file means
+        // to the programs that read them.
+        {"setxattr", -1}, {"lsetxattr", -1}, {"fsetxattr", -1}, {"removexattr", -1}, {"lremovexattr", -1},
+        {"fremovexattr", -1},
+        // A Unix socket made at a path is a file like any other (u.key).
+        {"bind", -1},
     };
     return calls;
 }
@@ -122,6 +129,7 @@ nlohmann::json to_json(const WriteRules& r) {
                         : n.flagsArg < 0 ? std::string(n.name)
                                          : std::string(n.name) + " (with O_WRONLY, O_RDWR, O_CREAT or O_TRUNC)");
     calls.push_back("fchmodat2 (ENOSYS: libc falls back to fchmodat)");
+    calls.push_back("setxattrat, removexattrat, file_setattr (ENOSYS)");
     return {{"paths", paths}, {"names", names}, {"gitControl", r.gitScope}, {"writable", r.writable}, {"calls", calls}};
 }
 
