@@ -647,6 +647,36 @@ TEST_CASE("plan: credentials are stripped from the environment unless envPass na
     CHECK(make(in, standard_host()).env.count("LD_PRELOAD") == 0);
 }
 
+TEST_CASE("plan: database, registry, CI, password-manager and cloud secrets and git's redirections never get in",
+          "[plan][env]") {
+    auto in = standard_input();
+    const std::vector<std::string> credentials = {
+        "PGPASSWORD", "MYSQL_PWD", "REDISCLI_AUTH", "GITHUB_PAT", "AZURE_DEVOPS_EXT_PAT", "SENTRY_DSN",
+        "DATABASE_DSN", "AZURE_STORAGE_CONNECTION_STRING", "CI_JOB_JWT_V2", "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_URL", "BW_SESSION", "OP_SESSION_my", "TF_TOKEN_app_terraform_io",
+        "POETRY_PYPI_TOKEN_PYPI", "UV_INDEX_INTERNAL_PASSWORD", "npm_config_//registry.example/:_authToken",
+        "GEM_HOST_API_KEY", "AZURE_STORAGE_SAS_TOKEN", "GOOGLE_CREDENTIALS"};
+    const std::vector<std::string> redirections = {"GIT_DIR", "GIT_WORK_TREE", "GIT_TEMPLATE_DIR", "GIT_EDITOR",
+                                                   "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "LESSOPEN"};
+    for (const auto& k : credentials) in.hostEnv[k] = "x";
+    for (const auto& k : redirections) in.hostEnv[k] = "/host/repo";
+    in.hostEnv["GIT_AUTHOR_NAME"] = "a";  // identity, not a redirection: kept
+    in.hostEnv["PASSAGE"] = "x";          // no secret's shape: kept
+    Plan p = make(in, standard_host());
+    for (const auto& k : credentials) {
+        INFO(k);
+        CHECK(p.env.count(k) == 0);
+        CHECK(p.envRemovedWhy.at(k) == "credential");
+    }
+    for (const auto& k : redirections) {
+        INFO(k);
+        CHECK(p.env.count(k) == 0);
+        CHECK(p.envRemovedWhy.at(k) == "injection");
+    }
+    CHECK(p.env.at("GIT_AUTHOR_NAME") == "a");
+    CHECK(p.env.at("PASSAGE") == "x");
+}
+
 TEST_CASE("plan: system and other users' secrets are masked wherever a bind shows them", "[plan]") {
     auto h = standard_host();
     h.file("/etc/gshadow");
