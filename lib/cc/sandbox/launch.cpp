@@ -58,48 +58,65 @@ int setup_failure(const Plan& plan, const WrapRequest& rq, const Error& e) {
 }
 }  // namespace
 
-int wrap(const WrapRequest& rq) {
+namespace {
+
+// Everything a launch reads and decides before its plan: the spec, the
+// switch, the backend and profile, the operator's policy text, the
+// command's identity, the probe and the backend chosen, the VM runtime, a
+// handed-in cc-egress's ready line, where cc-egress and the init step are.
+// Every bad-input error is found here, before anything is made.
+struct Resolved {
+    spec::SandboxSpec spec;
+    PlanInput in;
+    std::string policy_text;
+    std::optional<std::string> egress_exe;
+    std::string installed_init;
+    bool wants_egress = false, own_egress = false, seatbelt = false, copy_init = false;
+};
+
+Result<Resolved> resolve_launch(const WrapRequest& rq) {
+    Resolved r;
     // 1. Input: spec, switch, backend flag, profile. Bad input: exit 2.
     auto spec = spec::load_sandbox_spec(rq.specPath);
-    if (!spec) return fail(spec.error());
+    if (!spec) return spec.error();
+    r.spec = *spec;
     const char* envsw = std::getenv("CC_SERVER_SANDBOX");
     auto sw = probe::resolve_switch(rq.sandboxSwitch, envsw ? std::optional<std::string>(envsw) : std::nullopt);
-    if (!sw) return fail(sw.error());
+    if (!sw) return sw.error();
     std::optional<spec::Backend> requested;
     if (rq.backend) {
         requested = spec::parse_backend_flag(*rq.backend);
-        if (!requested) return fail(input_error("--backend", "unknown backend '" + *rq.backend + "' (native, none or microvm)"));
+        if (!requested) return input_error("--backend", "unknown backend '" + *rq.backend + "' (native, none or microvm)");
     }
     Profile profile;
     if (rq.profile == "dispatch") profile = Profile::dispatch;
     else if (rq.profile == "terminal") profile = Profile::terminal;
-    else return fail(input_error("--profile", "unknown profile '" + rq.profile + "' (dispatch or terminal)"));
-    if (rq.command.empty()) return fail(input_error("command", "missing (cc-wrap [options] -- CMD ARGS...)"));
+    else return input_error("--profile", "unknown profile '" + rq.profile + "' (dispatch or terminal)");
+    if (rq.command.empty()) return input_error("command", "missing (cc-wrap [options] -- CMD ARGS...)");
     // The session's own cc-egress decides with the operator's policy (and
     // puts its asks to the approver); a handed-in one has its own.
     if (rq.egressReady && (rq.policyPath || rq.approver))
-        return fail(input_error(rq.policyPath ? "--policy" : "--approver",
-                                "is for the cc-egress cc-wrap starts; a handed-in cc-egress (--egress) has its own"));
+        return input_error(rq.policyPath ? "--policy" : "--approver",
+                           "is for the cc-egress cc-wrap starts; a handed-in cc-egress (--egress) has its own");
     if (rq.approver && rq.approver->find_first_not_of(" \t") == std::string::npos)
-        return fail(input_error("--approver", "is empty"));
-    std::string policy_text;
+        return input_error("--approver", "is empty");
     if (rq.policyPath) {
         auto text = io::read_input(*rq.policyPath);
-        if (!text) return fail(text.error());
-        if (auto pol = policy::parse(*text, *rq.policyPath); !pol) return fail(pol.error());
-        policy_text = std::move(*text);
+        if (!text) return text.error();
+        if (auto pol = policy::parse(*text, *rq.policyPath); !pol) return pol.error();
+        r.policy_text = std::move(*text);
     }
     // Who the command will be on the host (never uid 0): input too (--run-as).
     const char* home_env = std::getenv("HOME");
     auto identity = choose_identity(*spec, home_env && *home_env ? home_env : "/", ::geteuid(), ::getegid(), rq.runAs,
                                     *real_paths());
-    if (!identity) return fail(identity.error());
+    if (!identity) return identity.error();
 
     // 2. Probe (or read it once from cc-probe --json) and choose.
     probe::ProbeResult pr;
     if (rq.probePath) {
         auto loaded = probe::load(*rq.probePath);
-        if (!loaded) return fail(loaded.error());
+        if (!loaded) return loaded.error();
         pr = *loaded;
         if (sw->source != "default") pr.sandbox = *sw;
     } else {
@@ -113,30 +130,30 @@ int wrap(const WrapRequest& rq) {
         if (rq.vmAccel) vo.accel = *rq.vmAccel;
         vo.kernel = rq.vmKernel;
         if (rq.vmMemory) vo.memoryMiB = *rq.vmMemory;
-        auto r = resolve_vm(vo);
-        if (!r) return fail(r.error());
-        vm = *r;
+        auto v = resolve_vm(vo);
+        if (!v) return v.error();
+        vm = *v;
         if (vm->accel == "tcg" && !pr.microvm.available) {
             pr.microvm.available = true;
             pr.microvm.reason = "TCG asked for (--vm-accel tcg): emulation, no KVM needed";
         }
     } else if (rq.vmAccel || rq.vmKernel || rq.vmMemory) {
-        return fail(input_error(rq.vmAccel ? "--vm-accel" : rq.vmKernel ? "--vm-kernel" : "--vm-memory",
-                                "applies to --backend microvm only"));
+        return input_error(rq.vmAccel ? "--vm-accel" : rq.vmKernel ? "--vm-kernel" : "--vm-memory",
+                           "applies to --backend microvm only");
     }
     auto choice = probe::choose_backend(pr, requested);
-    if (!choice) return fail(choice.error());
+    if (!choice) return choice.error();
     if (!choice->requested || choice->backend == spec::Backend::none) log(choice->log);
     // A layer the plan will name must exist: no launch with fewer.
     if (choice->backend != spec::Backend::none && pr.mechanism == "bubblewrap" && pr.layers.probed &&
         !pr.layers.missing.empty()) {
         std::string names;
         for (const auto& m : pr.layers.missing) names += (names.empty() ? "" : ", ") + m;
-        return fail(unavailable_error("backend native", "this kernel lacks the " + names +
-                                                            " layer; nothing runs with fewer layers than the plan names"));
+        return unavailable_error("backend native", "this kernel lacks the " + names +
+                                                       " layer; nothing runs with fewer layers than the plan names");
     }
 
-    PlanInput in;
+    PlanInput& in = r.in;
     in.spec = *spec;
     in.backend = choice->backend;
     in.backendLog = choice->log;
@@ -158,36 +175,111 @@ int wrap(const WrapRequest& rq) {
     in.identity = *identity;
     in.vm = vm;
 
-    // 3. Resolve the rest of the input: a handed-in cc-egress's ready line;
-    // where this launch's runtime directory, its egress inbox and (run by
-    // root, when the sandbox's uid cannot reach the installed one) its copy
-    // of the init step will be. Nothing is created yet.
-    const bool wants_egress = choice->backend != spec::Backend::none && profile == Profile::dispatch;
-    const bool own_egress = wants_egress && !rq.egressReady;
-    if ((rq.policyPath || rq.approver) && !own_egress)
+    // 3. The rest of the input: a handed-in cc-egress's ready line; where
+    // cc-egress and (run by root, when the sandbox's uid cannot reach the
+    // installed one) the init step will be. Nothing is created yet.
+    r.wants_egress = choice->backend != spec::Backend::none && profile == Profile::dispatch;
+    r.own_egress = r.wants_egress && !rq.egressReady;
+    if ((rq.policyPath || rq.approver) && !r.own_egress)
         log(std::string("note: ") + (rq.policyPath ? "--policy" : "--approver") + " unused: this launch starts no cc-egress (" +
             (choice->backend != spec::Backend::native ? "backend " + std::string(spec::to_string(choice->backend))
                                                       : std::string("terminal profile: the host network")) + ")");
     // macOS: the sandbox shares the host's loopback, so it reaches cc-egress
     // on TCP ports, never through an fd inbox.
-    const bool seatbelt = in.mechanism == "seatbelt";
-    if (wants_egress && rq.egressReady) {
+    r.seatbelt = in.mechanism == "seatbelt";
+    if (r.wants_egress && rq.egressReady) {
         auto text = io::read_input(*rq.egressReady);
-        if (!text) return fail(text.error());
+        if (!text) return text.error();
         auto j = cc::json::parse(*text, *rq.egressReady);
-        if (!j) return fail(j.error());
+        if (!j) return j.error();
         in.egress.source = EgressWiring::Source::handed;
-        auto s = seatbelt ? seatbelt_wiring_from_ready(*j, in.egress, *rq.egressReady)
-                          : wiring_from_ready(*j, in.egress, *rq.egressReady);
-        if (!s) return fail(s.error());
+        auto w = r.seatbelt ? seatbelt_wiring_from_ready(*j, in.egress, *rq.egressReady)
+                            : wiring_from_ready(*j, in.egress, *rq.egressReady);
+        if (!w) return w.error();
     }
-    std::optional<std::string> egress_exe;
-    if (own_egress && !rq.print && !rq.printSeatbelt) {
-        egress_exe = find_egress();
-        if (!egress_exe) return fail(unavailable_error("cc-egress", "not found next to cc-wrap or on PATH; the sandbox's only way out is its proxy"));
+    if (r.own_egress && !rq.print && !rq.printSeatbelt) {
+        r.egress_exe = find_egress();
+        if (!r.egress_exe)
+            return unavailable_error("cc-egress", "not found next to cc-wrap or on PATH; the sandbox's only way out is its proxy");
     }
-    const std::string installed_init = in.initExe;
-    const bool copy_init = in.identity.drop && !passable(installed_init, in.identity);
+    r.installed_init = in.initExe;
+    r.copy_init = in.identity.drop && !passable(r.installed_init, in.identity);
+    return r;
+}
+
+// 5. Execute the plan and only the plan: the runtime directory's contents,
+// the session's own cc-egress, the masks, the VM's initramfs, the Seatbelt
+// tap, then the sandbox.
+int execute_plan(Resolved& r, Result<Plan>& plan, RuntimeDir& rt, const WrapRequest& rq) {
+    PlanInput& in = r.in;
+    // bubblewrap runs as the sandbox's uid and binds the masks from here: it
+    // may pass through, not list (every file in it is mode 0 or 0600, the
+    // egress directory 0700).
+    if (in.identity.drop && ::chmod(rt.path.c_str(), 0711) != 0) return fail(io_error(rt.path, "cannot open up for the sandbox's uid"));
+    if (r.copy_init) {
+        std::error_code ec;
+        fs::copy_file(r.installed_init, in.initExe, ec);
+        if (ec || ::chmod(in.initExe.c_str(), 0755) != 0)
+            return fail(io_error(in.initExe, "cannot copy the init step where the sandbox's uid can reach it"));
+    }
+    Egress egress;
+    if (r.own_egress) {
+        std::string dir = rt.path + "/egress";
+        if (::mkdir(dir.c_str(), 0700) != 0) return fail(io_error(dir, "cannot create"));
+        if (auto s = write_private(rt.path + "/spec.json", cc::json::write(spec::to_json(r.spec))); !s) return fail(s.error());
+        egress.exe = *r.egress_exe;
+        egress.spec_file = rt.path + "/spec.json";
+        egress.inbox = in.egress.inbox;
+        // The policy as it was checked: a private copy, read once by cc-egress.
+        if (!in.egress.policy.empty()) {
+            if (auto s = write_private(in.egress.policy, r.policy_text); !s) return fail(s.error());
+            egress.policy_file = in.egress.policy;
+        }
+        egress.approver = in.egress.approver;
+        if (auto s = start_egress(egress, egress.exe, egress.spec_file, egress.inbox); !s) return fail(s.error());
+        if (r.seatbelt) {
+            // Its ports are the kernel's choice, known from its ready line:
+            // the plan is made again with them (same runtime directory), so
+            // the profile allows exactly those ports and the proxy variables
+            // name them. Nothing has run under the first plan.
+            auto ready = read_egress_ready(egress, 10000);
+            if (!ready) return fail(ready.error());
+            if (auto s = seatbelt_wiring_from_ready(*ready, in.egress, "cc-egress ready line"); !s) return fail(s.error());
+            plan = build_plan(in, *real_paths(in.identity.uid, in.identity.gid));
+            if (!plan) return fail(plan.error());
+        }
+    }
+    if (plan->backend != spec::Backend::none && plan->seatbelt.empty())
+        if (auto s = make_masks(*plan); !s) return fail(s.error());
+    if (plan->vm)
+        if (auto s = write_initramfs(*plan->vm, in.identity.uid, in.identity.gid, in.identity.drop); !s)
+            return fail(s.error());
+    SeatbeltTap tap;
+    bool tapped = false;
+    if (!plan->seatbelt.empty()) {
+        if (auto s = seatbelt_prepare(*plan); !s) return fail(s.error());
+        auto t = start_seatbelt_tap(seatbelt_tag(plan->spec.sessionId, plan->runtimeDir));
+        if (t) {
+            tap = std::move(*t);
+            tapped = true;
+        } else {
+            log("note: no Seatbelt violation events: " + t.error().one_line());
+        }
+    }
+    int status = run_plan(*plan, rq, r.wants_egress ? &egress : nullptr, tapped ? &tap : nullptr);
+    if (tapped) stop_seatbelt_tap(tap);
+    return status;
+}
+
+}  // namespace
+
+// resolve (every read, probe and bad-input error) -> plan (pure, under the
+// runtime directory's name; --print prints it) -> execute (only the plan).
+int wrap(const WrapRequest& rq) {
+    auto resolved = resolve_launch(rq);
+    if (!resolved) return fail(resolved.error());
+    Resolved& r = *resolved;
+    PlanInput& in = r.in;
 
     // 4. Plan: a pure function of the input, under the runtime directory's
     // chosen name (a new name and a new plan if it is taken when made).
@@ -205,10 +297,10 @@ int wrap(const WrapRequest& rq) {
     Result<Plan> plan = unavailable_error("runtime directory", "no free name");
     for (int attempt = 0; attempt < 8; ++attempt) {
         in.runtimeDir = choose_runtime_path();
-        if (copy_init) in.initExe = in.runtimeDir + "/init";
-        if (own_egress) {
+        if (r.copy_init) in.initExe = in.runtimeDir + "/init";
+        if (r.own_egress) {
             in.egress.source = EgressWiring::Source::own;
-            if (!seatbelt) in.egress.inbox = in.runtimeDir + "/egress/inbox.sock";
+            if (!r.seatbelt) in.egress.inbox = in.runtimeDir + "/egress/inbox.sock";
             if (rq.policyPath) in.egress.policy = in.runtimeDir + "/policy.json";
             if (rq.approver) in.egress.approver = *rq.approver;
         }
@@ -232,66 +324,7 @@ int wrap(const WrapRequest& rq) {
     // sandbox): found out before anything else starts, and said as such.
     if (!plan->seatbelt.empty())
         if (auto s = seatbelt_preflight(plan->argv.at(0)); !s) return setup_failure(*plan, rq, s.error());
-
-    // 5. Execute the plan: the runtime directory's contents, the session's
-    // own cc-egress, the masks, then the sandbox.
-    // bubblewrap runs as the sandbox's uid and binds the masks from here: it
-    // may pass through, not list (every file in it is mode 0 or 0600, the
-    // egress directory 0700).
-    if (in.identity.drop && ::chmod(rt.path.c_str(), 0711) != 0) return fail(io_error(rt.path, "cannot open up for the sandbox's uid"));
-    if (copy_init) {
-        std::error_code ec;
-        fs::copy_file(installed_init, in.initExe, ec);
-        if (ec || ::chmod(in.initExe.c_str(), 0755) != 0)
-            return fail(io_error(in.initExe, "cannot copy the init step where the sandbox's uid can reach it"));
-    }
-    Egress egress;
-    if (own_egress) {
-        std::string dir = rt.path + "/egress";
-        if (::mkdir(dir.c_str(), 0700) != 0) return fail(io_error(dir, "cannot create"));
-        if (auto s = write_private(rt.path + "/spec.json", cc::json::write(spec::to_json(*spec))); !s) return fail(s.error());
-        egress.exe = *egress_exe;
-        egress.spec_file = rt.path + "/spec.json";
-        egress.inbox = in.egress.inbox;
-        // The policy as it was checked: a private copy, read once by cc-egress.
-        if (!in.egress.policy.empty()) {
-            if (auto s = write_private(in.egress.policy, policy_text); !s) return fail(s.error());
-            egress.policy_file = in.egress.policy;
-        }
-        egress.approver = in.egress.approver;
-        if (auto s = start_egress(egress, egress.exe, egress.spec_file, egress.inbox); !s) return fail(s.error());
-        if (seatbelt) {
-            // Its ports are the kernel's choice, known from its ready line:
-            // the plan is made again with them (same runtime directory), so
-            // the profile allows exactly those ports and the proxy variables
-            // name them. Nothing has run under the first plan.
-            auto ready = read_egress_ready(egress, 10000);
-            if (!ready) return fail(ready.error());
-            if (auto s = seatbelt_wiring_from_ready(*ready, in.egress, "cc-egress ready line"); !s) return fail(s.error());
-            plan = build_plan(in, *paths);
-            if (!plan) return fail(plan.error());
-        }
-    }
-    if (plan->backend != spec::Backend::none && plan->seatbelt.empty())
-        if (auto s = make_masks(*plan); !s) return fail(s.error());
-    if (plan->vm)
-        if (auto s = write_initramfs(*plan->vm, in.identity.uid, in.identity.gid, in.identity.drop); !s)
-            return fail(s.error());
-    SeatbeltTap tap;
-    bool tapped = false;
-    if (!plan->seatbelt.empty()) {
-        if (auto s = seatbelt_prepare(*plan); !s) return fail(s.error());
-        auto t = start_seatbelt_tap(seatbelt_tag(plan->spec.sessionId, plan->runtimeDir));
-        if (t) {
-            tap = std::move(*t);
-            tapped = true;
-        } else {
-            log("note: no Seatbelt violation events: " + t.error().one_line());
-        }
-    }
-    int status = run_plan(*plan, rq, wants_egress ? &egress : nullptr, tapped ? &tap : nullptr);
-    if (tapped) stop_seatbelt_tap(tap);
-    return status;
+    return execute_plan(r, plan, rt, rq);
 }
 
 }  // namespace cc::sandbox
