@@ -369,6 +369,11 @@ static int hand_do(const struct cc_hand_req* r, const char* n1, const char* n2, 
     return -1;
 }
 
+/* How long the hand asks again for the next request before it sleeps: a
+ * burst of calls (an archive unpacked, a build) then costs no wake-up of
+ * the hand per call, and an idle hand costs at most this much CPU per call. */
+#define CC_HAND_SPIN_NS 300000L
+
 /* The hand's loop: one request, one answer, until cc-wrap's end closes. */
 static void hand_serve(int sock) {
     static char buf[sizeof(struct cc_hand_req) + 2 * CC_HAND_MAX_NAME + 2 + CC_HAND_MAX_DATA];
@@ -384,7 +389,18 @@ static void hand_serve(int sock) {
         msg.msg_iovlen = 1;
         msg.msg_control = ctl.buf;
         msg.msg_controllen = sizeof ctl.buf;
-        ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        /* Calls come in bursts (an unpacked archive, a build): asked again
+         * for a moment before sleeping, so the next one costs no wake-up. */
+        ssize_t n = -1;
+        struct timespec t0, now;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (;;) {
+            n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+            if (n >= 0 || (errno != EAGAIN && errno != EINTR)) break;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if ((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec) > CC_HAND_SPIN_NS) break;
+        }
+        if (n < 0 && errno == EAGAIN) n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) _exit(0);
         int fds[2] = {-1, -1};
