@@ -140,8 +140,9 @@ std::string commit(const std::string& repo, const std::string& file, const std::
     return oid;
 }
 
-Upstream::Upstream() {
-    dir_ = scratch_dir() + "/upstream-" + std::to_string(::getpid());
+Upstream::Upstream(bool streaming) {
+    static int serial = 0;
+    dir_ = scratch_dir() + "/upstream-" + std::to_string(::getpid()) + (serial++ ? "-" + std::to_string(serial) : "");
     fs::create_directories(dir_ + "/repos");
     fs::create_directories(dir_ + "/uploads");
     write_file(dir_ + "/users", "x-access-token:" + write_token + "\nreader:" + read_token + "\n", 0600);
@@ -154,6 +155,7 @@ Upstream::Upstream() {
         conf += "server.bind = \"127.0.0.1\"\nserver.port = " + std::to_string(port_) + "\n";
         conf += "server.errorlog = \"" + dir_ + "/error.log\"\n";
         conf += "server.upload-dirs = (\"" + dir_ + "/uploads\")\n";
+        if (streaming) conf += "server.stream-request-body = 2\n";
         conf += "server.modules = (\"mod_auth\", \"mod_authn_file\", \"mod_alias\", \"mod_setenv\", \"mod_cgi\")\n";
         conf += "auth.backend = \"plain\"\nauth.backend.plain.userfile = \"" + dir_ + "/users\"\n";
         conf += "alias.url = (\"/git/\" => \"" + backend + "/\")\n";

@@ -24,7 +24,10 @@ inline const std::string read_token = "r-2d8e4b6a0c";
 // token). receive-pack (advertisement and POST) requires x-access-token.
 class Upstream {
 public:
-    Upstream();  // starts it; CC_SKIP-worthy failures throw
+    // Starts it; CC_SKIP-worthy failures throw. `streaming`: request bodies go
+    // to git-http-backend (so to git receive-pack) as they arrive, as large
+    // hosts do, rather than once whole.
+    explicit Upstream(bool streaming = false);
     ~Upstream();
     Upstream(const Upstream&) = delete;
     Upstream& operator=(const Upstream&) = delete;

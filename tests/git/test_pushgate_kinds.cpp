@@ -5,10 +5,18 @@
 // a real smart-HTTP upstream on 127.0.0.1 (rig.hpp).
 #include "harness.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <thread>
+#include <chrono>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
+#include "cc/core/json_writer.hpp"
+#include "cc/git/pkt_line.hpp"
 #include "rig.hpp"
 
 using namespace cc::test;
@@ -443,4 +451,90 @@ TEST_CASE("a force push whose new commit is already on the upstream is still a f
                      " is not an ancestor of " + m.substr(0, 12) + "): no force pushes outside the agent's namespace)") !=
           std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/feature") == f);
+}
+
+// The gateway used to hold back only the body's last 64 bytes, taking the
+// pack to end the body: with bytes after the pack, the pack's own checksum
+// reached an upstream that streams bodies into git before the force check
+// ran, and the upstream applied a push the gateway then reported refused.
+// Now the pack's end is the scan's, not the body's: its trailer waits for the
+// verdict, and bytes after it refuse the push (400) before the trailer goes.
+TEST_CASE("bytes after the pack: a streaming upstream never gets a whole pack before the verdict") {
+    NEED_RIG();
+    Upstream up(true);
+    up.create_repo("acme/demo");
+    Gateway g({"--upstream", up.base(), "--repo", "acme/demo", "--policy", policy_file(), "--token-file", token_file(),
+               "--conversation", "c42", "--mirror-dir", scratch_dir() + "/mirrors-stream"});
+    std::string dir = agent_repo("after-pack", g);
+    commit(dir, "one.txt", "1\n");
+    REQUIRE(git({"push", "-q", up.write_url("acme/demo"), "HEAD:refs/heads/feature"}, dir).status == 0);
+    const std::string before = up.ref("acme/demo", "refs/heads/feature");
+    REQUIRE(git({"reset", "-q", "--hard", "HEAD~1"}, dir).status == 0);
+    const std::string rewritten = commit(dir, "other.txt", "rewritten\n");
+    // The force push as a request body, with 4 KiB after the pack.
+    auto pack = run({"git", "-C", dir, "pack-objects", "--stdout", "--revs", "-q"}, rewritten + "\n^" + before + "\n");
+    REQUIRE(pack.status == 0);
+    REQUIRE(pack.out.rfind("PACK", 0) == 0);
+    const std::string body = cc::git::pkt(before + " " + rewritten + " refs/heads/feature" + std::string(1, '\0') +
+                                          "report-status\n") +
+                             "0000" + pack.out + std::string(4096, 'x');
+
+    // Sent as a slow client would: the pack, then the extra bytes in two
+    // parts a moment apart (time enough for a streaming upstream to apply a
+    // pack whose checksum it was given).
+    auto slow_post = [&](int port, const std::string& path, const std::string& extra_headers) {
+        std::string req = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                          "\r\nContent-Type: application/x-git-receive-pack-request\r\n" + extra_headers +
+                          "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+        std::string resp;
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(static_cast<uint16_t>(port));
+        timeval tv{20, 0};
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+            ::close(fd);
+            return resp;
+        }
+        const std::size_t first = req.size() - 4096;
+        for (auto [from, to] : {std::pair<std::size_t, std::size_t>{0, first}, {first, first + 2048},
+                                {first + 2048, req.size()}}) {
+            (void)::send(fd, req.data() + from, to - from, MSG_NOSIGNAL);
+            std::this_thread::sleep_for(std::chrono::milliseconds(700));
+        }
+        char buf[4096];
+        for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) resp.append(buf, static_cast<std::size_t>(n));
+        ::close(fd);
+        return resp;
+    };
+
+    // Sent so straight to the streaming upstream, the body rewrites the
+    // branch: what comes after the pack does not stop git from applying it.
+    const std::string base = up.base();  // http://127.0.0.1:P/git
+    const int up_port = std::stoi(base.substr(base.rfind(':') + 1));
+    auto direct = slow_post(up_port, "/git/acme/demo.git/git-receive-pack",
+                            "Authorization: Basic " + cc::json::base64("x-access-token:" + write_token) + "\r\n");
+    INFO(direct);
+    REQUIRE(direct.rfind("HTTP/1.1 200", 0) == 0);
+    REQUIRE(up.ref("acme/demo", "refs/heads/feature") == rewritten);
+    REQUIRE(git({"push", "-q", "--force", up.write_url("acme/demo"), before + ":refs/heads/feature"}, dir).status == 0);
+    REQUIRE(up.ref("acme/demo", "refs/heads/feature") == before);
+
+    // Through the gateway: refused before the verdict, and the branch stays.
+    std::string resp = slow_post(g.port(), g.path("/github.com/acme/demo.git/git-receive-pack"), "");
+    INFO(resp << g.stderr_text());
+    CHECK(resp.rfind("HTTP/1.1 400 ", 0) == 0);
+    CHECK(resp.find("cc-pushgate: the request body goes on after the pack\n") != std::string::npos);
+    CHECK(up.ref("acme/demo", "refs/heads/feature") == before);
+    auto ev = events(g, "push");
+    REQUIRE(!ev.empty());
+    CHECK(ev.back()["result"] == "error");
+    CHECK(ev.back()["error"] == "the request body goes on after the pack");
+    // The same push without the extra bytes is judged (a force push, refused).
+    auto plain = git({"push", "--force", "origin", "HEAD:refs/heads/feature"}, dir);
+    CHECK(plain.status == 1);
+    CHECK(plain.err.find("no force pushes outside the agent's namespace") != std::string::npos);
+    CHECK(up.ref("acme/demo", "refs/heads/feature") == before);
 }

@@ -367,6 +367,9 @@ Result<std::unique_ptr<Quarantine>> Quarantine::start(const Mirror& m, Source sr
     return std::unique_ptr<Quarantine>(new Quarantine(std::move(impl)));
 }
 
+std::optional<std::uint64_t> Quarantine::trailer_offset() const { return impl_->scan.trailer_offset(); }
+bool Quarantine::scan_failed() const { return impl_->scan_error.has_value(); }
+
 Status Quarantine::write(std::string_view bytes) {
     if (impl_->finished) return io_error("quarantine", "written after its end", 0);
     if (!impl_->scan_error)

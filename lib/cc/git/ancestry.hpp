@@ -67,6 +67,13 @@ public:
     Quarantine& operator=(const Quarantine&) = delete;
 
     Status write(std::string_view bytes);
+    // The scan of the pack written so far: where its trailing checksum
+    // starts once every entry is read (nullopt before), and whether the bytes
+    // stopped being a pack the scan can read (anything after the trailer
+    // included). A gateway forwards no byte of the trailer, and nothing after
+    // a failed scan, before its verdict.
+    std::optional<std::uint64_t> trailer_offset() const;
+    bool scan_failed() const;
     // Ends the pack; an error when it is not a well-formed pack (or
     // index-pack refused it). Then every commit reachable from `tips` that is
     // neither in the pack nor in the mirror (a tip the upstream already has,

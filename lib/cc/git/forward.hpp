@@ -13,6 +13,7 @@
 
 #include "cc/core/result.hpp"
 #include "cc/git/ancestry.hpp"
+#include "cc/git/pack_scan.hpp"
 #include "cc/git/pkt_line.hpp"
 #include "cc/git/receive_pack.hpp"
 #include "cc/git/redact.hpp"
@@ -44,9 +45,10 @@ struct Forward {
     bool close_after = false;
     std::vector<std::string> forwarded;  // refs sent upstream
     // Ancestry check (null: none needed).
-    static constexpr std::size_t hold_back = 64;
     Quarantine* quarantine = nullptr;
-    std::string held;           // the body's last bytes, not yet given to curl
+    std::string held;           // pack bytes read, not yet given to curl
+    std::uint64_t pack_fed = 0, pack_released = 0;  // pack bytes read / given to curl
+    std::optional<std::string> bad_body;  // refused before the verdict (400): bytes after the pack
     bool body_ended = false;
     std::string check_error;    // the quarantine stopped taking bytes
     std::function<bool()> on_body_end;  // runs the checks; false: nothing may go
@@ -72,9 +74,11 @@ struct Forward {
                 if (*r == 0) return 0;
                 continue;
             }
-            // Ancestry check: every pack byte also goes to index-pack, and the
-            // last ones (the pack's trailing checksum) wait until the check has
-            // passed, so upstream never holds a whole pack it could apply.
+            // Ancestry check: every pack byte also goes to the quarantine, and
+            // the pack's trailing checksum (found by its scan, not guessed
+            // from the end of the body) waits until the check has passed, so
+            // upstream never holds a whole pack it could apply. Bytes after
+            // the pack refuse the push before any of the trailer goes.
             if (f->body_ended) {
                 if (f->held.empty()) return 0;
                 f->out.swap(f->held);
@@ -90,15 +94,25 @@ struct Forward {
             if (*r && f->check_error.empty())
                 if (auto w = f->quarantine->write(got); !w) f->check_error = w.error().one_line();
             f->held += got;
+            f->pack_fed += got.size();
+            if (f->after_pack()) {
+                f->bad_body = "the request body goes on after the pack";
+                return CURL_READFUNC_ABORT;
+            }
             if (*r == 0) {
                 f->body_ended = true;
                 if (!f->on_body_end()) {
                     f->stopped_by_check = true;
                     return CURL_READFUNC_ABORT;
                 }
-            } else if (f->held.size() > hold_back) {
-                f->out = f->held.substr(0, f->held.size() - hold_back);
-                f->held.erase(0, f->held.size() - hold_back);
+            } else {
+                std::uint64_t limit = f->release_limit();
+                if (limit > f->pack_released) {
+                    auto go = static_cast<std::size_t>(limit - f->pack_released);
+                    f->out = f->held.substr(0, go);
+                    f->held.erase(0, go);
+                    f->pack_released += go;
+                }
             }
         }
         size_t k = std::min(cap, f->out.size() - f->out_off);
@@ -106,6 +120,21 @@ struct Forward {
         f->out_off += k;
         f->sent += k;
         return k;
+    }
+
+    // The pack's end (trailer included), once its scan has read every entry.
+    std::uint64_t pack_end() const {
+        auto t = quarantine->trailer_offset();
+        return t ? *t + PackScanner::trailer_size : ~std::uint64_t{0};
+    }
+    bool after_pack() const { return quarantine->trailer_offset() && pack_fed > pack_end(); }
+    // How far into the pack bytes may go before the verdict: every byte the
+    // scan has read as entries; none of the trailer; nothing more once the
+    // scan has failed (the bytes are not a pack it can read).
+    std::uint64_t release_limit() const {
+        if (quarantine->scan_failed() || !check_error.empty()) return pack_released;
+        if (auto t = quarantine->trailer_offset()) return std::min(*t, pack_fed);
+        return pack_fed;
     }
 
     static size_t on_write(char* p, size_t size, size_t n, void* ud) {

@@ -295,6 +295,7 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
     if (f.with_pack && quarantine) {
         f.quarantine = quarantine.get();
         f.held = pack_start;
+        f.pack_fed = pack_start.size();
         if (auto w = quarantine->write(pack_start); !w) f.check_error = w.error().one_line();
     } else if (f.with_pack) {
         f.out += pack_start;
@@ -370,6 +371,14 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
     long status = 0;
     curl_easy_getinfo(ch.h, CURLINFO_RESPONSE_CODE, &status);
 
+    if (f.bad_body) {
+        // Refused before the verdict, and before any of the pack's trailer
+        // went upstream: the upstream holds no pack it could apply.
+        log_line(route.repo_key + ": refused: " + *f.bad_body);
+        finish_event("error", std::nullopt, *f.bad_body);
+        if (!writer.started()) send_whole(c, 400, "text/plain", "cc-pushgate: " + *f.bad_body + "\n", true);
+        return false;
+    }
     if (f.body_failed) {
         // The client's body broke (closed, bad framing): nobody to answer.
         log_line(route.repo_key + ": push body failed: " + f.client_error->one_line());

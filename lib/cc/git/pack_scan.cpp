@@ -185,6 +185,7 @@ Status PackScanner::end_entry() {
     }
     ++seen_;
     state_ = seen_ == count_ ? State::trailer : State::entry;
+    if (state_ == State::trailer) trailer_at_ = offset_;
     small_.clear();
     return ok();
 }
@@ -205,6 +206,7 @@ Status PackScanner::feed(std::string_view in) {
                 small_.clear();
                 seen_ = 0;
                 state_ = count_ ? State::entry : State::trailer;
+                trailer_at_ = offset_;
                 entry_offset_ = offset_;
                 break;
             }

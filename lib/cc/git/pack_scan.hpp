@@ -55,6 +55,13 @@ public:
 
     const std::vector<PackObject>& objects() const { return objects_; }
     std::uint32_t entries() const { return count_; }
+    // Where the pack's trailing checksum starts, once every entry has been
+    // read (nullopt before): what a gateway withholds until its verdict.
+    std::optional<std::uint64_t> trailer_offset() const {
+        if (state_ == State::trailer || state_ == State::done) return trailer_at_;
+        return std::nullopt;
+    }
+    static constexpr std::uint64_t trailer_size = 20;
     // Some entry could not be kept or resolved: a commit may be missing.
     bool incomplete() const { return !incomplete_.empty(); }
     const std::string& incomplete_reason() const { return incomplete_; }
@@ -77,6 +84,7 @@ private:
     std::uint32_t count_ = 0, seen_ = 0;
     std::uint64_t offset_ = 0;        // bytes consumed so far
     std::uint64_t entry_offset_ = 0;  // where the current entry starts
+    std::uint64_t trailer_at_ = 0;    // where the trailer starts (state trailer or done)
     int type_ = 0;
     std::uint64_t size_ = 0;  // the entry's inflated size
     std::uint64_t base_offset_ = 0;
