@@ -157,6 +157,7 @@ void Analyzer::simple(const Node& n, int depth) {
         else if (r.op == "<<<" && !r.target.expanded) ctx.stdin_script = r.target.text;
     }
     deferred_subscripts(n, f);
+    code_expansions(n, f);
     if (!a.empty()) command(a, 0, f, ctx, depth);
     // The words bash produces from these by brace expansion and word
     // splitting on $IFS are judged too (the stricter reading wins: a
@@ -205,6 +206,46 @@ void Analyzer::deferred_subscripts(const Node& n, Finding& f) {
     if (name == "read" || name == "mapfile" || name == "readarray")
         for (const auto& r : n.redirects)
             if ((r.op == "<<<" && judge(r.target.text)) || ((r.op == "<<" || r.op == "<<-") && judge(r.body))) return;
+}
+
+// Expansions that run code held in a variable's value: ${x@P} expands the
+// value as a prompt (with its command substitutions), and ${!x} reads the
+// variable the value names, whose subscript bash evaluates (x='a[$(cmd)]').
+// The value is not known here, so either is run_code wherever it stands.
+void Analyzer::code_expansions(const Node& n, Finding& f) {
+    auto scan = [&](const std::string& t) {
+        for (std::size_t at = t.find("${"); at != std::string::npos; at = t.find("${", at + 2)) {
+            std::size_t j = at + 2, depth = 1;
+            while (j < t.size() && depth) {
+                if (t[j] == '{') ++depth;
+                else if (t[j] == '}') --depth;
+                ++j;
+            }
+            std::string inner = t.substr(at + 2, j - at - 3 + (depth ? 1 : 0));
+            if (inner.size() >= 3 && inner.compare(inner.size() - 2, 2, "@P") == 0) {
+                add(f, kRun, "'${" + inner + "}' expands the value as a prompt, running the command substitutions in it");
+                return true;
+            }
+            if (inner.size() >= 2 && inner[0] == '!' && (std::isalpha(static_cast<unsigned char>(inner[1])) || inner[1] == '_')) {
+                // ${!prefix*}, ${!prefix@} and ${!name[@]} list names or keys: no value is evaluated.
+                sv rest(inner);
+                rest.remove_prefix(1);
+                std::size_t e = 0;
+                while (e < rest.size() && (std::isalnum(static_cast<unsigned char>(rest[e])) || rest[e] == '_')) ++e;
+                sv tail = rest.substr(e);
+                if (tail == "*" || tail == "@" || tail == "[@]" || tail == "[*]") continue;
+                add(f, kRun, "'${" + inner + "}' reads the variable its value names, whose subscript bash evaluates");
+                return true;
+            }
+        }
+        return false;
+    };
+    for (const auto& w : n.assigns)
+        if (scan(w.text)) return;
+    for (const auto& w : n.words)
+        if (scan(w.text)) return;
+    for (const auto& r : n.redirects)
+        if (scan(r.target.text) || ((r.op == "<<" || r.op == "<<-") && !r.body_quoted && scan(r.body))) return;
 }
 
 bool Analyzer::expanded_reading(const std::vector<Word>& ws, Args& out) {
@@ -341,6 +382,10 @@ void Analyzer::command(const Args& a, std::size_t k, Finding& f, const Ctx& ctx,
     bool function = functions && functions->count(a[k].text);
     Call c{a, k, f, ctx, depth};
     sv name = c.name();
+    // A command name that is a path runs whatever file is there: only the
+    // system's own directories hold the tool it is named after.
+    if (a[k].text.find('/') != std::string::npos && !system_program(a[k].text))
+        add(f, kRun, "'" + a[k].text + "' runs the file at that path, not the tool it is named after");
     if (resolve) {
         f.resolved.assign(1, std::string(name));
         for (std::size_t j = k + 1; j < a.size(); ++j) f.resolved.push_back(a[j].text);

@@ -4,29 +4,78 @@
 
 namespace cc::classify::detail {
 
+namespace {
+
+// Configuration a read may set on the command line: how output looks and
+// what is shown. Any other key may name a program git runs (core.fsmonitor,
+// core.pager=PROG, a filter's process) or change whose configuration is
+// trusted (safe.directory), so it is run_code: refused in the read-only
+// modes, whatever the key's spelling.
+bool safe_read_config(sv key, sv value, bool dynamic) {
+    std::string k(key);
+    for (char& ch : k) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    static constexpr auto prefixes = sorted_names({"color.", "log.", "pretty.", "column.", "advice.", "i18n.",
+                                                   "grep.", "status.", "format.", "blame."});
+    for (sv p : prefixes)
+        if (starts_with(k, p)) return true;
+    static constexpr auto keys = sorted_names({"core.quotepath", "core.abbrev", "core.autocrlf", "core.safecrlf",
+                                               "diff.renames", "diff.algorithm", "diff.noprefix",
+                                               "diff.mnemonicprefix", "diff.colormoved", "diff.relative",
+                                               "diff.submodule", "diff.context", "diff.interhunkcontext",
+                                               "merge.conflictstyle", "init.defaultbranch", "user.name",
+                                               "user.email", "core.commentchar", "core.commentstring"});
+    if (contains(keys, sv(k))) return true;
+    // A pager that only shows: none, cat, less.
+    if (k == "core.pager" || starts_with(k, "pager.")) {
+        if (dynamic) return false;
+        static constexpr auto pagers = sorted_names({"", "cat", "less", "less -R", "less -FRX", "less -FRSX", "false",
+                                                     "true", "0", "1", "no", "yes", "off", "on"});
+        return contains(pagers, value);
+    }
+    return false;
+}
+
+}  // namespace
+
 void Analyzer::git(Call& c) {
     const Args& a = c.a;
     std::size_t k = c.args_from();
     std::vector<std::pair<std::string, std::string>> aliases;
+    // -c KEY=VALUE and --config-env KEY=ENVVAR, in either spelling: the key
+    // judged, an alias remembered.
+    auto config = [&](const std::string& kv, bool dynamic, bool from_env) {
+        if (!from_env && starts_with(kv, "alias.")) {
+            auto eq = kv.find('=');
+            if (eq != std::string::npos) aliases.emplace_back(kv.substr(6, eq - 6), kv.substr(eq + 1));
+        }
+        auto eq = kv.find('=');
+        sv key = sv(kv).substr(0, eq);
+        sv value = eq == std::string::npos ? sv() : sv(kv).substr(eq + 1);
+        static constexpr auto runs = sorted_names({"core.sshCommand", "core.pager", "core.editor",
+                                                   "core.hooksPath", "core.fsmonitor", "diff.external",
+                                                   "core.askPass", "credential.helper", "sequence.editor",
+                                                   "gpg.program", "uploadpack.packObjectsHook"});
+        const char* how = from_env ? "git --config-env " : "git -c ";
+        if (contains(runs, key) || key.find(".command") != sv::npos || key.find(".textconv") != sv::npos ||
+            key.find(".clean") != sv::npos || key.find(".smudge") != sv::npos || key.find(".process") != sv::npos) {
+            if (!(key == "core.pager" && !from_env && safe_read_config(key, value, dynamic)))
+                add(c.f, kRun, how + std::string(key) + " runs a configured program");
+        } else if (!starts_with(key, "alias.") && (from_env || !safe_read_config(key, value, dynamic))) {
+            // From the environment the value is never known here.
+            add(c.f, kRun, how + std::string(key) + " is not configuration known to be safe for a read");
+        }
+    };
     while (k < a.size() && is_opt(a[k])) {
         const std::string& t = a[k].text;
+        if (starts_with(t, "--config-env=")) {
+            config(t.substr(13), true, true);
+            ++k;
+            continue;
+        }
         if (t == "-C" || t == "-c" || t == "--git-dir" || t == "--work-tree" || t == "--namespace" ||
-            t == "--exec-path" || t == "--super-prefix" || t == "--config-env" || t == "--list-cmds") {
-            if (t == "-c" && k + 1 < a.size()) {
-                const std::string& kv = a[k + 1].text;
-                if (starts_with(kv, "alias.")) {
-                    auto eq = kv.find('=');
-                    if (eq != std::string::npos) aliases.emplace_back(kv.substr(6, eq - 6), kv.substr(eq + 1));
-                }
-                sv key = sv(kv).substr(0, kv.find('='));
-                static constexpr auto runs = sorted_names({"core.sshCommand", "core.pager", "core.editor",
-                                                           "core.hooksPath", "core.fsmonitor", "diff.external",
-                                                           "core.askPass", "credential.helper", "sequence.editor",
-                                                           "gpg.program", "uploadpack.packObjectsHook"});
-                if (contains(runs, key) || key.find(".command") != sv::npos || key.find(".textconv") != sv::npos ||
-                    key.find(".clean") != sv::npos || key.find(".smudge") != sv::npos || key.find(".process") != sv::npos)
-                    add(c.f, kRun, "git -c " + std::string(key) + " runs a configured program");
-            }
+            t == "--super-prefix" || t == "--config-env" || t == "--list-cmds") {
+            if ((t == "-c" || t == "--config-env") && k + 1 < a.size())
+                config(a[k + 1].text, a[k + 1].dynamic, t == "--config-env");
             k += 2;
             continue;
         }

@@ -101,6 +101,7 @@ constexpr const V* lookup(const std::array<Named<V>, N>& t, sv name) {
 bool starts_with(sv s, sv p);
 bool is_opt(const Arg& a);
 sv basename(sv s);
+bool system_program(sv path);
 bool is_assignment_text(sv t);
 std::size_t skip_opts(const Args& a, std::size_t from, sv sv_opts, std::initializer_list<sv> lv_opts);
 bool has_flag(const Args& a, std::size_t from, std::size_t to, char short_flag, std::initializer_list<sv> longs);
@@ -182,6 +183,7 @@ private:
     void reparse(const std::string& text, Finding& f, sv via, int depth);
     void read_only_options(Call& c, const CommandEntry& e);
     void deferred_subscripts(const Node& n, Finding& f);
+    void code_expansions(const Node& n, Finding& f);
 
     // Wrappers recurse (`nice nice ... git push`): bounded, so a long line of
     // them cannot exhaust the stack.

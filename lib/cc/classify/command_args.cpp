@@ -187,6 +187,18 @@ bool runs_code_variable(sv assignment) {
     return contains(names, name);
 }
 
+// A command named by a path in one of the system's own program directories
+// (/usr/bin/git is git; ./git, bin/cat and /tmp/x/rg are whatever is there).
+bool system_program(sv path) {
+    auto slash = path.rfind('/');
+    if (slash == sv::npos) return true;
+    sv dir = path.substr(0, slash);
+    static constexpr auto dirs = sorted_names({"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin",
+                                               "/usr/local/sbin", "/usr/libexec", "/usr/lib/git-core",
+                                               "/opt/homebrew/bin", "/opt/homebrew/sbin", "/usr/games"});
+    return contains(dirs, dir);
+}
+
 // A chmod-style mode that sets setuid or setgid: 4755, 2755, u+s, g=s, +s.
 bool setuid_mode(const std::string& m) {
     if (!m.empty() && std::all_of(m.begin(), m.end(), [](char ch) { return ch >= '0' && ch <= '7'; }))
