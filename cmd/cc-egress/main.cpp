@@ -75,7 +75,9 @@ int main(int argc, char** argv) {
         if (learn->parsed()) {
             auto in = cc::io::read_input("-");
             if (!in) return cc::tool::report("cc-egress", in.error());
-            auto hosts = cc::net::learn_allowlist(*in);
+            auto refusals = cc::net::learn_refusals(o);
+            if (!refusals) return cc::tool::report("cc-egress", refusals.error());
+            auto hosts = cc::net::learn_allowlist(*in, *refusals);
             if (!hosts) return cc::tool::report("cc-egress", hosts.error());
             for (const auto& h : *hosts) std::cout << h << '\n';
             return 0;

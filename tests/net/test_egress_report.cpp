@@ -58,10 +58,52 @@ TEST_CASE("egress report: allowlist denials are logged wouldDeny and let through
     CHECK(would == 2);
 
     // learn: the allowlist that would have allowed this traffic.
-    auto learnt = cc::test::run({bin("cc-egress"), "learn"}, eg.ready.dump() + "\n" + lines_text);
+    // With the operator's own flags: its 127.0.0.1 entry lets names that
+    // resolved there be learnt; without it they are not (non-public).
+    auto learnt = cc::test::run({bin("cc-egress"), "--allow", "127.0.0.1:*", "learn"}, eg.ready.dump() + "\n" + lines_text);
     CHECK(learnt.status == 0);
     CHECK(learnt.out == "listed.test:" + port + "\nunlisted.test:" + port + "\n");
+    CHECK(cc::test::run({bin("cc-egress"), "learn"}, eg.ready.dump() + "\n" + lines_text).out.empty());
     auto bad = cc::test::run({bin("cc-egress"), "learn"}, std::string("{\"event\":\"ready\"}\nnot json\n"));
     CHECK(bad.status == 2);
     CHECK_THAT(bad.err, Catch::Contains("line 2"));
+}
+
+// learn must never widen what enforcement allows: a list it prints, used to
+// enforce, allows nothing the always-deny lists or --deny refuse, and no
+// non-public address, whichever field a name came from (CONNECT target,
+// absolute-form URL, TLS server name) and whichever mode logged the line.
+TEST_CASE("egress learn: what enforcement refuses is never learnt, from any field or mode") {
+    auto line = [](const std::string& host, const std::string& rule, const std::string& decision,
+                   const std::string& extra = "") {
+        return "{\"event\":\"connection\",\"proto\":\"http-connect\",\"client\":\"127.0.0.1:1\",\"host\":\"" + host +
+               "\",\"port\":443,\"decision\":\"" + decision + "\",\"rule\":\"" + rule + "\"" + extra + "}\n";
+    };
+    std::string lines = line("good.example", "no allow entry", "deny") +
+                        line("also-good.example", "no allow entry", "allow", ",\"wouldDeny\":true") +
+                        line("10.1.2.3", "no allow entry", "allow", ",\"wouldDeny\":true") +
+                        line("169.254.169.254", "no allow entry", "allow", ",\"wouldDeny\":true") +
+                        line("metadata.google.internal", "no allow entry", "allow", ",\"wouldDeny\":true") +
+                        line("resolves-private.example", "no allow entry", "allow",
+                             ",\"wouldDeny\":true,\"address\":\"127.0.0.1\"") +
+                        line("evil.example", "no allow entry", "deny") +
+                        line("tunnel.example", "tls sni metadata.google.internal", "allow", ",\"wouldDeny\":true") +
+                        line("tunnel2.example", "tls sni 169.254.169.254", "deny") +
+                        "{\"event\":\"connection\",\"proto\":\"socks5\",\"client\":\"127.0.0.1:1\",\"host\":"
+                        "{\"bytes\":\"ZXj/\"},\"decision\":\"deny\",\"rule\":\"malformed\"}\n";
+    // Before, every name here but the last (bytes that are not UTF-8) was learnt.
+    auto r = cc::test::run({bin("cc-egress"), "--deny", "evil.example", "learn"}, lines);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out == "also-good.example\ngood.example\ntunnel.example\ntunnel2.example\n");
+    // Used to enforce, that list refuses the metadata name as ever.
+    std::string allow_file = cc::test::scratch_dir() + "/learnt.txt";
+    {
+        std::ofstream(allow_file) << r.out;
+    }
+    auto check = cc::test::run({bin("cc-egress"), "--no-baseline", "--allow-file", allow_file, "--check",
+                                "metadata.google.internal:443", "--check", "good.example:443", "--format", "json"});
+    INFO(check.out << check.err);
+    CHECK(check.status == 1);
+    CHECK(check.out.find("\"metadata.google.internal\"") != std::string::npos);
 }

@@ -134,6 +134,15 @@ TEST_CASE("rules: SNI must equal the tunnel host or be allowed itself") {
     CHECK(r.check_sni(t, "www.example.com").allow);
     Target n = *canonical_target("a.example.com");
     CHECK(r.check_sni(n, "A.EXAMPLE.COM.").allow);
+    // A server name the deny lists refuse is refused as such, so report mode
+    // (which lets only a missing allow entry through) refuses it too.
+    RuleSet d = rules({"*.example.com"}, {"bad.example.com"});
+    Verdict v = d.check_sni(n, "bad.example.com");
+    CHECK_FALSE(v.allow);
+    CHECK(v.rule.rfind("tls sni", 0) != 0);
+    CHECK_FALSE(report_only(v).allow);
+    // One only missing from the allowlist is what report mode logs and allows.
+    CHECK(report_only(d.check_sni(n, "other.test")).allow);
 }
 
 TEST_CASE("rules: the shipped lists parse and carry the baseline") {

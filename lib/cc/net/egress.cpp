@@ -129,10 +129,36 @@ Status check_socket_paths(const EgressOptions& o) {
 
 }  // namespace
 
-Result<std::vector<std::string>> learn_allowlist(std::string_view jsonl) {
+Result<RuleSet> learn_refusals(const EgressOptions& o) {
+    RuleOptions ro;
+    ro.network = true;
+    ro.baseline = false;
+    ro.deny = o.deny;
+    // The operator's own entries: a non-public address they name exactly
+    // (--allow 10.0.0.5) is one enforcement lets through.
+    ro.allow = o.allow;
+    ro.allow_files = o.allow_files;
+    return build_rules(ro);
+}
+
+Result<std::vector<std::string>> learn_allowlist(std::string_view jsonl, const RuleSet& refusals) {
     // Each host with the ports it was reached on.
     std::map<std::string, std::set<int>> hosts;
     std::size_t n = 0;
+    // What enforcement refuses whatever the allowlist says is never learnt:
+    // an always-deny or --deny name or address, a non-public address (a
+    // literal, or the address a name was resolved to), whichever field the
+    // name came from.
+    // (A missing allow entry, or port, is what learn is for.)
+    auto bad = [](const Verdict& v) { return !v.allow && v.rule != "no allow entry" && v.rule != "port not allowed"; };
+    auto refused = [&](const Target& t, const json& line) {
+        if (bad(refusals.check_target(t))) return true;
+        if (t.address && bad(refusals.check_address(t, *t.address))) return true;
+        if (line.contains("address") && line["address"].is_string())
+            if (auto a = parse_ip_literal(line["address"].get<std::string>()))
+                if (bad(refusals.check_address(t, *a))) return true;
+        return false;
+    };
     while (!jsonl.empty()) {
         ++n;
         auto nl = jsonl.find('\n');
@@ -155,6 +181,8 @@ Result<std::vector<std::string>> learn_allowlist(std::string_view jsonl) {
         for (const auto& w : want) {
             auto t = canonical_target(w);
             if (w.empty() || !t) continue;
+            if (port > 0 && port <= 65535) t->port = static_cast<std::uint16_t>(port);
+            if (refused(*t, j)) continue;
             std::string key = t->address && !t->address->v4() ? "[" + t->host + "]" : t->host;
             auto& ports = hosts[key];
             if (port > 0 && port <= 65535) ports.insert(port);

@@ -76,9 +76,16 @@ Result<Plan> make_plan(const EgressOptions& o);
 // wouldDeny (--report), or denied for want of an allow entry (or of its port)
 // or by a TLS server name that is not allowed; canonical, sorted, each once,
 // with the ports it was reached on unless those are only 80 and 443. What the
-// always-deny lists, --deny or the address checks refused is not learnt. An
-// input error names the line that is not a JSON object.
-Result<std::vector<std::string>> learn_allowlist(std::string_view jsonl);
+// always-deny lists, --deny or the address checks refused is not learnt, nor
+// anything `refusals` (the always-deny lists and --deny, no allow entry)
+// refuses now: an always-deny or --deny name, a non-public or denied address
+// (literal, or the one a name resolved to), from whichever field. An input
+// error names the line that is not a JSON object.
+Result<std::vector<std::string>> learn_allowlist(std::string_view jsonl, const RuleSet& refusals);
+// The refusals learn applies: the always-deny lists and o.deny, with o.allow
+// and o.allow_files (so a non-public address the operator names exactly is
+// not refused), the network on.
+Result<RuleSet> learn_refusals(const EgressOptions& o);
 
 // --check: one line per target; true when every target is allowed.
 bool check_targets(const EgressOptions& o, const Plan& plan,

@@ -344,6 +344,11 @@ Verdict RuleSet::check_sni(const Target& t, const std::string& sni) const {
     n->port = t.port;  // another name is allowed only for the tunnel's port
     Verdict v = check_target(*n);
     if (v.allow) return v;
+    // A server name the deny lists refuse is refused as such, so report
+    // mode (which lets only a missing allow entry through) refuses it too.
+    if (v.rule != "no allow entry" && v.rule != "port not allowed") return v;
+    if (n->address)
+        if (Verdict a = check_address(*n, *n->address); !a.allow) return a;
     return deny("tls sni " + n->host,
                 "TLS server name " + n->host + " does not match tunnel host " + t.host + " and is not allowed");
 }
