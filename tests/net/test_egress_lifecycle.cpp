@@ -21,6 +21,8 @@
 
 #include <fstream>
 
+#include <sys/stat.h>
+
 #include "egress_fixture.hpp"
 
 using namespace egress_fixture;
@@ -31,6 +33,11 @@ TEST_CASE("egress: listening sockets handed over the fd inbox serve like the TCP
     std::string inbox = dir + "/inbox.sock";
     Egress eg({"--allow", "127.0.0.1:*", "--no-baseline", "--fd-inbox", inbox, "--unix-dir", dir});
     REQUIRE(eg.ready["fdInbox"] == inbox);
+    // The owner's alone whatever the umask (the test runs with 022: a socket
+    // would be 0755 by default, connectable by anyone).
+    struct stat ist {};
+    REQUIRE(::stat(inbox.c_str(), &ist) == 0);
+    CHECK((ist.st_mode & 0777) == 0600);
     CHECK(eg.ready["httpUnix"] == dir + "/http.sock");
     CHECK(eg.ready["socksUnix"] == dir + "/socks.sock");
     // Two listening sockets made here (cc-wrap makes them inside the sandbox's

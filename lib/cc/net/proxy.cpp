@@ -99,7 +99,12 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
         }
     }
     if (cfg.fd_inbox) {
+        // Whoever connects can hand listeners in and read connection lines:
+        // the socket is the owner's alone (0600) from the start, whatever the
+        // umask (bind() gives it the umask's mode; no loop runs yet).
+        mode_t old_mask = ::umask(0177);
         auto fd = listen_unix(srv, *cfg.fd_inbox);
+        ::umask(old_mask);
         if (!fd) return fail(fd.error());
         auto acc = std::make_unique<Acceptor>(srv.io);
         ErrorCode ec;
