@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
         app.add_option("--head-timeout", o.head_timeout_s, "Seconds a client has to send a whole request head");
         app.add_option("--max-connections", o.max_connections, "Connections served at once (past the session secret)");
         app.add_option("--max-client-connections", o.max_client_connections, "Connections at once from one client address");
+        app.add_option("--reject-label", o.reject_label,
+                       "Label of a refusal in git's reject line: (LABEL policy: reason); default 'Control Center'");
         std::string url;
         auto* gc = app.add_subcommand("git-config", "Print the agent-side git configuration for a gateway URL");
         gc->add_option("--url", url, "The gateway URL from the ready event")->required();

@@ -188,8 +188,8 @@ TEST_CASE("outcome: partial pushes forward the allowed refs, atomic ones nothing
     CHECK(out.forward[0].ref == "refs/heads/topic");
     REQUIRE(out.rejected.size() == 1);
     CHECK(out.rejected[0].ref == "refs/heads/main");
-    CHECK(out.rejected[0].reason == "cc-pushgate policy: main is protected");
-    CHECK(out.messages == std::vector<std::string>{"cc-pushgate policy denied refs/heads/main: main is protected"});
+    CHECK(out.rejected[0].reason == "Control Center policy: main is protected");
+    CHECK(out.messages == std::vector<std::string>{"Control Center policy denied refs/heads/main: main is protected"});
 
     out = outcome(plan, true);
     CHECK(out.forward_nothing());

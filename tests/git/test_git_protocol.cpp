@@ -203,10 +203,10 @@ TEST_CASE("a flush alone is the probe of a large push") {
 }
 
 TEST_CASE("reports carry git's exact bytes, side-band wrapped when asked") {
-    std::vector<RefStatus> refs{{"refs/heads/main", false, "cc-pushgate policy: push to refs/heads/main is not allowed"}};
+    std::vector<RefStatus> refs{{"refs/heads/main", false, "Control Center policy: push to refs/heads/main is not allowed"}};
     std::string rep = report_status(refs);
     CHECK(rep ==
-          "000eunpack ok\n0052ng refs/heads/main cc-pushgate policy: push to refs/heads/main is not allowed\n0000");
+          "000eunpack ok\n0055ng refs/heads/main Control Center policy: push to refs/heads/main is not allowed\n0000");
     RequestParser p;
     REQUIRE(*p.feed(cmd(A, B, "refs/heads/main", true) + "0000"));
     std::string body = response_body(p.request(), {}, rep);
@@ -218,9 +218,9 @@ TEST_CASE("reports carry git's exact bytes, side-band wrapped when asked") {
 
 TEST_CASE("merge_report appends rejections before upstream's flush") {
     std::string up = pkt("unpack ok\n") + pkt("ok refs/heads/f3\n") + "0000";
-    auto m = merge_report(up, {{"refs/heads/main", false, "cc-pushgate policy: no"}});
+    auto m = merge_report(up, {{"refs/heads/main", false, "Control Center policy: no"}});
     REQUIRE(m);
-    CHECK(*m == pkt("unpack ok\n") + pkt("ok refs/heads/f3\n") + pkt("ng refs/heads/main cc-pushgate policy: no\n") + "0000");
+    CHECK(*m == pkt("unpack ok\n") + pkt("ok refs/heads/f3\n") + pkt("ng refs/heads/main Control Center policy: no\n") + "0000");
     CHECK(!merge_report(pkt("unpack ok\n"), {}));
 }
 

@@ -134,9 +134,9 @@ TEST_CASE("a denied branch shows git's own [remote rejected] line with the polic
     std::string dir = agent_repo("denied", gateway());
     auto r = git({"push", "origin", "main"}, dir);
     CHECK(r.status == 1);
-    CHECK(r.err.find(" ! [remote rejected] main -> main (cc-pushgate policy: main is released by CI)") !=
+    CHECK(r.err.find(" ! [remote rejected] main -> main (Control Center policy: main is released by CI)") !=
           std::string::npos);
-    CHECK(r.err.find("remote: cc-pushgate policy denied refs/heads/main: main is released by CI") !=
+    CHECK(r.err.find("remote: Control Center policy denied refs/heads/main: main is released by CI") !=
           std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/main").empty());
     auto ev = events(gateway(), "push");
@@ -155,7 +155,7 @@ TEST_CASE("a multi-ref push with one denied ref: the rest go through, git prints
     INFO(r.err);
     CHECK(r.status == 1);
     CHECK(r.err.find("* [new branch]      HEAD -> f1") != std::string::npos);
-    CHECK(r.err.find(" ! [remote rejected] main -> main (cc-pushgate policy: main is released by CI)") !=
+    CHECK(r.err.find(" ! [remote rejected] main -> main (Control Center policy: main is released by CI)") !=
           std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/f1") == head(dir));
     CHECK(upstream().ref("acme/demo", "refs/heads/main").empty());
@@ -168,7 +168,7 @@ TEST_CASE("an atomic multi-ref push with one denied ref forwards nothing") {
     std::string dir = agent_repo("atomic", gateway());
     auto r = git({"push", "--atomic", "origin", "main", "HEAD:refs/heads/f2"}, dir);
     CHECK(r.status == 1);
-    CHECK(r.err.find(" ! [remote rejected] main -> main (cc-pushgate policy: main is released by CI)") !=
+    CHECK(r.err.find(" ! [remote rejected] main -> main (Control Center policy: main is released by CI)") !=
           std::string::npos);
     CHECK(r.err.find(" ! [remote rejected] HEAD -> f2 (atomic transaction failed)") != std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/f2").empty());
@@ -187,7 +187,7 @@ TEST_CASE("deleting a branch: allowed deletes go upstream, a denied delete is re
     CHECK(upstream().ref("acme/demo", "refs/heads/old").empty());
     auto d = git({"push", "origin", ":refs/heads/main"}, dir);
     CHECK(d.status == 1);
-    CHECK(d.err.find(" ! [remote rejected] main (cc-pushgate policy: main is released by CI)") != std::string::npos);
+    CHECK(d.err.find(" ! [remote rejected] main (Control Center policy: main is released by CI)") != std::string::npos);
     CHECK(!upstream().ref("acme/demo", "refs/heads/main").empty());
     CHECK(events(gateway(), "push").back()["refs"][0]["kind"] == "delete");
 }
@@ -201,7 +201,7 @@ TEST_CASE("tags: a release tag is denied by its glob, another tag is pushed") {
     auto r = git({"push", "origin", "v1.0", "nightly-7"}, dir);
     INFO(r.err);
     CHECK(r.status == 1);
-    CHECK(r.err.find(" ! [remote rejected] v1.0 -> v1.0 (cc-pushgate policy: release tags are made by CI)") !=
+    CHECK(r.err.find(" ! [remote rejected] v1.0 -> v1.0 (Control Center policy: release tags are made by CI)") !=
           std::string::npos);
     CHECK(r.err.find("* [new tag]         nightly-7 -> nightly-7") != std::string::npos);
     CHECK(!upstream().ref("acme/demo", "refs/tags/nightly-7").empty());
@@ -246,7 +246,7 @@ TEST_CASE("repository names are normalised; an unlinked repository is refused in
     std::string resp = http_raw(gateway().port(), post("/github.com/other/secret.git/git-receive-pack",
                                                        command_body("refs/heads/x") + "PACK"));
     CHECK(resp.rfind("HTTP/1.1 200", 0) == 0);
-    CHECK(resp.find("ng refs/heads/x cc-pushgate policy: repository 'github.com/other/secret' is not linked") !=
+    CHECK(resp.find("ng refs/heads/x Control Center policy: repository 'github.com/other/secret' is not linked") !=
           std::string::npos);
 }
 
@@ -343,7 +343,7 @@ TEST_CASE("read-only mode denies every push; ask without an approver is deny, wi
         std::string dir = agent_repo("plan", g);
         auto r = git({"push", "origin", "HEAD:refs/heads/feature"}, dir);
         CHECK(r.status == 1);
-        CHECK(r.err.find("(cc-pushgate policy: push is not allowed in plan mode (read-only))") != std::string::npos);
+        CHECK(r.err.find("(Control Center policy: push is not allowed in plan mode (read-only))") != std::string::npos);
     }
     std::string dir = agent_repo("ask", gateway());
     auto denied = git({"push", "origin", "HEAD:refs/heads/ask/x"}, dir);
@@ -407,7 +407,7 @@ TEST_CASE("a large denied push is drained first, so git shows the reason instead
     git({"commit", "-q", "-m", "20 MB"}, dir);
     auto r = git({"push", "origin", "main"}, dir);
     CHECK(r.status == 1);
-    CHECK(r.err.find(" ! [remote rejected] main -> main (cc-pushgate policy: main is released by CI)") !=
+    CHECK(r.err.find(" ! [remote rejected] main -> main (Control Center policy: main is released by CI)") !=
           std::string::npos);
     CHECK(r.err.find("Broken pipe") == std::string::npos);
     CHECK(events(gateway(), "push").back()["bytes"].get<std::uint64_t>() > 20u * 1000 * 1000);
@@ -447,7 +447,7 @@ TEST_CASE("protocol: a probe is answered like http-backend, and keep-alive serve
     std::string resp = http_raw(gateway().port(), probe + denied);
     CHECK(resp.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
     CHECK(resp.find("Content-Length: 0\r\n") != std::string::npos);
-    CHECK(resp.find("ng refs/heads/main cc-pushgate policy: main is released by CI") != std::string::npos);
+    CHECK(resp.find("ng refs/heads/main Control Center policy: main is released by CI") != std::string::npos);
 }
 
 TEST_CASE("protocol: chunked and gzip bodies are decoded") {
@@ -470,7 +470,7 @@ TEST_CASE("protocol: chunked and gzip bodies are decoded") {
     INFO(resp);
     CHECK(resp.rfind("HTTP/1.1 200", 0) == 0);
     // report-status without side-band: the bare report.
-    CHECK(resp.find("000eunpack ok\n" + cc::git::pkt("ng refs/heads/main cc-pushgate policy: main is released by CI\n") +
+    CHECK(resp.find("000eunpack ok\n" + cc::git::pkt("ng refs/heads/main Control Center policy: main is released by CI\n") +
                     "0000") != std::string::npos);
     std::string bad = http_raw(gateway().port(), post(path, "not gzip", "Content-Encoding: gzip\r\n"));
     CHECK(bad.rfind("HTTP/1.1 400", 0) == 0);
@@ -669,6 +669,23 @@ TEST_CASE("GitHub App mode: a gateway killed outright still has its tokens revok
     CHECK(g.stderr_text().find("cc-pushgate: the gateway ended without revoking its tokens: the revocation watch revoked " +
                                std::to_string(minted) + " of " + std::to_string(minted) + " minted") != std::string::npos);
     no_token_leak(g, r);
+}
+
+TEST_CASE("the reject label (--reject-label) names the refusal in git's reject line; a bad label is refused") {
+    NEED_RIG();
+    upstream().create_repo("acme/demo");
+    Gateway g(gateway_args({"--reject-label", "Acme gate"}));
+    std::string dir = agent_repo("label", g);
+    auto r = git({"push", "origin", "main"}, dir);
+    CHECK(r.status == 1);
+    CHECK(r.err.find(" ! [remote rejected] main -> main (Acme gate policy: main is released by CI)") != std::string::npos);
+    CHECK(r.err.find("remote: Acme gate policy denied refs/heads/main: main is released by CI") != std::string::npos);
+    for (const char* bad : {"", "a (b)", "two\nlines"}) {
+        auto b = run({bin("cc-pushgate"), "--upstream", "http://x", "--repo", "acme/demo", "--policy", policy_file(),
+                      "--token-file", token_file(), "--reject-label", bad});
+        CHECK(b.status == 2);
+        CHECK(b.err == "cc-pushgate: --reject-label: must be 1 to 64 printable characters, no parentheses\n");
+    }
 }
 
 TEST_CASE("bad options exit 2 with one line naming the problem, nothing started") {

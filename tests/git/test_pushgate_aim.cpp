@@ -94,7 +94,7 @@ TEST_CASE("a symbolic ref on the upstream is judged by its target: pushing to an
     auto r = git({"push", "origin", "HEAD:refs/heads/alias"}, dir);
     INFO(r.err);
     CHECK(r.status == 1);
-    CHECK(r.err.find(" ! [remote rejected] HEAD -> alias (cc-pushgate policy: refs/heads/alias is a symbolic ref to "
+    CHECK(r.err.find(" ! [remote rejected] HEAD -> alias (Control Center policy: refs/heads/alias is a symbolic ref to "
                      "refs/heads/main on the upstream: main is released by CI)") != std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/main") == base);
     auto ev = events(gateway(), "push");
@@ -107,7 +107,7 @@ TEST_CASE("a symbolic ref on the upstream is judged by its target: pushing to an
     // Deleting the alias would delete main upstream: refused the same way.
     auto d = git({"push", "origin", ":refs/heads/alias"}, dir);
     CHECK(d.status == 1);
-    CHECK(d.err.find(" ! [remote rejected] alias (cc-pushgate policy: refs/heads/alias is a symbolic ref to "
+    CHECK(d.err.find(" ! [remote rejected] alias (Control Center policy: refs/heads/alias is a symbolic ref to "
                      "refs/heads/main on the upstream") != std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/main") == base);
 }
@@ -155,7 +155,7 @@ TEST_CASE("a symbolic ref on the upstream whose target does not exist yet is ref
     auto r = git({"push", "origin", "HEAD:refs/heads/alias"}, dir);
     INFO(r.err);
     CHECK(r.status == 1);
-    CHECK(r.err.find(" ! [remote rejected] HEAD -> alias (cc-pushgate policy: refs/heads/alias exists on the upstream "
+    CHECK(r.err.find(" ! [remote rejected] HEAD -> alias (Control Center policy: refs/heads/alias exists on the upstream "
                      "but is listed as no ref: a symbolic ref whose target does not exist (or a broken ref), so the "
                      "push would create a ref nobody named)") != std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/main").empty());
@@ -185,7 +185,7 @@ TEST_CASE("a symbolic ref on the upstream whose target does not exist yet is ref
     // ...and the dangling alias is still found.
     auto again = git({"push", "origin", "HEAD:refs/heads/alias"}, dir);
     CHECK(again.status == 1);
-    CHECK(again.err.find("cc-pushgate policy: refs/heads/alias exists on the upstream but is listed as no ref") !=
+    CHECK(again.err.find("Control Center policy: refs/heads/alias exists on the upstream but is listed as no ref") !=
           std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/main").empty());
 }
@@ -381,7 +381,7 @@ TEST_CASE("a ref name with an invisible or bidi character is denied; one that lo
     auto r = git({"push", "origin", "HEAD:" + sneaky}, dir);
     INFO(r.err);
     CHECK(r.status == 1);
-    CHECK(r.err.find("(cc-pushgate policy: ref name has an invisible or bidi control character (U+200B))") !=
+    CHECK(r.err.find("(Control Center policy: ref name has an invisible or bidi control character (U+200B))") !=
           std::string::npos);
     CHECK(upstream().ref("acme/demo", sneaky).empty());
     auto ev = events(gateway(), "push");

@@ -97,7 +97,7 @@ TEST_CASE("a force push is told from a fast-forward by the pack itself and refus
     auto r = git({"push", "--force", "origin", "HEAD:refs/heads/feature"}, dir);
     INFO(r.err);
     CHECK(r.status == 1);
-    CHECK(r.err.find(" ! [remote rejected] HEAD -> feature (cc-pushgate policy: force push (") != std::string::npos);
+    CHECK(r.err.find(" ! [remote rejected] HEAD -> feature (Control Center policy: force push (") != std::string::npos);
     CHECK(r.err.find("no force pushes outside the agent's namespace)") != std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/feature") == before);
     auto ev = events(gateway(), "push");
@@ -134,7 +134,7 @@ TEST_CASE("a force push to the agent's own ${conversation} namespace is allowed,
     CHECK(upstream().ref("acme/demo", "refs/heads/agent/c42/work") == head(dir));
     auto other = git({"push", "origin", "HEAD:refs/heads/agent/c41/work"}, dir);
     CHECK(other.status == 1);
-    CHECK(other.err.find(" ! [remote rejected] HEAD -> agent/c41/work (cc-pushgate policy: another conversation's "
+    CHECK(other.err.find(" ! [remote rejected] HEAD -> agent/c41/work (Control Center policy: another conversation's "
                          "namespace)") != std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/agent/c41/work").empty());
 }
@@ -147,7 +147,7 @@ TEST_CASE("deletes are a kind of their own: refused outside the namespace, allow
                 dir).status == 0);
     auto d = git({"push", "origin", ":refs/heads/keep"}, dir);
     CHECK(d.status == 1);
-    CHECK(d.err.find(" ! [remote rejected] keep (cc-pushgate policy: no deletes outside the agent's namespace)") !=
+    CHECK(d.err.find(" ! [remote rejected] keep (Control Center policy: no deletes outside the agent's namespace)") !=
           std::string::npos);
     CHECK(!upstream().ref("acme/demo", "refs/heads/keep").empty());
     auto own = git({"push", "origin", ":refs/heads/agent/c42/tmp"}, dir);
@@ -232,7 +232,7 @@ TEST_CASE("content rules: a push that changes a workflow or CODEOWNERS is refuse
     auto r = git({"push", "origin", "HEAD:refs/heads/wf"}, dir);
     INFO(r.err);
     CHECK(r.status == 1);
-    CHECK(r.err.find(" ! [remote rejected] HEAD -> wf (cc-pushgate policy: workflows and owners are changed by people)") !=
+    CHECK(r.err.find(" ! [remote rejected] HEAD -> wf (Control Center policy: workflows and owners are changed by people)") !=
           std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/wf").empty());
     auto ev = events(content_gateway(), "push");
@@ -249,7 +249,7 @@ TEST_CASE("content rules: a push that changes a workflow or CODEOWNERS is refuse
     commit(dir, "docs/CODEOWNERS", "* @acme/owners\n");
     auto owners = git({"push", "origin", "HEAD:refs/heads/main"}, dir);
     CHECK(owners.status == 1);
-    CHECK(owners.err.find(" ! [remote rejected] HEAD -> main (cc-pushgate policy: workflows and owners are changed by people)") !=
+    CHECK(owners.err.find(" ! [remote rejected] HEAD -> main (Control Center policy: workflows and owners are changed by people)") !=
           std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/main") != head(dir));
     (void)base;
@@ -278,7 +278,7 @@ TEST_CASE("content rules: a file over sizeOver is refused, one at the limit goes
     commit(dir, "big.bin", std::string(100001, 'y'));
     auto over = git({"push", "origin", "HEAD:refs/heads/data"}, dir);
     CHECK(over.status == 1);
-    CHECK(over.err.find(" ! [remote rejected] HEAD -> data (cc-pushgate policy: no files over 100 kB)") != std::string::npos);
+    CHECK(over.err.find(" ! [remote rejected] HEAD -> data (Control Center policy: no files over 100 kB)") != std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/data") == before);
     auto ev = events(content_gateway(), "push");
     CHECK(ev.back()["refs"][0]["content"]["largestBytes"] == 100001);
@@ -298,7 +298,7 @@ TEST_CASE("--spec fills ${conversation} from the SandboxSpec's conversationId an
     CHECK(upstream().ref("acme/demo", "refs/heads/agent/c77/work") == head(dir));
     auto other = git({"push", "origin", "HEAD:refs/heads/agent/c42/work"}, dir);
     CHECK(other.status == 1);
-    CHECK(other.err.find(" ! [remote rejected] HEAD -> agent/c42/work (cc-pushgate policy: another conversation's "
+    CHECK(other.err.find(" ! [remote rejected] HEAD -> agent/c42/work (Control Center policy: another conversation's "
                          "namespace)") != std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/agent/c42/work").empty());
 
@@ -310,7 +310,7 @@ TEST_CASE("--spec fills ${conversation} from the SandboxSpec's conversationId an
     std::string dir2 = agent_repo("spec-plan", ro);
     auto denied = git({"push", "origin", "HEAD:refs/heads/agent/c77/other"}, dir2);
     CHECK(denied.status == 1);
-    CHECK(denied.err.find(" ! [remote rejected] HEAD -> agent/c77/other (cc-pushgate policy: push is not allowed in "
+    CHECK(denied.err.find(" ! [remote rejected] HEAD -> agent/c77/other (Control Center policy: push is not allowed in "
                           "plan mode (read-only))") != std::string::npos);
 }
 
@@ -358,7 +358,7 @@ TEST_CASE("content rules: the first push into an empty repository is read whole"
     auto r = git({"push", "origin", "HEAD:refs/heads/main"}, dir);
     INFO(r.err);
     CHECK(r.status == 1);
-    CHECK(r.err.find(" ! [remote rejected] HEAD -> main (cc-pushgate policy: workflows and owners are changed by people)") !=
+    CHECK(r.err.find(" ! [remote rejected] HEAD -> main (Control Center policy: workflows and owners are changed by people)") !=
           std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/main").empty());
     auto ev = events(content_gateway(), "push");
@@ -398,7 +398,7 @@ TEST_CASE("an update to a commit the upstream already has is judged by its real 
     auto back = git({"push", "--force", "origin", a + ":refs/heads/feature"}, dir);
     INFO(back.err);
     CHECK(back.status == 1);
-    CHECK(back.err.find(" ! [remote rejected] " + a + " -> feature (cc-pushgate policy: force push (" + c.substr(0, 12) +
+    CHECK(back.err.find(" ! [remote rejected] " + a + " -> feature (Control Center policy: force push (" + c.substr(0, 12) +
                         " is not an ancestor of " + a.substr(0, 12) + "): no force pushes outside the agent's namespace)") !=
           std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/feature") == c);
@@ -447,7 +447,7 @@ TEST_CASE("a force push whose new commit is already on the upstream is still a f
     auto r = git({"push", "--force", "origin", m + ":refs/heads/feature"}, dir);
     INFO(r.err);
     CHECK(r.status == 1);
-    CHECK(r.err.find(" ! [remote rejected] " + m + " -> feature (cc-pushgate policy: force push (" + f.substr(0, 12) +
+    CHECK(r.err.find(" ! [remote rejected] " + m + " -> feature (Control Center policy: force push (" + f.substr(0, 12) +
                      " is not an ancestor of " + m.substr(0, 12) + "): no force pushes outside the agent's namespace)") !=
           std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/feature") == f);

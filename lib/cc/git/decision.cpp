@@ -86,7 +86,9 @@ std::string lookalike(std::string_view ref) {
     return out;
 }
 
-std::string policy_reason(const Verdict& v) { return "cc-pushgate policy: " + v.reason; }
+std::string policy_reason(const Verdict& v, std::string_view label) {
+    return std::string(label) + " policy: " + v.reason;
+}
 
 std::vector<std::string> PushPlan::open_refs() const {
     std::vector<std::string> names;
@@ -223,14 +225,14 @@ void settle_content(RefPlan& r, const Result<policy::PushContent>& content, cons
                  r.symref_target);
 }
 
-PushOutcome outcome(const PushPlan& plan, bool atomic) {
+PushOutcome outcome(const PushPlan& plan, bool atomic, std::string_view label) {
     PushOutcome o;
     for (const auto& r : plan.refs) {
         if (r.allowed()) {
             o.forward.push_back(r.cmd);
         } else {
-            o.rejected.push_back({r.cmd.ref, false, policy_reason(r.verdict)});
-            o.messages.push_back("cc-pushgate policy denied " + r.cmd.ref + ": " + r.verdict.reason);
+            o.rejected.push_back({r.cmd.ref, false, policy_reason(r.verdict, label)});
+            o.messages.push_back(std::string(label) + " policy denied " + r.cmd.ref + ": " + r.verdict.reason);
         }
     }
     if (o.forward.empty() || (atomic && !o.rejected.empty())) {

@@ -94,10 +94,15 @@ struct PushOutcome {
     std::vector<std::string> messages;
     bool forward_nothing() const { return forward.empty(); }
 };
-PushOutcome outcome(const PushPlan& plan, bool atomic);
+// The label of a refusal in git's reject line, as the product documents give
+// it (agent servers look for it): " ! [remote rejected] main -> main
+// (Control Center policy: <reason>)". --reject-label changes it.
+inline constexpr std::string_view default_reject_label = "Control Center";
 
-// The policy's reason as git shows it: "cc-pushgate policy: <reason>".
-std::string policy_reason(const policy::Verdict& v);
+PushOutcome outcome(const PushPlan& plan, bool atomic, std::string_view label = default_reject_label);
+
+// The policy's reason as git shows it: "<label> policy: <reason>".
+std::string policy_reason(const policy::Verdict& v, std::string_view label = default_reject_label);
 
 // Invisible and direction-changing characters (UTF-8) in a ref name, the
 // first as "U+XXXX", or "".

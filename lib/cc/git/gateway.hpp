@@ -3,7 +3,7 @@
 // policy's `push` rule per ref, and then either forwards the push upstream
 // with a write token from a TokenSource (streaming the pack both ways, never
 // holding it whole) or answers with a report-status in which git prints
-// " ! [remote rejected] <src> -> <dst> (cc-pushgate policy: <reason>)".
+// " ! [remote rejected] <src> -> <dst> (Control Center policy: <reason>)".
 //
 //   cc::git::GatewayConfig cfg;  cfg.upstream = "https://github.com";  ...
 //   cc::Status s = cc::git::serve(cfg, [](const nlohmann::json& ev) { print(ev); });
@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cc/core/result.hpp"
+#include "cc/git/decision.hpp"
 #include "cc/git/token.hpp"
 #include "cc/policy/approver.hpp"
 #include "cc/policy/policy.hpp"
@@ -33,6 +34,7 @@ namespace cc::git {
 
 struct GatewayConfig {
     std::string listen = "127.0.0.1:0";      // loopback only
+    std::string reject_label = std::string(default_reject_label);  // "(<label> policy: <reason>)"
     std::string upstream;                    // BASE_URL; repo O/N is BASE_URL/O/N.git
     std::vector<std::string> repos;          // linked repositories, OWNER/NAME as the operator spelled them
     policy::Policy policy;
@@ -53,6 +55,7 @@ struct GatewayConfig {
 // The options as given on the command line, before anything is loaded.
 struct GatewayOptions {
     std::string listen = "127.0.0.1:0";
+    std::string reject_label = std::string(default_reject_label);
     std::string upstream;
     std::vector<std::string> repos;
     std::string worktree;                    // its origin remote is linked too

@@ -123,6 +123,12 @@ Result<GatewayConfig> configure(const GatewayOptions& o) {
                 cfg.ref_vars[name] = *from_spec;
         }
     }
+    // The label git shows refusals under: one short line of printable text.
+    if (o.reject_label.empty() || o.reject_label.size() > 64 ||
+        std::any_of(o.reject_label.begin(), o.reject_label.end(),
+                    [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f || ch == '(' || ch == ')'; }))
+        return input_error("--reject-label", "must be 1 to 64 printable characters, no parentheses");
+    cfg.reject_label = o.reject_label;
     cfg.mirror_dir = o.mirror_dir;
     if (cfg.mirror_dir.empty()) {
         const char* xdg = std::getenv("XDG_CACHE_HOME");

@@ -211,7 +211,7 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
             quarantine.reset();
         }
     }
-    PushOutcome out = outcome(plan, req.atomic());
+    PushOutcome out = outcome(plan, req.atomic(), cfg_.reject_label);
     const std::vector<Command>& allowed = out.forward;
     const std::vector<RefStatus>& rejected = out.rejected;
     const std::vector<std::string>& messages = out.messages;
@@ -316,7 +316,7 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
             ask_approver(*r, route.repo_key);
             if (!r->allowed()) {
                 go = false;
-                check_rejected.push_back({r->cmd.ref, false, policy_reason(r->verdict)});
+                check_rejected.push_back({r->cmd.ref, false, policy_reason(r->verdict, cfg_.reject_label)});
             }
         }
         // Content rules: what each update brings, read from the same quarantine.
@@ -331,7 +331,7 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
             ask_approver(*r, route.repo_key);
             if (!r->allowed()) {
                 go = false;
-                check_rejected.push_back({r->cmd.ref, false, policy_reason(r->verdict)});
+                check_rejected.push_back({r->cmd.ref, false, policy_reason(r->verdict, cfg_.reject_label)});
             }
         }
         return go;
@@ -392,7 +392,8 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
         std::vector<std::string> msgs = messages;
         for (const auto& r : check_rejected) {
             lines.push_back(r);
-            msgs.push_back("cc-pushgate policy denied " + r.ref + ": " + r.reason.substr(std::string("cc-pushgate policy: ").size()));
+            msgs.push_back(cfg_.reject_label + " policy denied " + r.ref + ": " +
+                           r.reason.substr(cfg_.reject_label.size() + std::string(" policy: ").size()));
         }
         for (const auto& a : allowed)
             if (std::none_of(check_rejected.begin(), check_rejected.end(), [&](const RefStatus& r) { return r.ref == a.ref; }))

@@ -98,7 +98,7 @@ struct Question {
 
 struct Verdict {
     Decision decision = Decision::deny;
-    std::string reason;  // human-readable, fit for git's "(cc-pushgate policy: <reason>)"
+    std::string reason;  // human-readable, fit for git's "(Control Center policy: <reason>)"
     std::string source;  // "rules[2]" or "default:chat"
 };
 
