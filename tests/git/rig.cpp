@@ -283,7 +283,9 @@ std::vector<nlohmann::json> events(const Gateway& g, const std::string& kind) {
     return out;
 }
 
-std::string http_raw(int port, const std::string& request) {
+std::string http_raw(int port, const std::string& request) { return http_raw_in_parts(port, request, {}, 0); }
+
+std::string http_raw_in_parts(int port, const std::string& request, const std::vector<std::size_t>& cuts, int pause_ms) {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -296,10 +298,15 @@ std::string http_raw(int port, const std::string& request) {
         return "";
     }
     std::size_t off = 0;
-    while (off < request.size()) {
-        ssize_t n = ::send(fd, request.data() + off, request.size() - off, MSG_NOSIGNAL);
-        if (n <= 0) break;
-        off += static_cast<std::size_t>(n);
+    std::vector<std::size_t> ends = cuts;
+    ends.push_back(request.size());
+    for (std::size_t end : ends) {
+        while (off < std::min(end, request.size())) {
+            ssize_t n = ::send(fd, request.data() + off, std::min(end, request.size()) - off, MSG_NOSIGNAL);
+            if (n <= 0) break;
+            off += static_cast<std::size_t>(n);
+        }
+        if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
     }
     std::string out;
     char buf[65536];

@@ -96,6 +96,9 @@ std::string head(const std::string& repo);
 std::vector<nlohmann::json> events(const Gateway& g, const std::string& kind);
 // One raw HTTP exchange: send, then read until the peer closes.
 std::string http_raw(int port, const std::string& request);
+// The same, sent in parts ending at `cuts` (then the rest), `pause_ms` apart:
+// a slow client.
+std::string http_raw_in_parts(int port, const std::string& request, const std::vector<std::size_t>& cuts, int pause_ms);
 void write_file(const std::string& path, const std::string& text, unsigned mode = 0644);
 
 }  // namespace cc::test::rig

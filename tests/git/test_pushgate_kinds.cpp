@@ -486,28 +486,8 @@ TEST_CASE("bytes after the pack: a streaming upstream never gets a whole pack be
         std::string req = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
                           "\r\nContent-Type: application/x-git-receive-pack-request\r\n" + extra_headers +
                           "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-        std::string resp;
-        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        a.sin_port = htons(static_cast<uint16_t>(port));
-        timeval tv{20, 0};
-        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-            ::close(fd);
-            return resp;
-        }
         const std::size_t first = req.size() - 4096;
-        for (auto [from, to] : {std::pair<std::size_t, std::size_t>{0, first}, {first, first + 2048},
-                                {first + 2048, req.size()}}) {
-            (void)::send(fd, req.data() + from, to - from, MSG_NOSIGNAL);
-            std::this_thread::sleep_for(std::chrono::milliseconds(700));
-        }
-        char buf[4096];
-        for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) resp.append(buf, static_cast<std::size_t>(n));
-        ::close(fd);
-        return resp;
+        return http_raw_in_parts(port, req, {first, first + 2048}, 700);
     };
 
     // Sent so straight to the streaming upstream, the body rewrites the

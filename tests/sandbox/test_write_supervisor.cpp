@@ -64,23 +64,6 @@ std::string stdout_text(const std::string& out) {
     return text;
 }
 
-std::string b64_decode(const std::string& in) {
-    static const std::string abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    unsigned v = 0;
-    int bits = 0;
-    for (char c : in) {
-        if (c == '=') break;
-        v = (v << 6) | static_cast<unsigned>(abc.find(c));
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out.push_back(static_cast<char>((v >> bits) & 0xFF));
-        }
-    }
-    return out;
-}
-
 std::vector<json> violations(const std::string& out) {
     std::vector<json> v;
     std::istringstream in(out);
@@ -311,7 +294,7 @@ TEST_CASE("write supervisor: a file name that is not UTF-8 is reported as bytes;
             auto j = json::parse(e, nullptr, false);
             if (!j.is_object() || j.value("event", "") != "stderr") continue;
             if (j.contains("text")) err_bytes += j["text"].get<std::string>();
-            else err_bytes += b64_decode(j["bytes"].get<std::string>());
+            else err_bytes += cc::json::bytes_of(json{{"bytes", j["bytes"]}}).value_or("");
         }
     }
     CHECK(err_bytes.find("oops \xff\n") != std::string::npos);

@@ -34,30 +34,7 @@ void string(std::string& out, std::string_view s) {
         cc::json::append_value(out, s);
         return;
     }
-    out.push_back('"');
-    std::size_t run = 0;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        auto c = static_cast<unsigned char>(s[i]);
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
-        out.append(s.data() + run, i - run);
-        run = i + 1;
-        switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\b': out += "\\b"; break;
-            case '\f': out += "\\f"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            default: {
-                static constexpr char hex[] = "0123456789abcdef";
-                char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-                out.append(u, 6);
-            }
-        }
-    }
-    out.append(s.data() + run, s.size() - run);
-    out.push_back('"');
+    cc::json::append_string(out, s);  // escapes as nlohmann does
 }
 
 void strings(std::string& out, const std::vector<std::string>& v) {
