@@ -688,6 +688,28 @@ TEST_CASE("the reject label (--reject-label) names the refusal in git's reject l
     }
 }
 
+// The force check trusts the mirror: one that others may write (a replace
+// ref or a graft planted there could make a rewrite look like an update) is
+// refused at start.
+TEST_CASE("a mirror directory that group or others can write is refused at start") {
+    std::string m = scratch_dir() + "/open-mirrors";
+    fs::create_directories(m);
+    REQUIRE(::chmod(m.c_str(), 0777) == 0);
+    auto r = run({bin("cc-pushgate"), "--upstream", "http://127.0.0.1:1", "--repo", "acme/demo", "--policy",
+                  policy_file(), "--token-file", token_file(), "--mirror-dir", m});
+    CHECK(r.status == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err == "cc-pushgate: --mirror-dir '" + m +
+                       "': must be a directory of the gateway's own user that group and others cannot write "
+                       "(chmod 700 it)\n");
+    // A new one is made 0700.
+    std::string fresh = scratch_dir() + "/fresh-mirrors/m";
+    Gateway g(gateway_args({"--mirror-dir", fresh}));
+    struct stat st {};
+    REQUIRE(::stat(fresh.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0700);
+}
+
 TEST_CASE("bad options exit 2 with one line naming the problem, nothing started") {
     auto r = run({bin("cc-pushgate"), "--upstream", "http://127.0.0.1:1", "--repo", "acme/demo", "--policy",
                   "/nonexistent/policy.json", "--token-file", "/etc/hostname"});

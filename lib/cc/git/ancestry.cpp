@@ -75,6 +75,10 @@ bp::environment git_env(const std::string& git_dir) {
         if (passed_to_git(e.get_name())) env.set(e.get_name(), e.to_string());
     // set(), not operator[] (see token.cpp).
     env.set("GIT_DIR", git_dir);
+    // History as the objects say it is: a replace ref or a graft planted in
+    // the mirror cannot turn a rewrite into an "update".
+    env.set("GIT_NO_REPLACE_OBJECTS", "1");
+    env.set("GIT_GRAFT_FILE", "/dev/null");
     env.set("GIT_TERMINAL_PROMPT", "0");
     env.set("GIT_CONFIG_NOSYSTEM", "1");
     env.set("GIT_CONFIG_GLOBAL", "/dev/null");

@@ -23,6 +23,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <filesystem>
 #include <thread>
 #include <tuple>
 
@@ -219,6 +220,22 @@ Status serve(const GatewayConfig& cfg, const EmitFn& emit) {
     // Before any thread: whatever ends this process from here on, what it
     // minted is revoked (by the watch when not by the shutdown below).
     if (auto s = cfg.tokens->watch_for_exit(); !s) return s;
+    // The force check trusts the mirror: it lives where only the gateway's
+    // user can write (made 0700; refused when group or others may write it,
+    // or it is a link or someone else's).
+    if (!cfg.mirror_dir.empty()) {
+        std::error_code ec;
+        if (!std::filesystem::exists(cfg.mirror_dir, ec)) {
+            std::filesystem::create_directories(cfg.mirror_dir, ec);
+            if (!ec) ::chmod(cfg.mirror_dir.c_str(), 0700);
+        }
+        struct stat st {};
+        if (::lstat(cfg.mirror_dir.c_str(), &st) != 0) return io_error("--mirror-dir '" + cfg.mirror_dir + "'", "cannot use");
+        if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022))
+            return io_error("--mirror-dir '" + cfg.mirror_dir + "'",
+                            "must be a directory of the gateway's own user that group and others cannot write "
+                            "(chmod 700 it)", 0);
+    }
     if (!cfg.mirror_dir.empty())
         if (std::size_t n = sweep_all_quarantines(cfg.mirror_dir); n > 0)
             log_line("removed " + std::to_string(n) + " quarantine(s) a gateway that was killed left in '" +
