@@ -60,8 +60,9 @@ void Analyzer::git(Call& c) {
             key.find(".clean") != sv::npos || key.find(".smudge") != sv::npos || key.find(".process") != sv::npos) {
             if (!(key == "core.pager" && !from_env && safe_read_config(key, value, dynamic)))
                 add(c.f, kRun, how + std::string(key) + " runs a configured program");
-        } else if (!starts_with(key, "alias.") && (from_env || !safe_read_config(key, value, dynamic))) {
-            // From the environment the value is never known here.
+        } else if (from_env || (!starts_with(key, "alias.") && !safe_read_config(key, value, dynamic))) {
+            // From the environment the value is never known here (an alias
+            // so given could be any command, '!' ones included).
             add(c.f, kRun, how + std::string(key) + " is not configuration known to be safe for a read");
         }
     };
