@@ -246,7 +246,9 @@ static int hand_do(const struct cc_hand_req* r, const char* n1, const char* n2, 
         umask((mode_t)r->umask);
         struct open_how how;
         memset(&how, 0, sizeof how);
-        how.flags = (uint64_t)(uint32_t)r->flags | O_CLOEXEC | O_NOCTTY;
+        /* Non-blocking, as for open: a FIFO nobody reads fails (ENXIO)
+         * rather than holding the hand; the caller's flags come back. */
+        how.flags = (uint64_t)(uint32_t)r->flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
         how.mode = r->mode;
         how.resolve = r->arg;
         fd = (int)syscall(SYS_openat2, d1, n1, &how, sizeof how);
@@ -259,6 +261,7 @@ static int hand_do(const struct cc_hand_req* r, const char* n1, const char* n2, 
             ans->err = EACCES;
             return -1;
         }
+        if (!(r->flags & O_NONBLOCK)) fcntl(fd, F_SETFL, (r->flags | O_NOCTTY) & ~O_NONBLOCK & ~O_ASYNC);
         return fd;
     }
     case CC_HAND_MKDIR:
