@@ -243,6 +243,11 @@ TEST_CASE("a request naming another host (DNS rebinding) is refused even with th
     std::string none = http_raw(gateway().port(), "GET " + target + " HTTP/1.1\r\nConnection: close\r\n\r\n");
     CHECK(none.find("ERR cc-pushgate: request has no Host header") != std::string::npos);
     for (const auto& s : {own, rebound, none}) CHECK(s.find(" 401 ") == std::string::npos);
+    // Two Host headers, one of them the gateway's: malformed, whichever a reader takes.
+    std::string two = http_raw(gateway().port(), "GET " + target + " HTTP/1.1\r\nHost: " + gateway().host() +
+                                                     "\r\nHost: attacker.example\r\nConnection: close\r\n\r\n");
+    CHECK(two.rfind("HTTP/1.1 400 ", 0) == 0);
+    CHECK(two.find("\r\n\r\ncc-pushgate: request has more than one Host header\n") != std::string::npos);
 }
 
 TEST_CASE("an upstream hook that prints the write token: the agent sees it in no spelling") {

@@ -14,6 +14,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/process.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <cstdlib>
@@ -104,6 +105,13 @@ void Gateway::serve_connection(int fd, const std::string& client) {
             std::atomic<int>& n;
             ~Done() { --n; }
         } done{busy_};
+        // Two Host headers: which one names the gateway is a matter of
+        // reading order between programs. Malformed: 400, nothing read on.
+        if (std::count_if(head->headers.begin(), head->headers.end(), [](const auto& kv) { return kv.first == "host"; }) > 1) {
+            log_line("refused a request: more than one Host header");
+            send_whole(c, 400, "text/plain", "cc-pushgate: request has more than one Host header\n", true);
+            return;
+        }
         if (auto why = refusal(*head)) {
             // Never 401 (git would prompt): an ERR advertisement makes git print
             // "fatal: remote error: <why>"; anything else gets a 403 saying it.
