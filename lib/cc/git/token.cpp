@@ -203,7 +203,7 @@ public:
         if (auto s = check_token(tok, "GitHub App token minting"); !s) return s.error();
         std::lock_guard<std::mutex> lock(mu_);
         minted_.push_back(tok);
-        tell_watch(tok + "\n");
+        tell_watch("a:" + tok + "\n");
         return tok;
     }
 
@@ -233,10 +233,11 @@ public:
             toks.swap(minted_);
         }
         nlohmann::json out = revoke(toks);
-        // Revoked here: the watch has nothing left to do, and goes.
+        // Revoked here: the watch forgets exactly these (one minted since,
+        // by a push still in flight, stays its to revoke), and goes.
         {
             std::lock_guard<std::mutex> lock(mu_);
-            tell_watch("revoked\n");
+            for (const auto& t : toks) tell_watch("r:" + t + "\n");
             if (watch_fd_ >= 0) ::close(watch_fd_), watch_fd_ = -1;
         }
         if (watch_pid_ > 0) {
@@ -277,8 +278,8 @@ private:
         }
     }
 
-    // The forked watch: reads "TOKEN\n" per minted token and "revoked\n"
-    // when the gateway revoked them itself. At end of file (the gateway's
+    // The forked watch: reads "a:TOKEN\n" per minted token and "r:TOKEN\n"
+    // for each the gateway revoked itself (a token holds no newline). At end of file (the gateway's
     // process ended, however it ended) it revokes what it holds and exits.
     [[noreturn]] void watch_loop(int fd) {
         ::signal(SIGINT, SIG_IGN);  // a ^C to the process group is for the gateway, which tells us
@@ -299,8 +300,10 @@ private:
             for (auto nl = buf.find('\n'); nl != std::string::npos; nl = buf.find('\n')) {
                 std::string line = buf.substr(0, nl);
                 buf.erase(0, nl + 1);
-                if (line == "revoked") held.clear();
-                else held.push_back(line);
+                if (line.rfind("r:", 0) == 0)
+                    held.erase(std::remove(held.begin(), held.end(), line.substr(2)), held.end());
+                else if (line.rfind("a:", 0) == 0)
+                    held.push_back(line.substr(2));
             }
         }
         if (!held.empty()) {
