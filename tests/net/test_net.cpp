@@ -139,7 +139,8 @@ TEST_CASE("rules: SNI must equal the tunnel host or be allowed itself") {
     RuleSet d = rules({"*.example.com"}, {"bad.example.com"});
     Verdict v = d.check_sni(n, "bad.example.com");
     CHECK_FALSE(v.allow);
-    CHECK(v.rule.rfind("tls sni", 0) != 0);
+    CHECK(v.rule == "--deny bad.example.com");
+    CHECK(v.reason == "host bad.example.com is always denied");
     CHECK_FALSE(report_only(v).allow);
     // One only missing from the allowlist is what report mode logs and allows.
     CHECK(report_only(d.check_sni(n, "other.test")).allow);
