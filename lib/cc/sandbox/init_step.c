@@ -287,35 +287,14 @@ static int hand_do(const struct cc_hand_req* r, const char* n1, const char* n2, 
         break;
     case CC_HAND_CHMOD:
     case CC_HAND_TRUNCATE:
-    case CC_HAND_FCHMOD: {
-        int obj = r->op == CC_HAND_FCHMOD ? dup(d1)
-                                          : openat(d1, n1, O_PATH | O_CLOEXEC | (r->follow ? 0 : O_NOFOLLOW));
-        if (obj < 0) {
-            ans->err = errno;
-            return -1;
-        }
-        struct stat sb;
-        if (fstat(obj, &sb) != 0 || !same_object(obj, r)) {
-            close(obj);
-            ans->err = EACCES;
-            return -1;
-        }
-        if (S_ISLNK(sb.st_mode)) {
-            close(obj);
-            ans->err = r->op == CC_HAND_TRUNCATE ? ELOOP : EOPNOTSUPP;
-            return -1;
-        }
-        char via[64];
-        snprintf(via, sizeof via, "/proc/self/fd/%d", obj);
-        rc = r->op == CC_HAND_TRUNCATE ? truncate(via, (off_t)r->arg) : chmod(via, (mode_t)r->arg);
-        if (rc < 0) ans->err = errno;
-        close(obj);
-        return -1;
-    }
+    case CC_HAND_FCHMOD:
     case CC_HAND_SETXATTR:
     case CC_HAND_REMOVEXATTR: {
-        int obj = r->follow == 2 ? dup(d1)
-                                 : openat(d1, n1, O_PATH | O_CLOEXEC | (r->follow ? 0 : O_NOFOLLOW));
+        /* The object: the caller's own descriptor (fchmod, f*xattr: dir1
+         * itself), else dir1/name1 looked up again; it must be the one the
+         * supervisor judged. Changed through its descriptor's path. */
+        int own = r->op == CC_HAND_FCHMOD || r->follow == 2;
+        int obj = own ? dup(d1) : openat(d1, n1, O_PATH | O_CLOEXEC | (r->follow ? 0 : O_NOFOLLOW));
         if (obj < 0) {
             ans->err = errno;
             return -1;
@@ -326,14 +305,21 @@ static int hand_do(const struct cc_hand_req* r, const char* n1, const char* n2, 
             ans->err = EACCES;
             return -1;
         }
-        if (S_ISLNK(sb.st_mode)) { /* no attributes of a link itself through its descriptor */
+        if (S_ISLNK(sb.st_mode)) { /* a link itself is not changed through its descriptor */
             close(obj);
-            ans->err = EPERM;
+            ans->err = r->op == CC_HAND_TRUNCATE ? ELOOP
+                       : (r->op == CC_HAND_SETXATTR || r->op == CC_HAND_REMOVEXATTR) ? EPERM
+                                                                                      : EOPNOTSUPP;
             return -1;
         }
         char via[64];
         snprintf(via, sizeof via, "/proc/self/fd/%d", obj);
-        rc = r->op == CC_HAND_SETXATTR ? setxattr(via, n2, data, len3, r->flags) : removexattr(via, n2);
+        switch (r->op) {
+        case CC_HAND_TRUNCATE: rc = truncate(via, (off_t)r->arg); break;
+        case CC_HAND_SETXATTR: rc = setxattr(via, n2, data, len3, r->flags); break;
+        case CC_HAND_REMOVEXATTR: rc = removexattr(via, n2); break;
+        default: rc = chmod(via, (mode_t)r->arg);
+        }
         if (rc < 0) ans->err = errno;
         close(obj);
         return -1;

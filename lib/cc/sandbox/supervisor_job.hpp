@@ -130,7 +130,10 @@ struct Job {
     Outcome rename_call(int od, const std::string& op, int nd, const std::string& np, unsigned flags);
     Outcome link_call(int od, const std::string& op, int nd, const std::string& np, int flags);
     Outcome symlink_call(const std::string& target, int nd, const std::string& np);
+    Outcome change_object(int dirfd, const std::string& path, bool follow, cc_hand_req q, int link_errno,
+                          const std::string& name2 = {}, const std::string& data = {});
     Outcome object_call(int dirfd, const std::string& path, bool follow, bool is_chmod, std::uint64_t arg);
+    std::variant<std::string, int> xattr_value(std::uint64_t addr, std::uint64_t size, bool remove);
     Outcome fd_chmod_call(int fd, mode_t mode);
     // The caller's descriptor fd as an O_PATH pin; EBADF when it has none or
     // it was opened O_PATH (the calls on it would fail so).

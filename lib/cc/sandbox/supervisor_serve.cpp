@@ -320,9 +320,12 @@ Outcome Job::symlink_call(const std::string& target, int nd, const std::string& 
     return hand(q, t.name, target, t.dir.get(), -1);
 }
 
-// truncate and chmod: the object looked up and judged here, changed by the
-// hand, which looks it up again and must find the same object.
-Outcome Job::object_call(int dirfd, const std::string& path, bool follow, bool is_chmod, std::uint64_t arg) {
+// An object change (truncate, chmod, setxattr, removexattr): the object
+// looked up and judged here (a write of it), changed by the hand, which looks
+// it up again and must find the same object. `link_errno`: the answer when
+// the object is a symlink (0: the hand's own refusal stands).
+Outcome Job::change_object(int dirfd, const std::string& path, bool follow, cc_hand_req q, int link_errno,
+                           const std::string& name2, const std::string& data) {
     auto r = resolve(dirfd, path, follow);
     if (auto* e = std::get_if<int>(&r)) return {*e};
     Split& s = std::get<Split>(r);
@@ -333,16 +336,20 @@ Outcome Job::object_call(int dirfd, const std::string& path, bool follow, bool i
     if (!pin) return {errno};
     struct stat sb {};
     if (::fstat(pin.get(), &sb) != 0) return {errno};
-    if (S_ISLNK(sb.st_mode)) return {is_chmod ? EOPNOTSUPP : ELOOP};
+    if (link_errno && S_ISLNK(sb.st_mode)) return {link_errno};
     auto p = judged_path(pin.get());
     if (!p || !allowed(*p, WriteOp::write)) return {EACCES};
-    cc_hand_req q{};
-    q.op = is_chmod ? CC_HAND_CHMOD : CC_HAND_TRUNCATE;
-    q.arg = arg;
     q.dev = sb.st_dev;
     q.ino = sb.st_ino;
     q.follow = magic;
-    return hand(q, s.name, "", s.dir.get(), -1);
+    return hand(q, s.name, name2, s.dir.get(), -1, data);
+}
+
+Outcome Job::object_call(int dirfd, const std::string& path, bool follow, bool is_chmod, std::uint64_t arg) {
+    cc_hand_req q{};
+    q.op = is_chmod ? CC_HAND_CHMOD : CC_HAND_TRUNCATE;
+    q.arg = arg;
+    return change_object(dirfd, path, follow, q, is_chmod ? EOPNOTSUPP : ELOOP);
 }
 
 // fchmod: the caller's descriptor, pinned, judged by what it names now,
@@ -374,37 +381,31 @@ Outcome Job::fd_chmod_call(int fd, mode_t mode) {
 
 // setxattr and removexattr of a path: the object looked up and judged here
 // (a write of it), changed by the hand, which must find the same object.
+// An extended attribute's value, from the caller's memory (none for a removal).
+std::variant<std::string, int> Job::xattr_value(std::uint64_t addr, std::uint64_t size, bool remove) {
+    if (remove) return std::string();
+    if (size > CC_HAND_MAX_DATA) return E2BIG;
+    std::string data(size, '\0');
+    if (!data.empty() && !read_bytes(addr, data.data(), data.size())) return EFAULT;
+    return data;
+}
+
 Outcome Job::xattr_call(const std::string& path, bool follow, const std::string& name, std::uint64_t value,
                         std::uint64_t size, int flags, bool remove) {
-    if (!remove && size > CC_HAND_MAX_DATA) return {E2BIG};
-    std::string data(remove ? 0 : size, '\0');
-    if (!data.empty() && !read_bytes(value, data.data(), data.size())) return {EFAULT};
-    auto r = resolve(AT_FDCWD, path, follow);
-    if (auto* e = std::get_if<int>(&r)) return {*e};
-    Split& s = std::get<Split>(r);
-    const bool magic = follow && on_procfs(s.dir.get());
-    Fd pin(::openat(s.dir.get(), s.name.c_str(), O_PATH | O_CLOEXEC | (magic ? 0 : O_NOFOLLOW)));
-    if (!pin) return {errno};
-    struct stat sb {};
-    if (::fstat(pin.get(), &sb) != 0) return {errno};
-    auto p = judged_path(pin.get());
-    if (!p || !allowed(*p, WriteOp::write)) return {EACCES};
+    auto data = xattr_value(value, size, remove);
+    if (auto* e = std::get_if<int>(&data)) return {*e};
     cc_hand_req q{};
     q.op = remove ? CC_HAND_REMOVEXATTR : CC_HAND_SETXATTR;
     q.flags = flags;
-    q.dev = sb.st_dev;
-    q.ino = sb.st_ino;
-    q.follow = magic;
-    return hand(q, s.name, name, s.dir.get(), -1, data);
+    return change_object(AT_FDCWD, path, follow, q, 0, name, std::get<std::string>(data));
 }
 
 // fsetxattr and fremovexattr: the caller's descriptor, judged by what it
 // names now, changed by the hand through our pin of it.
 Outcome Job::fxattr_call(int fd, const std::string& name, std::uint64_t value, std::uint64_t size, int flags,
                          bool remove) {
-    if (!remove && size > CC_HAND_MAX_DATA) return {E2BIG};
-    std::string data(remove ? 0 : size, '\0');
-    if (!data.empty() && !read_bytes(value, data.data(), data.size())) return {EFAULT};
+    auto data = xattr_value(value, size, remove);
+    if (auto* e = std::get_if<int>(&data)) return {*e};
     auto own = own_fd(fd);
     if (auto* e = std::get_if<int>(&own)) return {*e};
     Fd& pin = std::get<Fd>(own);
@@ -414,7 +415,7 @@ Outcome Job::fxattr_call(int fd, const std::string& name, std::uint64_t value, s
     q.op = remove ? CC_HAND_REMOVEXATTR : CC_HAND_SETXATTR;
     q.flags = flags;
     q.follow = 2;
-    return hand(q, "", name, pin.get(), -1, data);
+    return hand(q, "", name, pin.get(), -1, std::get<std::string>(data));
 }
 
 // bind: a Unix socket made at a path is a file (created in the judged
