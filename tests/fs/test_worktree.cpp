@@ -494,22 +494,8 @@ TEST_CASE("a create killed part-way does not block the next create of that id", 
     sfs::create_directories(half + "/repos/app/partial");
     write(half + "/.create.lock", "");
     // A create that is running holds the lock: the same id is refused, nothing removed.
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    pid_t holder = ::fork();
-    REQUIRE(holder >= 0);
-    if (holder == 0) {
-        int fd = ::open((half + "/.create.lock").c_str(), O_RDWR);
-        if (fd < 0 || ::flock(fd, LOCK_EX) != 0) ::_exit(1);
-        char c = 'y';
-        (void)::write(fds[1], &c, 1);
-        ::pause();
-        ::_exit(0);
-    }
-    ::close(fds[1]);
-    char c = 0;
-    REQUIRE(::read(fds[0], &c, 1) == 1);
-    ::close(fds[0]);
+    pid_t holder = cc::test::hold_flock(half + "/.create.lock");
+    REQUIRE(holder > 0);
     auto busy = create(data, "k1", {"--repo", repo, "--backend", "git-worktree", "--agent", "a"});
     CHECK(busy.status == 1);
     const std::string note = "cc-worktree: backend git-worktree (chosen): checks out HEAD only, no copy-on-write\n";

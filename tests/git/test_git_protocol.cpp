@@ -571,27 +571,10 @@ TEST_CASE("quarantines: a killed gateway's quarantine is swept, a living one is 
     fs::create_directories(objects + "/pack");
     std::ofstream(objects + "/incoming-dead/pack/big.pack") << std::string(4096, 'x');
     // Each held by a process of its own, as a gateway holds it.
-    auto holder = [](const std::string& lock) {
-        int fds[2];
-        REQUIRE(::pipe(fds) == 0);
-        pid_t pid = ::fork();
-        REQUIRE(pid >= 0);
-        if (pid == 0) {
-            int fd = ::open(lock.c_str(), O_RDWR | O_CREAT, 0600);
-            if (fd < 0 || ::flock(fd, LOCK_EX) != 0) ::_exit(1);
-            char c = 'y';
-            (void)::write(fds[1], &c, 1);
-            ::pause();
-            ::_exit(0);
-        }
-        ::close(fds[1]);
-        char c = 0;
-        REQUIRE(::read(fds[0], &c, 1) == 1);
-        ::close(fds[0]);
-        return pid;
-    };
-    pid_t dead = holder(objects + "/incoming-dead/.lock");
-    pid_t live = holder(objects + "/incoming-live/.lock");
+    pid_t dead = cc::test::hold_flock(objects + "/incoming-dead/.lock");
+    pid_t live = cc::test::hold_flock(objects + "/incoming-live/.lock");
+    REQUIRE(dead > 0);
+    REQUIRE(live > 0);
     // While both gateways live, nothing is swept.
     CHECK(sweep_all_quarantines(mirrors) == 0);
     CHECK(fs::exists(objects + "/incoming-dead"));

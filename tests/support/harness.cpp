@@ -1,5 +1,8 @@
 #include "harness.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -116,6 +119,34 @@ void check_golden(const std::string& path, const std::string& text) {
     REQUIRE(f.good());
     std::string want((std::istreambuf_iterator<char>(f)), {});
     CHECK(text == want);
+}
+
+pid_t hold_flock(const std::string& path) {
+    int fds[2];
+    if (::pipe(fds) != 0) return -1;
+    pid_t pid = ::fork();
+    if (pid < 0) {
+        ::close(fds[0]);
+        ::close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0600);
+        if (fd < 0 || ::flock(fd, LOCK_EX) != 0) ::_exit(1);
+        char c = 'y';
+        if (::write(fds[1], &c, 1) != 1) ::_exit(1);
+        ::pause();
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    char c = 0;
+    bool held = ::read(fds[0], &c, 1) == 1;
+    ::close(fds[0]);
+    if (!held) {
+        ::waitpid(pid, nullptr, 0);
+        return -1;
+    }
+    return pid;
 }
 
 }  // namespace cc::test

@@ -46,6 +46,11 @@ RunResult run(const std::vector<std::string>& argv, const std::string& input);
 bool is_root();
 bool have_program(const std::string& name);
 
+// A process of its own holding flock(LOCK_EX) on `path` (created if need
+// be), as a live gateway or create holds its lock; its PID once it holds it,
+// -1 when it could not. Kill it (SIGKILL) to stand for one that was killed.
+pid_t hold_flock(const std::string& path);
+
 // Compare `text` with the golden file `path` (relative to the source tree).
 // With CC_UPDATE_GOLDEN set the file is rewritten instead and the test
 // counts as skipped: an update run proves nothing, so it never passes.
