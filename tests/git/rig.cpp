@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -317,6 +318,78 @@ std::string http_raw_in_parts(int port, const std::string& request, const std::v
     }
     ::close(fd);
     return out;
+}
+
+DyingFront::DyingFront(int upstream_port, std::size_t cut_after)
+    : upstream_port_(upstream_port), cut_after_(cut_after) {
+    listener_ = bound_loopback_socket(&port_);
+    ::listen(listener_, 16);
+    loop_ = std::thread([this] {
+        while (!stop_) {
+            pollfd p{listener_, POLLIN, 0};
+            if (::poll(&p, 1, 100) <= 0) continue;
+            int fd = ::accept(listener_, nullptr, nullptr);
+            if (fd >= 0) std::thread([this, fd] { serve(fd); }).detach();
+        }
+    });
+}
+
+DyingFront::~DyingFront() {
+    stop_ = true;
+    loop_.join();
+    ::close(listener_);
+}
+
+void DyingFront::serve(int fd) {
+    std::string head;
+    char buf[65536];
+    while (head.find("\r\n\r\n") == std::string::npos) {
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) {
+            ::close(fd);
+            return;
+        }
+        head.append(buf, static_cast<std::size_t>(n));
+    }
+    std::size_t body_at = head.find("\r\n\r\n") + 4;
+    if (head.rfind("POST ", 0) == 0 && head.substr(0, head.find('\r')).find("/git-receive-pack ") != std::string::npos) {
+        std::size_t got = head.size() - body_at;
+        while (got < cut_after_) {
+            ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+            if (n <= 0) break;
+            got += static_cast<std::size_t>(n);
+        }
+        ++cuts_;
+        linger l{1, 0};  // a reset, as a crashed host's kernel sends
+        ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+        ::close(fd);
+        return;
+    }
+    head.insert(head.find("\r\n") + 2, "Connection: close\r\n");
+    int up = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(upstream_port_));
+    if (::connect(up, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::send(up, head.data(), head.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(head.size())) {
+        ::close(up);
+        ::close(fd);
+        return;
+    }
+    pollfd p[2] = {{fd, POLLIN, 0}, {up, POLLIN, 0}};
+    for (;;) {
+        if (::poll(p, 2, 30000) <= 0) break;
+        bool done = false;
+        for (int i = 0; i < 2 && !done; ++i) {
+            if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            ssize_t n = ::recv(p[i].fd, buf, sizeof buf, 0);
+            if (n <= 0 || ::send(p[1 - i].fd, buf, static_cast<std::size_t>(n), MSG_NOSIGNAL) != n) done = true;
+        }
+        if (done) break;
+    }
+    ::close(up);
+    ::close(fd);
 }
 
 int Gateway::port() const { return std::stoi(url_.substr(url_.rfind(':') + 1)); }

@@ -6,7 +6,9 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <map>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,7 @@ public:
     Upstream& operator=(const Upstream&) = delete;
 
     std::string base() const;                       // http://127.0.0.1:P/git
+    int port() const { return port_; }
     std::string create_repo(const std::string& owner_name);  // bare repo path
     std::string read_url(const std::string& owner_name) const;   // with reader:READ
     std::string write_url(const std::string& owner_name) const;  // with x-access-token:WRITE
@@ -45,6 +48,29 @@ private:
     std::string dir_;
     int port_ = 0;
     pid_t pid_ = -1;
+};
+
+// A front for an upstream that dies mid-push: every request but a
+// git-receive-pack POST is relayed to `upstream_port` (one request per
+// connection: "Connection: close" is added); a receive-pack POST is read for
+// `cut_after` bytes of its body and then the connection is closed with no
+// answer, as a host that crashes or restarts under a push does.
+class DyingFront {
+public:
+    DyingFront(int upstream_port, std::size_t cut_after);
+    ~DyingFront();
+    DyingFront(const DyingFront&) = delete;
+    DyingFront& operator=(const DyingFront&) = delete;
+    std::string base() const { return "http://127.0.0.1:" + std::to_string(port_) + "/git"; }
+    int cuts() const { return cuts_.load(); }
+
+private:
+    void serve(int fd);
+    int upstream_port_, port_ = 0, listener_ = -1;
+    std::size_t cut_after_;
+    std::atomic<int> cuts_{0};
+    std::atomic<bool> stop_{false};
+    std::thread loop_;
 };
 
 // The cc-pushgate binary, stdout and stderr to files in the scratch dir.

@@ -518,3 +518,37 @@ TEST_CASE("bytes after the pack: a streaming upstream never gets a whole pack be
     CHECK(plain.err.find("no force pushes outside the agent's namespace") != std::string::npos);
     CHECK(up.ref("acme/demo", "refs/heads/feature") == before);
 }
+
+TEST_CASE("an upstream that dies mid-push: git's message names the outage, not the policy, and nothing moves") {
+    NEED_RIG();
+    upstream().create_repo("acme/demo");
+    DyingFront front(upstream().port(), 256 * 1024);
+    Gateway g({"--upstream", front.base(), "--repo", "acme/demo", "--policy", policy_file(), "--token-file",
+               token_file(), "--conversation", "c42"});
+    std::string dir = agent_repo("dying", g);
+    git({"config", "core.compression", "0"}, dir);
+    REQUIRE(run({"dd", "if=/dev/urandom", "of=" + dir + "/blob", "bs=1M", "count=4", "status=none"}).status == 0);
+    git({"add", "blob"}, dir);
+    git({"commit", "-q", "-m", "4 MB"}, dir);
+    auto r = git({"push", "origin", "HEAD:refs/heads/agent/c42/dying"}, dir);
+    INFO(r.err << g.stderr_text());
+    CHECK(front.cuts() == 1);
+    CHECK(r.status == 1);
+    CHECK(r.err.find("remote: cc-pushgate: the upstream went away during the push") != std::string::npos);
+    CHECK(r.err.find(" ! [remote rejected] HEAD -> agent/c42/dying (cc-pushgate: the upstream went away during the push") !=
+          std::string::npos);
+    CHECK(r.err.find("it had not received the whole pack, so it applied nothing") != std::string::npos);
+    CHECK(r.err.find("policy") == std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/agent/c42/dying").empty());
+    auto ev = events(g, "push");
+    REQUIRE(!ev.empty());
+    CHECK(ev.back()["result"] == "error");
+    CHECK(ev.back()["error"].get<std::string>().rfind("the upstream went away during the push", 0) == 0);
+    // Straight to the upstream (no front), the same push goes through.
+    Gateway direct({"--upstream", upstream().base(), "--repo", "acme/demo", "--policy", policy_file(), "--token-file",
+                    token_file(), "--conversation", "c42"});
+    auto again = git({"push", direct.push_url("acme/demo"), "HEAD:refs/heads/agent/c42/dying"}, dir);
+    INFO(again.err);
+    CHECK(again.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/agent/c42/dying") == head(dir));
+}

@@ -1,4 +1,5 @@
 #include "cc/git/ancestry.hpp"
+#include "cc/core/child.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -69,91 +70,50 @@ bool passed_to_git(const std::string& name) {
 // not hold a repository's lock (and a push's thread) forever.
 constexpr auto git_deadline = std::chrono::seconds(300);
 
-bp::environment git_env(const std::string& git_dir) {
-    bp::environment env;
-    for (const auto& e : boost::this_process::environment())
-        if (passed_to_git(e.get_name())) env.set(e.get_name(), e.to_string());
-    // set(), not operator[] (see token.cpp).
-    env.set("GIT_DIR", git_dir);
+using Env = std::map<std::string, std::string>;
+
+Env git_env(const std::string& git_dir) {
+    Env env = cc::child::environment_of(passed_to_git);
+    env["GIT_DIR"] = git_dir;
     // History as the objects say it is: a replace ref or a graft planted in
     // the mirror cannot turn a rewrite into an "update".
-    env.set("GIT_NO_REPLACE_OBJECTS", "1");
-    env.set("GIT_GRAFT_FILE", "/dev/null");
-    env.set("GIT_TERMINAL_PROMPT", "0");
-    env.set("GIT_CONFIG_NOSYSTEM", "1");
-    env.set("GIT_CONFIG_GLOBAL", "/dev/null");
+    env["GIT_NO_REPLACE_OBJECTS"] = "1";
+    env["GIT_GRAFT_FILE"] = "/dev/null";
+    env["GIT_TERMINAL_PROMPT"] = "0";
+    env["GIT_CONFIG_NOSYSTEM"] = "1";
+    env["GIT_CONFIG_GLOBAL"] = "/dev/null";
     return env;
 }
 
-// The deadline of one git child: armed before the child starts; the child's
-// exit cancels it (on_exit), else it kills the child and stops the loop
-// (a grandchild may still hold the pipes).
-struct Deadline {
-    boost::asio::steady_timer timer;
-    bp::child* child = nullptr;
-    bool late = false;
-    explicit Deadline(boost::asio::io_context& ios) : timer(ios, git_deadline) {
-        timer.async_wait([this, &ios](const boost::system::error_code& ec) {
-            if (ec) return;
-            late = true;
-            std::error_code kill_ec;
-            if (child) child->terminate(kill_ec);
-            ios.stop();
-        });
-    }
-    auto on_exit() {
-        return bp::on_exit([this](int, const std::error_code&) { timer.cancel(); });
-    }
-};
-
-// Runs git to completion; its exit status, with stderr's first line in `err`.
-Result<int> run_git(const std::vector<std::string>& args, const bp::environment& env, std::string* err) {
-    try {
-        auto exe = bp::search_path("git");
-        if (exe.empty()) return io_error("git", "not found on PATH", 0);
-        boost::asio::io_context ios;
-        std::future<std::string> err_text;
-        Deadline deadline(ios);
-        bp::child c(exe, bp::args(args), env, bp::std_in < bp::null, bp::std_out > bp::null, bp::std_err > err_text,
-                    ios, deadline.on_exit());
-        deadline.child = &c;
-        ios.run();
-        if (deadline.late) return io_error("git " + args.front(), "no answer within the deadline (killed)", 0);
-        c.wait();
-        if (err) {
-            std::string e = err_text.get();
-            *err = e.substr(0, e.find('\n'));
-        }
-        return c.exit_code();
-    } catch (const std::exception& e) {
-        return io_error("git", std::string("could not run: ") + e.what(), 0);
-    }
+// Runs git with `input` on its stdin (through the one child helper: this
+// environment only, none of the gateway's descriptors, the deadline); its
+// stdout in `out` when asked, stderr's first line in `err`.
+Result<int> run_git_io(const std::vector<std::string>& args, const Env& env, const std::string& input,
+                       std::string* out, std::string* err) {
+    cc::child::Spec run;
+    run.argv.push_back("git");
+    run.argv.insert(run.argv.end(), args.begin(), args.end());
+    run.env = env;
+    run.input = input;
+    run.deadline = git_deadline;
+    run.capture_out = out != nullptr;
+    run.output_cap = ~std::size_t{0};  // blobs for content rules, object lists: read whole
+    auto done = cc::child::run(run);
+    if (!done) return done.error();
+    if (done->late) return io_error("git " + args.front(), "no answer within the deadline (killed)", 0);
+    if (out) *out = std::move(done->out);
+    if (err) *err = done->err.substr(0, done->err.find('\n'));
+    return done->status;
 }
 
-// Runs git with `input` on its stdin; its stdout in `out`.
-Result<int> run_git_io(const std::vector<std::string>& args, const bp::environment& env, const std::string& input,
+Result<int> run_git_io(const std::vector<std::string>& args, const Env& env, const std::string& input,
                        std::string& out, std::string* err) {
-    try {
-        auto exe = bp::search_path("git");
-        if (exe.empty()) return io_error("git", "not found on PATH", 0);
-        boost::asio::io_context ios;
-        std::future<std::string> out_text, err_text;
-        Deadline deadline(ios);
-        bp::child c(exe, bp::args(args), env, bp::std_in < boost::asio::buffer(input), bp::std_out > out_text,
-                    bp::std_err > err_text, ios, deadline.on_exit());
-        deadline.child = &c;
-        ios.run();
-        if (deadline.late) return io_error("git " + args.front(), "no answer within the deadline (killed)", 0);
-        c.wait();
-        out = out_text.get();
-        if (err) {
-            std::string e = err_text.get();
-            *err = e.substr(0, e.find('\n'));
-        }
-        return c.exit_code();
-    } catch (const std::exception& e) {
-        return io_error("git", std::string("could not run: ") + e.what(), 0);
-    }
+    return run_git_io(args, env, input, &out, err);
+}
+
+// Runs git to completion; its exit status, with stderr's first line in `err`.
+Result<int> run_git(const std::vector<std::string>& args, const Env& env, std::string* err) {
+    return run_git_io(args, env, "", nullptr, err);
 }
 
 std::string auth_header(const std::string& token) {
@@ -184,9 +144,9 @@ Status Mirror::ensure(const std::string& oid, const std::string& url, const std:
     if (*have == 0) return ok();
     // The token travels as an http.extraHeader set through the environment
     // (GIT_CONFIG_COUNT), so no process listing shows it.
-    env.set("GIT_CONFIG_COUNT", "1");
-    env.set("GIT_CONFIG_KEY_0", "http.extraHeader");
-    env.set("GIT_CONFIG_VALUE_0", auth_header(token));
+    env["GIT_CONFIG_COUNT"] = "1";
+    env["GIT_CONFIG_KEY_0"] = "http.extraHeader";
+    env["GIT_CONFIG_VALUE_0"] = auth_header(token);
     std::string err;
     auto rc = run_git({"fetch", "-q", "--no-tags", "--no-write-fetch-head", url, "+" + ref + ":refs/cc-old/" + ref},
                       env, &err);
@@ -200,9 +160,9 @@ Status Mirror::ensure(const std::string& oid, const std::string& url, const std:
 
 Result<std::string> Mirror::fetch_head(const std::string& url, const std::string& token) const {
     auto env = git_env(dir_);
-    env.set("GIT_CONFIG_COUNT", "1");
-    env.set("GIT_CONFIG_KEY_0", "http.extraHeader");
-    env.set("GIT_CONFIG_VALUE_0", auth_header(token));
+    env["GIT_CONFIG_COUNT"] = "1";
+    env["GIT_CONFIG_KEY_0"] = "http.extraHeader";
+    env["GIT_CONFIG_VALUE_0"] = auth_header(token);
     std::string out, err;
     // An empty upstream has no HEAD to fetch: no base, not an error.
     auto listed = run_git_io({"ls-remote", "--symref", url, "HEAD"}, env, "", out, &err);
@@ -231,9 +191,9 @@ Status Mirror::fetch_oids(const std::vector<std::string>& oids, const std::strin
                           const std::string& token) const {
     if (oids.empty()) return ok();
     auto env = git_env(dir_);
-    env.set("GIT_CONFIG_COUNT", "1");
-    env.set("GIT_CONFIG_KEY_0", "http.extraHeader");
-    env.set("GIT_CONFIG_VALUE_0", auth_header(token));
+    env["GIT_CONFIG_COUNT"] = "1";
+    env["GIT_CONFIG_KEY_0"] = "http.extraHeader";
+    env["GIT_CONFIG_VALUE_0"] = auth_header(token);
     // Each under a ref of its own, so the mirror keeps it (and what it reaches).
     std::vector<std::string> args = {"fetch", "-q", "--no-tags", "--no-write-fetch-head", url};
     for (const auto& o : oids) args.push_back(o + ":refs/cc-seen/" + o);
@@ -257,10 +217,10 @@ struct Quarantine::Impl {
     bool finished = false;
     int lock_fd = -1;  // flock held for the quarantine's life (ends with the process, however it ends)
 
-    bp::environment env() const {
+    Env env() const {
         auto e = git_env(mirror);
-        e.set("GIT_OBJECT_DIRECTORY", dir);
-        e.set("GIT_ALTERNATE_OBJECT_DIRECTORIES", mirror + "/objects");
+        e["GIT_OBJECT_DIRECTORY"] = dir;
+        e["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = mirror + "/objects";
         return e;
     }
 };
@@ -357,8 +317,10 @@ Result<std::unique_ptr<Quarantine>> Quarantine::start(const Mirror& m, Source sr
     try {
         auto exe = bp::search_path("git");
         if (exe.empty()) return io_error("git", "not found on PATH", 0);
+        bp::environment env;
+        for (const auto& [k, v] : impl->env()) env.set(k, v);
         impl->child = bp::child(exe, bp::args({"-c", "core.fsync=none", "index-pack", "--stdin", "--fix-thin"}),
-                                impl->env(), bp::std_in < impl->in, bp::std_out > bp::null,
+                                env, bp::std_in < impl->in, bp::std_out > bp::null,
                                 bp::std_err > impl->err_file);
         // A deeper pipe lets index-pack fall behind for a moment without
         // stalling the stream upstream.
@@ -510,8 +472,8 @@ Status Quarantine::finish(const std::vector<std::string>& tips) {
 
 Result<bool> Quarantine::is_ancestor(const std::string& old_oid, const std::string& new_oid) const {
     auto env = git_env(impl_->mirror);
-    env.set("GIT_OBJECT_DIRECTORY", impl_->dir);
-    env.set("GIT_ALTERNATE_OBJECT_DIRECTORIES", impl_->mirror + "/objects");
+    env["GIT_OBJECT_DIRECTORY"] = impl_->dir;
+    env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = impl_->mirror + "/objects";
     std::string err;
     // merge-base reads a missing commit as a history that ends there ("not
     // an ancestor"): first make sure every commit between them is here.
@@ -531,8 +493,8 @@ Result<bool> Quarantine::is_ancestor(const std::string& old_oid, const std::stri
 Result<policy::PushContent> Quarantine::content(const std::string& base, const std::string& new_oid,
                                                 bool from_merge_base) const {
     auto env = git_env(impl_->mirror);
-    env.set("GIT_OBJECT_DIRECTORY", impl_->dir);
-    env.set("GIT_ALTERNATE_OBJECT_DIRECTORIES", impl_->mirror + "/objects");
+    env["GIT_OBJECT_DIRECTORY"] = impl_->dir;
+    env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = impl_->mirror + "/objects";
     std::string out, err;
     auto fail = [&](const std::string& what) {
         return io_error("git " + what, "could not read " + new_oid.substr(0, 12) + ": " + one_line(err, 200), 0);

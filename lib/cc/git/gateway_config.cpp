@@ -12,6 +12,7 @@
 #include <future>
 #include <tuple>
 
+#include "cc/core/child.hpp"
 #include "cc/git/gateway.hpp"
 #include "cc/spec/spec.hpp"
 #include "cc/git/receive_pack.hpp"
@@ -26,22 +27,23 @@ namespace {
 
 // The worktree's own repository: its origin remote (git config, no shell).
 Result<std::string> worktree_origin(const std::string& dir) {
-    namespace bp = boost::process;
-    std::string url;
-    int code = -1;
-    try {
-        asio::io_context ios;
-        std::future<std::string> out;
-        bp::child c(bp::search_path("git"), bp::args({"-C", dir, "config", "--get", "remote.origin.url"}),
-                    bp::std_in < bp::null, bp::std_out > out, bp::std_err > bp::null, ios);
-        ios.run_for(std::chrono::seconds(10));
-        if (!ios.stopped()) c.terminate();
-        c.wait();
-        code = c.exit_code();
-        url = out.get();
-    } catch (const std::exception& e) {
-        return input_error("--worktree", std::string("could not run git: ") + e.what());
-    }
+    // The agent's own repository, read by git with none of the gateway's
+    // git variables and no system or global configuration; a deadline, as
+    // for every child.
+    cc::child::Spec run;
+    run.argv = {"git", "-C", dir, "config", "--get", "remote.origin.url"};
+    run.env = cc::child::environment_of(cc::child::not_git);
+    run.env["GIT_CONFIG_NOSYSTEM"] = "1";
+    run.env["GIT_CONFIG_GLOBAL"] = "/dev/null";
+    run.env["GIT_TERMINAL_PROMPT"] = "0";
+    run.deadline = std::chrono::seconds(10);
+    run.output_cap = 64 * 1024;
+    run.capture_err = false;
+    auto done = cc::child::run(run);
+    if (!done) return input_error("--worktree", "could not run git: " + done.error().one_line());
+    if (done->late) return input_error("--worktree", "git gave no answer about '" + dir + "' within 10 s");
+    int code = done->status;
+    std::string url = std::move(done->out);
     while (!url.empty() && (url.back() == '\n' || url.back() == '\r')) url.pop_back();
     if (code != 0 || url.empty()) return input_error("--worktree", "'" + dir + "' has no origin remote");
     if (auto k = normalise_repo(url); !k)

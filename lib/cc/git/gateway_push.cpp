@@ -414,7 +414,16 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
     }
     if (rc != CURLE_OK || status != 200) {
         std::string why;
-        if (rc != CURLE_OK && status == 0)
+        curl_off_t connected_us = 0;
+        curl_easy_getinfo(ch.h, CURLINFO_CONNECT_TIME_T, &connected_us);
+        if (rc != CURLE_OK && status == 0 && connected_us > 0) {
+            // Reached, then gone (a crash, a restart, a reset) before it
+            // answered: an outage, said as one. Whether it could have applied
+            // anything follows from what of the pack it was given.
+            bool whole = !f.with_pack || (f.quarantine && f.quarantine->trailer_offset() && f.pack_released >= f.pack_end());
+            why = "the upstream went away during the push (" + curl_error_text(rc, errbuf) + "); " +
+                  (whole ? "it may have applied it: fetch to see" : "it had not received the whole pack, so it applied nothing");
+        } else if (rc != CURLE_OK && status == 0)
             why = "upstream unreachable: " + curl_error_text(rc, errbuf);
         else if (status == 401 || status == 403)
             why = "upstream refused the write token (HTTP " + std::to_string(status) + ")";

@@ -1,4 +1,5 @@
 #include "cc/git/token.hpp"
+#include "cc/core/child.hpp"
 
 #include <curl/curl.h>
 #include <openssl/bio.h>
@@ -76,34 +77,19 @@ public:
 
     Result<std::string> token(const std::string& owner, const std::string& name) override {
         std::string subject = "token command '" + argv_[0] + "'";
-        std::string out_text, err_text;
-        int code = -1;
-        try {
-            boost::asio::io_context ios;
-            std::future<std::string> out, err;
-            auto env = boost::this_process::environment();
-            bp::environment child_env = env;
-            // set(), not operator[]: Boost.Process's find() (behind operator[]) compares
-            // past the end of a shorter entry, a heap over-read that ASan reports.
-            child_env.set("CC_PUSHGATE_REPO", owner + "/" + name);
-            std::vector<std::string> args(argv_.begin() + 1, argv_.end());
-            auto exe = argv_[0].find('/') == std::string::npos ? bp::search_path(argv_[0])
-                                                               : boost::filesystem::path(argv_[0]);
-            if (exe.empty()) return io_error(subject, "not found on PATH", 0);
-            bp::child child(exe, bp::args(args), child_env, bp::std_in < bp::null, bp::std_out > out,
-                            bp::std_err > err, ios);
-            ios.run_for(timeout_);
-            if (!ios.stopped()) {
-                child.terminate();
-                return io_error(subject, "gave no token within " + std::to_string(timeout_.count()) + " ms", 0);
-            }
-            child.wait();
-            code = child.exit_code();
-            out_text = out.get();
-            err_text = err.get();
-        } catch (const std::exception& e) {
-            return io_error(subject, std::string("could not run: ") + e.what(), 0);
-        }
+        cc::child::Spec run;
+        run.argv = argv_;
+        // The gateway's environment without git's variables, and the repository asked about.
+        run.env = cc::child::environment_of(cc::child::not_git);
+        run.env["CC_PUSHGATE_REPO"] = owner + "/" + name;
+        run.deadline = timeout_;
+        run.output_cap = 64 * 1024;
+        auto done = cc::child::run(run);
+        if (!done) return io_error(subject, "could not run: " + done.error().message, 0);
+        if (done->late) return io_error(subject, "gave no token within " + std::to_string(timeout_.count()) + " ms", 0);
+        int code = done->status;
+        const std::string& out_text = done->out;
+        const std::string& err_text = done->err;
         if (code != 0) {
             // Its stderr goes to the operator's log only: a failing secret
             // helper may print what it holds, and this message reaches the agent.

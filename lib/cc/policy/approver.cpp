@@ -1,10 +1,9 @@
 #include "cc/policy/approver.hpp"
+#include "cc/core/child.hpp"
 #include "cc/core/json_writer.hpp"
 
-#include <boost/asio/io_context.hpp>
 #include <boost/process.hpp>
 
-#include <future>
 #include <sstream>
 
 namespace cc::policy {
@@ -67,26 +66,19 @@ Verdict resolve_ask(const Verdict& v, const nlohmann::json& question, const Appr
         out.reason = v.reason + "; no approver is connected, so ask is deny";
         return out;
     }
-    std::string answer;
-    int exit_code = -1;
-    try {
-        boost::asio::io_context ios;
-        std::future<std::string> out;
-        std::string input = cc::json::write(question) + "\n";
-        std::vector<std::string> args(approver.argv.begin() + 1, approver.argv.end());
-        bp::child child(approver_program(approver), bp::args(args), bp::std_in < bp::buffer(input),
-                        bp::std_out > out, bp::std_err > bp::null, ios);
-        ios.run_for(approver.timeout);
-        if (!ios.stopped()) {
-            child.terminate();
-            return timeout_verdict(v, approver);
-        }
-        child.wait();
-        exit_code = child.exit_code();
-        answer = out.get();
-    } catch (const std::exception& e) {
-        return failed_verdict(v, e.what());
-    }
+    cc::child::Spec run;
+    run.argv = approver.argv;
+    run.argv[0] = approver_program(approver);
+    run.env = cc::child::environment_of(cc::child::not_git);
+    run.input = cc::json::write(question) + "\n";
+    run.deadline = approver.timeout;
+    run.output_cap = 64 * 1024;
+    run.capture_err = false;
+    auto done = cc::child::run(run);
+    if (!done) return failed_verdict(v, done.error().one_line());
+    if (done->late) return timeout_verdict(v, approver);
+    int exit_code = done->status;
+    std::string answer = std::move(done->out);
     return answer_verdict(v, exit_code, answer);
 }
 

@@ -1,4 +1,5 @@
 #include "cc/probe/diagnose.hpp"
+#include "cc/core/child.hpp"
 
 #include "cc/core/io.hpp"
 
@@ -41,24 +42,22 @@ struct Ran {
 // Runs argv with no shell, capturing both streams, killed after timeout_ms.
 Ran run(const std::string& exe, const std::vector<std::string>& args, int timeout_ms) {
     Ran r;
-    try {
-        boost::asio::io_context ios;
-        std::future<std::string> out, err;
-        bp::child c(exe, bp::args(args), bp::std_in < bp::null, bp::std_out > out, bp::std_err > err, ios);
-        r.started = true;
-        ios.run_for(std::chrono::milliseconds(timeout_ms));
-        if (!ios.stopped()) {
-            r.timed_out = true;
-            c.terminate();
-            ios.run();
-        }
-        c.wait();
-        r.status = c.exit_code();
-        r.out = out.get();
-        r.err = err.get();
-    } catch (const std::exception& e) {
-        r.err = e.what();
+    cc::child::Spec spec;
+    spec.argv.push_back(exe);
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    spec.env = cc::child::environment_of(cc::child::not_git);
+    spec.deadline = std::chrono::milliseconds(timeout_ms);
+    spec.output_cap = 256 * 1024;
+    auto done = cc::child::run(spec);
+    if (!done) {
+        r.err = done.error().one_line();
+        return r;
     }
+    r.started = true;
+    r.timed_out = done->late;
+    r.status = done->status;
+    r.out = std::move(done->out);
+    r.err = std::move(done->err);
     return r;
 }
 

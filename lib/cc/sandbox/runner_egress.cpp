@@ -42,10 +42,7 @@ Status Runner::hand_over_listeners(int status_fd) {
         net_ino = j["net-namespace"].get<unsigned long>();
     auto fds = listeners_in_netns(pid1_, net_ino, plan_.proxy.httpPort, plan_.proxy.socksPort);
     if (!fds) return fds.error();
-    struct Closer {
-        Listeners l;
-        ~Closer() { ::close(l.http); ::close(l.socks); }
-    } closer{*fds};
+    const cc::fs::UniqueFd http_owned{fds->http}, socks_owned{fds->socks};  // ours until the end of this step
     if (eg_ && eg_->stdout_r >= 0 && !eg_->ready_seen) {
         auto ready = read_line(eg_->stdout_r, eg_->head, left_ms());
         if (!ready) return egress_gone("exited before it was ready");
