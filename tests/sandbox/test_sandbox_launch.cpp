@@ -40,25 +40,25 @@ TEST_CASE("launch: the escape battery is refused", "[launch][escape]") {
     SECTION("a host Unix socket that was not bound") {
         int l = unix_listener(t.outside + "/daemon.sock", true);
         auto r = t.sh("socat -u OPEN:/dev/null UNIX-CONNECT:" + t.outside + "/daemon.sock");
-        CHECK(refused(r));
+        CHECK(refused(r, "No such file or directory"));
         CHECK(nobody_connected(l));
         ::close(l);
     }
     SECTION("writes outside the binds") {
-        CHECK(refused(t.sh("touch " + t.outside + "/x")));
+        CHECK(refused(t.sh("touch " + t.outside + "/x"), "No such file or directory"));
         CHECK_FALSE(fs::exists(t.outside + "/x"));
-        CHECK(refused(t.sh("touch /usr/x")));
-        CHECK(refused(t.sh("touch /x")));
-        CHECK(refused(t.sh("echo x >> /etc/passwd")));
+        CHECK(refused(t.sh("touch /usr/x"), "touch: cannot touch '/usr/x': Permission denied"));
+        CHECK(refused(t.sh("touch /x"), "touch: cannot touch '/x': Permission denied"));
+        CHECK(refused(t.sh("echo x >> /etc/passwd"), "cannot create /etc/passwd: Permission denied"));
     }
     SECTION("a protected checkout: directly, through a symlink, by renaming its parent") {
-        CHECK(refused(t.sh("echo evil > " + t.orig + "/f")));
-        CHECK(refused(t.sh("echo evil > link/f")));
-        CHECK(refused(t.sh("rm -rf " + t.orig)));
-        CHECK(refused(t.sh("mv " + t.orig + " " + t.repos + "/moved")));
+        CHECK(refused(t.sh("echo evil > " + t.orig + "/f"), "Permission denied"));
+        CHECK(refused(t.sh("echo evil > link/f"), "Permission denied"));
+        CHECK(refused(t.sh("rm -rf " + t.orig), "Permission denied"));
+        CHECK(refused(t.sh("mv " + t.orig + " " + t.repos + "/moved"), "Permission denied"));
         auto r = t.sh("mv " + t.repos + "/group " + t.repos + "/g2 && mkdir -p " + t.group_orig + " && echo evil > " +
                       t.group_orig + "/f");
-        CHECK(refused(r));
+        CHECK(refused(r, "Permission denied"));
         CHECK(slurp(t.orig + "/f") == "original\n");
         CHECK(slurp(t.group_orig + "/f") == "original\n");
         CHECK_FALSE(fs::exists(t.repos + "/g2"));
@@ -67,9 +67,9 @@ TEST_CASE("launch: the escape battery is refused", "[launch][escape]") {
     SECTION("a planted ~/.ssh/id_rsa") {
         t.write_spec("chat", true);
         auto r = t.sh("cat $HOME/.ssh/id_rsa");
-        CHECK(refused(r));
+        CHECK(refused(r, "Permission denied"));
         CHECK(r.out.find("PRIVATE") == std::string::npos);
-        CHECK(refused(t.sh("ls $HOME/.ssh")));
+        CHECK(refused(t.sh("ls $HOME/.ssh"), "Permission denied"));
         // the terminal profile: $HOME writable, secrets still unreadable
         t.write_spec("chat", false);
         auto term = t.sh("cat $HOME/.ssh/id_rsa; echo mine > $HOME/notes.txt", {"--profile", "terminal"});
@@ -77,33 +77,33 @@ TEST_CASE("launch: the escape battery is refused", "[launch][escape]") {
         CHECK(slurp(t.home + "/notes.txt") == "mine\n");
     }
     SECTION(".git/hooks in a writable repo") {
-        CHECK(refused(t.sh("echo '#!/bin/sh' > .git/hooks/pre-commit")));
-        CHECK(refused(t.sh("mv .git/hooks .git/h2")));
-        CHECK(refused(t.sh("git config core.hooksPath /tmp/h")));
+        CHECK(refused(t.sh("echo '#!/bin/sh' > .git/hooks/pre-commit"), "cannot create .git/hooks/pre-commit: Permission denied"));
+        CHECK(refused(t.sh("mv .git/hooks .git/h2"), "Permission denied"));
+        CHECK(refused(t.sh("git config core.hooksPath /tmp/h"), ".git/config: Permission denied"));
         CHECK_FALSE(fs::exists(t.work + "/.git/hooks/pre-commit"));
         CHECK(slurp(t.work + "/.git/config").find("hooksPath") == std::string::npos);
     }
     SECTION("the repository's own agent settings") {
         fs::create_directories(t.work + "/.claude");
         spit(t.work + "/.claude/settings.json", "{}\n");
-        CHECK(refused(t.sh("echo '{\"hooks\":{}}' > .claude/settings.json")));
-        CHECK(refused(t.sh("echo x > .claude/settings.local.json")));
-        CHECK(refused(t.sh("mv .claude .claude-old")));
+        CHECK(refused(t.sh("echo '{\"hooks\":{}}' > .claude/settings.json"), "Permission denied"));
+        CHECK(refused(t.sh("echo x > .claude/settings.local.json"), "Permission denied"));
+        CHECK(refused(t.sh("mv .claude .claude-old"), "Permission denied"));
         CHECK(slurp(t.work + "/.claude/settings.json") == "{}\n");
         CHECK_FALSE(fs::exists(t.work + "/.claude/settings.local.json"));
         CHECK(t.sh("echo notes > notes.md").status == 0);  // the rest of the checkout stays writable
     }
     SECTION("writing in plan mode; runner state stays writable") {
         t.write_spec("plan", false);
-        CHECK(refused(t.sh("touch " + t.work + "/x")));
-        CHECK(refused(t.sh("touch " + t.repos + "/x")));
+        CHECK(refused(t.sh("touch " + t.work + "/x"), "Read-only file system"));
+        CHECK(refused(t.sh("touch " + t.repos + "/x"), "Read-only file system"));
         CHECK_FALSE(fs::exists(t.work + "/x"));
         CHECK(t.sh("echo s > " + t.state + "/log").status == 0);
         CHECK(slurp(t.state + "/log") == "s\n");
     }
     SECTION("a sibling agent's directory") {
         auto r = t.sh("ls " + t.sibling + "; cat " + t.sibling + "/secret.txt");
-        CHECK(refused(r));
+        CHECK(refused(r, "No such file or directory"));
         CHECK(r.out.find("sibling") == std::string::npos);
     }
     SECTION("LD_PRELOAD and friends do not reach the child") {
@@ -118,7 +118,7 @@ TEST_CASE("launch: the escape battery is refused", "[launch][escape]") {
         int port = 0;
         int l = tcp_listener(port);
         auto r = t.sh("socat -u OPEN:/dev/null TCP:127.0.0.1:" + std::to_string(port) + ",connect-timeout=2");
-        CHECK(refused(r));
+        CHECK(refused(r, "Connection refused"));
         CHECK(nobody_connected(l));
         ::close(l);
     }
