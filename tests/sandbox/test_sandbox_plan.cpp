@@ -193,7 +193,7 @@ TEST_CASE("plan: golden snapshot of the chat dispatch plan", "[plan]") {
     check_golden("plan-chat.json", to_json(make(standard_input(), h)).dump(2) + "\n");
 }
 
-TEST_CASE("plan: bubblewrap execs the command itself only when it is certainly runnable inside", "[plan][init]") {
+TEST_CASE("plan: under bubblewrap the init step is always the sandbox's PID 1, whatever the command", "[plan][init]") {
     auto h = standard_host();
     const std::string work = "/srv/cc/conv1/agents/a1/work";
     h.file("/usr/bin/make");
@@ -219,33 +219,33 @@ TEST_CASE("plan: bubblewrap execs the command itself only when it is certainly r
         in.pty = pty;
         return make(in, h);
     };
-    auto direct = [&](const Plan& p) {
-        auto dash = std::find(p.argv.begin(), p.argv.end(), "--");
-        bool init_mounted = is_mount_point(p, "/run/cc/init");
-        CHECK(init_mounted == p.initStep);  // the init binary is bound only when it runs
-        return !p.initStep && dash != p.argv.end() && dash + 1 != p.argv.end() && dash[1] != "/run/cc/init";
-    };
-
-    SECTION("found on PATH: argv keeps the name as given") {
-        auto p = plan_for({"make", "test"});
-        CHECK(direct(p));
-        CHECK(std::vector<std::string>(p.argv.end() - 3, p.argv.end()) == std::vector<std::string>{"--", "make", "test"});
-    }
-    SECTION("an absolute path through the /bin -> usr/bin symlink") { CHECK(direct(plan_for({"/bin/make"}))); }
-    SECTION("a script whose interpreter is there") { CHECK(direct(plan_for({"./build.py"}))); }
-    SECTION("a relative symlink inside the bind") { CHECK(direct(plan_for({work + "/rel"}))); }
-    SECTION("not found: the init step reports 127") {
-        auto p = plan_for({"nosuch"});
+    // bubblewrap is told --as-pid-1 and runs the init step, told --pid1 1,
+    // which runs the command with the argv given; the init binary is bound.
+    auto as_pid1 = [&](const Plan& p, const std::vector<std::string>& cmd) {
         CHECK(p.initStep);
-        CHECK(p.initWhy.find("126/127") != std::string::npos);
-    }
-    SECTION("a script whose interpreter is missing") { CHECK(plan_for({"./old.py"}).initStep); }
-    SECTION("a file that is not executable") { CHECK(plan_for({"./notes.txt"}).initStep); }
-    SECTION("a symlink to a host file the sandbox does not show") { CHECK(plan_for({"./tool"}).initStep); }
-    SECTION("a PATH entry the plan cannot see into comes first") { CHECK(plan_for({"make"}, "/proc/1:/usr/bin").initStep); }
-    SECTION("a relative PATH entry") { CHECK(plan_for({"make"}, "bin:/usr/bin").initStep); }
-    SECTION("a PATH entry under the private /tmp is empty inside") { CHECK(direct(plan_for({"make"}, "/tmp/x:/usr/bin"))); }
-    SECTION("--pty always goes through the init step") { CHECK(plan_for({"make"}, "/usr/bin", true).initStep); }
+        CHECK(p.initWhy == "the init step is the sandbox's PID 1: it carries the command's layers and reaps");
+        CHECK(is_mount_point(p, "/run/cc/init"));
+        auto dash = std::find(p.argv.begin(), p.argv.end(), "--");
+        REQUIRE(dash != p.argv.end());
+        REQUIRE(dash != p.argv.begin());
+        CHECK(dash[-1] == "--as-pid-1");
+        REQUIRE(p.argv.end() - dash > 5);
+        CHECK(std::vector<std::string>(dash + 1, dash + 5) ==
+              std::vector<std::string>{"/run/cc/init", "--internal-sandbox-init", "--pid1", "1"});
+        CHECK(std::vector<std::string>(p.argv.end() - static_cast<long>(cmd.size()) - 1, p.argv.end()) ==
+              [&] {
+                  std::vector<std::string> tail{"--"};
+                  tail.insert(tail.end(), cmd.begin(), cmd.end());
+                  return tail;
+              }());
+    };
+    SECTION("found on PATH: argv keeps the name as given") { as_pid1(plan_for({"make", "test"}), {"make", "test"}); }
+    SECTION("an absolute path") { as_pid1(plan_for({"/bin/make"}), {"/bin/make"}); }
+    SECTION("a script") { as_pid1(plan_for({"./build.py"}), {"./build.py"}); }
+    SECTION("not found (the init step reports 127)") { as_pid1(plan_for({"nosuch"}), {"nosuch"}); }
+    SECTION("a file that is not executable (126)") { as_pid1(plan_for({"./notes.txt"}), {"./notes.txt"}); }
+    SECTION("a symlink to a host file the sandbox does not show") { as_pid1(plan_for({"./tool"}), {"./tool"}); }
+    SECTION("--pty") { as_pid1(plan_for({"make"}, "/usr/bin", true), {"make"}); }
 }
 
 TEST_CASE("plan: question table for chat mode", "[plan]") {

@@ -506,9 +506,10 @@ TEST_CASE("write supervisor: ordinary work is unaffected", "[supervisor][launch]
                          " " + t.tools + "/cc-test-syscall open_rw $h/mem");
     INFO(r.err);
     CHECK(r.status == 0);
-    // Of cc-wrap, only the hand is in the sandbox (it performs the calls
-    // the supervisor judged), and nothing of it can be read or written.
-    CHECK(r.out == "y\nf.txt\ng\nlink\n640\nvia-fifo\nheredoc\ny\nz\n1\n1\nenviron=1\nfd=2\nopen_rw errno=EACCES\n");
+    // Of cc-wrap, only the init step (PID 1) and the hand (it performs the
+    // calls the supervisor judged) are in the sandbox, and nothing of the
+    // hand can be read or written.
+    CHECK(r.out == "y\nf.txt\ng\nlink\n640\nvia-fifo\nheredoc\ny\nz\n1\n2\nenviron=1\nfd=2\nopen_rw errno=EACCES\n");
 }
 
 TEST_CASE("write supervisor: a call from a mount namespace the command made is refused", "[supervisor][launch]") {
@@ -584,6 +585,40 @@ TEST_CASE("write supervisor: what the command cannot open, the supervisor does n
     // The command's own memory stays its own to open.
     auto own = wrap_std(t, probe + " open_rw /proc/self/mem");
     CHECK(own.out == "open_rw ok\n");
+}
+
+// bubblewrap's own PID 1 runs with none of the layers (no seccomp filter,
+// no Landlock domain): where Landlock does not forbid it, the command can
+// open that process's memory and run code there without them. The init step
+// is PID 1 instead: inside every layer, not dumpable, and the only processes
+// in the sandbox besides the command's own are it and the hand.
+TEST_CASE("sandbox: PID 1 is the init step, with the command's layers, and its memory is closed", "[supervisor][launch]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    Tree t("pid1");
+    std::string probe = t.tools + "/cc-test-syscall";
+    // Without cc-wrap: bubblewrap's PID 1 has no filter, and its memory opens
+    // for writing from the command.
+    auto bare = run({"bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+                     "--cap-drop", "ALL", "--", "sh", "-c",
+                     "cat /proc/1/comm; grep '^Seccomp:' /proc/1/status; " + probe + " open_rw /proc/1/mem"});
+    INFO(bare.out << bare.err);
+    REQUIRE(bare.status == 0);
+    CHECK(bare.out == "bwrap\nSeccomp:\t0\nopen_rw ok\n");
+
+    const std::string script =
+        "cat /proc/1/comm; for p in /proc/[0-9]*; do grep '^Seccomp:' $p/status; done | sort -u;"
+        " " + probe + " open_rw /proc/1/mem openat2_rw /proc/1/mem open_rw /proc/1/environ;"
+        " kill -TERM 1; kill -KILL 1; echo alive";
+    for (const auto& flags : std::vector<std::vector<std::string>>{{}, {"--no-write-supervisor", "--drop-filename-denies"}}) {
+        auto r = wrap_std(t, script, flags);
+        INFO(r.out << r.err);
+        REQUIRE(r.status == 0);
+        // Every process in the sandbox, PID 1 included, is under a filter
+        // (mode 2); PID 1's memory and environment do not open; the command
+        // cannot signal it away.
+        CHECK(r.out == "cc-wrap-init\nSeccomp:\t2\n"
+                       "open_rw errno=EACCES\nopenat2_rw errno=EACCES\nopen_rw errno=EACCES\nalive\n");
+    }
 }
 
 // A broken supervisor fails closed and never holds the run: the hand killed

@@ -8,7 +8,9 @@
  * listeners were made from outside before this step ran), the controlling
  * terminal, Landlock, the write supervisor's filter, then exec of CMD with
  * only descriptors 0-2 left open. Any failure before the exec is 125 and
- * nothing is executed. */
+ * nothing is executed. With --pid1 1 (bubblewrap's --as-pid-1) this step is
+ * the sandbox's PID 1: the layers are applied to it first, and it runs the
+ * command as its child (run_as_pid1). */
 #include "cc/sandbox/init_step.h"
 #include "cc/sandbox/hand_proto.h"
 
@@ -33,6 +35,7 @@
 #include <sys/xattr.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -680,11 +683,93 @@ static void exec_search(char* const* argv) {
     errno = saw_eacces ? EACCES : ENOENT;
 }
 
+/* ---- PID 1 -------------------------------------------------------------- */
+
+/* Runs the command as a child and stays the sandbox's PID 1 (bubblewrap was
+ * told --as-pid-1): so no process in the sandbox runs without the layers
+ * applied above, which bubblewrap's own PID 1 would. This process is not
+ * dumpable (nobody in the sandbox can open its memory), reaps every orphan,
+ * passes on the signals cc-wrap forwards from outside the sandbox (SIGTERM,
+ * SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) to the command, ignores the same
+ * signals sent from inside, and exits with the command's status
+ * (128+N for a signal N) when the command ends; the kernel then ends the
+ * rest of the namespace. */
+static void exec_child(char* const* argv, int pty) {
+    if (pty && isatty(0)) {
+        setsid();
+        ioctl(0, TIOCSCTTY, 0);
+    }
+    syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+    exec_search(argv);
+    int e = errno;
+    char line[4200];
+    int len = snprintf(line, sizeof line, "cc-wrap: '%s': %s\n", argv[0], strerror(e));
+    if (len > 0) {
+        size_t l = (size_t)len < sizeof line ? (size_t)len : sizeof line - 1;
+        ssize_t w;
+        while ((w = write(2, line, l)) < 0 && errno == EINTR) {}
+    }
+    _exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
+}
+
+/* The signals PID 1 waits for: blocked from the step's start (pid1_signals),
+ * so one forwarded while the layers are still being applied waits for the
+ * command instead of being dropped (a PID 1 drops what it has no handler
+ * for). */
+static void pid1_signals(sigset_t* set) {
+    static const int passed[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+    sigemptyset(set);
+    for (size_t k = 0; k < sizeof passed / sizeof passed[0]; ++k) sigaddset(set, passed[k]);
+}
+
+static int run_as_pid1(char* const* argv, int pty, const sigset_t* old) {
+    sigset_t wait_for;
+    pid1_signals(&wait_for);
+    pid_t cmd = fork();
+    if (cmd < 0) return fail("fork: %s", strerror(errno));
+    if (cmd == 0) {
+        sigprocmask(SIG_SETMASK, old, NULL);
+        exec_child(argv, pty);
+    }
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    prctl(PR_SET_NAME, "cc-wrap-init", 0, 0, 0);
+    /* Nothing of the command's streams held here but stderr (for the
+     * lines above): a pipe the command closes is closed. */
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull >= 0) {
+        dup2(devnull, 0);
+        dup2(devnull, 1);
+        if (devnull > 2) close(devnull);
+    }
+    syscall(SYS_close_range, 3, ~0U, 0);
+    for (;;) {
+        siginfo_t si;
+        int sig = sigwaitinfo(&wait_for, &si);
+        if (sig < 0) continue;
+        if (sig != SIGCHLD) {
+            /* Only what comes from outside the sandbox (cc-wrap forwarding
+             * a signal: no pid in this namespace); the command signalling
+             * PID 1 changes nothing. */
+            if (si.si_pid == 0) kill(cmd, sig);
+            continue;
+        }
+        for (;;) {
+            int st = 0;
+            pid_t p = waitpid(-1, &st, WNOHANG);
+            if (p <= 0) break;
+            if (p == cmd) {
+                if (WIFEXITED(st)) return WEXITSTATUS(st);
+                return 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+            }
+        }
+    }
+}
+
 /* ---- the step ---------------------------------------------------------- */
 
 int cc_init_step_main(int argc, char* const* argv) {
     const char *transport = "none", *egress_dir = "", *socat = "socat";
-    int http_port = 0, socks_port = 0, pty = 0, landlock_abi = 0;
+    int http_port = 0, socks_port = 0, pty = 0, landlock_abi = 0, pid1 = 0;
     /* At most one path per two arguments: never more than argc. */
     const char** landlock_write = calloc((size_t)argc + 1, sizeof *landlock_write);
     if (!landlock_write) return fail("out of memory");
@@ -705,6 +790,7 @@ int cc_init_step_main(int argc, char* const* argv) {
         else if (strcmp(a, "--egress-dir") == 0) egress_dir = v;
         else if (strcmp(a, "--socat") == 0) socat = v;
         else if (strcmp(a, "--pty") == 0) pty = strcmp(v, "1") == 0;
+        else if (strcmp(a, "--pid1") == 0) pid1 = strcmp(v, "1") == 0;
         else if (strcmp(a, "--landlock-abi") == 0) landlock_abi = atoi(v);
         else if (strcmp(a, "--landlock-write") == 0) landlock_write[n_landlock++] = v;
         else if (strcmp(a, "--write-filter-fd") == 0) write_filter_fd = atoi(v);
@@ -712,22 +798,24 @@ int cc_init_step_main(int argc, char* const* argv) {
         else return fail("unknown option '%s'", a);
     }
     if (i >= argc) return fail("no command");
+    sigset_t pid1_set, old_mask;
+    if (pid1) {
+        pid1_signals(&pid1_set);
+        sigprocmask(SIG_BLOCK, &pid1_set, &old_mask);
+    }
 
     char err[512] = "";
-    if (strcmp(transport, "socat-bridge") == 0) {
-        if (!start_bridge(socat, http_port, egress_dir, "http.sock", err, sizeof err) ||
-            !start_bridge(socat, socks_port, egress_dir, "socks.sock", err, sizeof err) ||
-            !wait_listening(http_port, err, sizeof err) || !wait_listening(socks_port, err, sizeof err))
-            return fail("socat bridge: %s", err);
-    }
-    if (pty && isatty(0)) {
+    /* The terminal: as the sandbox's PID 1 this step stays out of the
+     * command's session (the command makes its own, below). */
+    if (pty && !pid1 && isatty(0)) {
         setsid();
         ioctl(0, TIOCSCTTY, 0);
     }
-    /* Landlock last before the command: the bridge above needed none of it. */
+    /* Landlock first: everything started from here on (the bridge, the
+     * hand, the command, and this step as PID 1) is inside its domain. */
     if (landlock_abi > 0 && !cc_init_apply_landlock(landlock_abi, landlock_write, n_landlock, err, sizeof err))
         return fail("Landlock: %s", err);
-    /* The write supervisor's filter last: from here every creating or
+    /* The write supervisor's filter next: from here every creating or
      * writing call waits for cc-wrap's answer (this step makes none). */
     if (write_filter_fd >= 0 || write_sock_fd >= 0) {
         if (write_filter_fd < 0 || write_sock_fd < 0)
@@ -737,6 +825,15 @@ int cc_init_step_main(int argc, char* const* argv) {
         close(write_filter_fd);
         close(write_sock_fd);
     }
+    /* The socat bridge last, under both: a command that took it over would
+     * hold no more power than it has. */
+    if (strcmp(transport, "socat-bridge") == 0) {
+        if (!start_bridge(socat, http_port, egress_dir, "http.sock", err, sizeof err) ||
+            !start_bridge(socat, socks_port, egress_dir, "socks.sock", err, sizeof err) ||
+            !wait_listening(http_port, err, sizeof err) || !wait_listening(socks_port, err, sizeof err))
+            return fail("socat bridge: %s", err);
+    }
+    if (pid1) return run_as_pid1(argv + i, pty, &old_mask);
     /* The command gets stdin, stdout and stderr and nothing else (bwrap's
      * status pipe to cc-wrap stays outside). */
     syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);

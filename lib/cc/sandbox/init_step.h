@@ -22,7 +22,8 @@ extern "C" {
 /* argv after "--internal-sandbox-init": argc entries and argv[argc] NULL,
  * as main() gets them. Returns only on failure: 125 for a setup failure (a line
  * "cc-wrap: sandbox init: ..." on stderr), 126/127 when the command cannot
- * be executed / is not found. */
+ * be executed / is not found; with --pid1 1, when the command has ended,
+ * with its status. */
 int cc_init_step_main(int argc, char* const* argv);
 
 /* Loads the BPF program read from filter_fd with a seccomp listener and sends

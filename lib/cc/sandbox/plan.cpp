@@ -195,6 +195,14 @@ auto Builder::guest_lookup(std::string g) const -> Sight {
 }
 
 auto Builder::decide_init_step() -> void {
+        if (in.backend != Backend::microvm && plan.seatbelt.empty()) {
+            // Under bubblewrap, always, as the sandbox's PID 1: bubblewrap's
+            // own PID 1 would run with none of the layers (no seccomp filter,
+            // no Landlock domain), and a process of the sandbox's uid could
+            // open its memory where Landlock does not forbid it.
+            plan.initWhy = "the init step is the sandbox's PID 1: it carries the command's layers and reaps";
+            return;
+        }
         if (plan.proxy.transport == Transport::socat_bridge) {
             plan.initWhy = "the socat bridge is started inside";
             return;
@@ -292,6 +300,10 @@ auto Builder::bwrap_argv() -> void {
         a.push_back("--");
         if (plan.initStep) {
             auto init = init_argv(guest_init);
+            if (in.backend != Backend::microvm) {  // the init step is the sandbox's PID 1 (decide_init_step)
+                a.insert(a.end() - 1, "--as-pid-1");
+                init.insert(init.begin() + 2, {"--pid1", "1"});
+            }
             a.insert(a.end(), init.begin(), init.end());
         } else {
             a.insert(a.end(), in.command.begin(), in.command.end());

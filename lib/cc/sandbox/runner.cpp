@@ -363,11 +363,18 @@ void Runner::kill_all() {
     if (pid_ > 0) ::kill(-pid_, SIGKILL);
 }
 
-// SIGTERM/SIGINT/SIGHUP go to the command (the children of the sandbox's
-// PID 1), then everything is killed after the grace period.
+// SIGTERM/SIGINT/SIGHUP go to the command (through the init step as PID 1,
+// or to the children of bubblewrap's PID 1), then everything is killed after
+// the grace period.
 void Runner::forward(int sig) {
     bool sent = false;
-    if (pid1_ > 0) {
+    if (pid1_ > 0 && plan_.initStep && plan_.backend != spec::Backend::microvm) {
+        // The init step is PID 1 (bubblewrap's --as-pid-1): it passes the
+        // signal on to the command, and only to it (not to the write
+        // supervisor's hand or the socat bridge, which the command's own
+        // clean-up may still need).
+        sent = ::kill(pid1_, sig) == 0;
+    } else if (pid1_ > 0) {
         std::ifstream f("/proc/" + std::to_string(pid1_) + "/task/" + std::to_string(pid1_) + "/children");
         pid_t p;
         while (f >> p) sent = ::kill(p, sig) == 0 || sent;
