@@ -54,6 +54,14 @@ void Analyzer::subs_of_redirect(const shell::Redirect& r, int depth) {
 // A write to `path` by redirection, tee, cp, dd of=...
 void Analyzer::write_target(Finding& f, const std::string& path, bool dynamic, sv via) {
     if (!dynamic && is_harmless_sink(path)) return;
+    // bash's /dev/tcp and /dev/udp open a connection, not a file (a reverse
+    // shell's way out).
+    if (starts_with(path, "/dev/tcp/") || starts_with(path, "/dev/udp/")) {
+        add(f, kNet, std::string(via) + " to '" + path + "' opens a network connection");
+        add(f, kNetWrite, std::string(via) + " to '" + path + "' sends data over it");
+        return;
+    }
+    if (is_system_file(path)) add(f, kSystem, std::string(via) + " changes the system or start-up file '" + path + "'");
     if (!dynamic && is_block_device(path)) {
         add(f, kDestroy, std::string(via) + " writes to the device '" + path + "'");
     } else if (!dynamic && is_kernel_knob(path)) {
@@ -75,6 +83,11 @@ void Analyzer::redirect(const shell::Redirect& r, Finding& f) {
                       return (c >= '0' && c <= '9') || c == '-';
                   }));
         out = op == ">&" && !fd && !r.target.expanded;
+    }
+    if (!out && (starts_with(r.target.text, "/dev/tcp/") || starts_with(r.target.text, "/dev/udp/"))) {
+        // < /dev/tcp/HOST/PORT, 0<&... reads from a connection.
+        add(f, kNet, "redirection from '" + r.target.text + "' opens a network connection");
+        return;
     }
     if (!out) return;
     write_target(f, r.target.text, r.target.expanded, "redirection");
@@ -323,12 +336,22 @@ void Analyzer::dynamic_readings(const Args& a, std::size_t k, Finding& f, const 
     const Values& vals = line_values();
     std::vector<std::string> texts;
     plausible_readings(a[k].text, vals, texts, 16);
+    // Nothing in the line says what it is ($RM, ${TOOL}, $SHELL): the
+    // arguments are read as a few commands that could take them, so that
+    // `${RM} -rf /` or `$SHELL -c 'sudo x'` is asked in chat in every
+    // spelling. A guess that does not parse says nothing.
+    const bool unknown = std::all_of(texts.begin(), texts.end(), [](const std::string& t) { return t.empty(); });
+    const std::size_t shown_readings = texts.size();
+    if (unknown && k + 1 < a.size())
+        for (const char* g : {"rm", "sh", "chmod", "dd"}) texts.push_back(g);
     // Split as bash splits an unquoted expansion: on blanks, and on what
     // the line sets IFS to (IFS=,; x=sudo,id; $x).
     std::string ifs = " \t\n";
     if (auto it = vals.find("IFS"); it != vals.end())
         for (const auto& v : it->second) ifs += v;
-    for (const auto& t : texts) {
+    for (std::size_t ti = 0; ti < texts.size(); ++ti) {
+        const std::string& t = texts[ti];
+        const bool guessed = ti >= shown_readings;
         Args b;
         for (std::size_t p = 0; p < t.size();) {
             std::size_t q = t.find_first_of(ifs, p);
@@ -349,6 +372,15 @@ void Analyzer::dynamic_readings(const Args& a, std::size_t k, Finding& f, const 
         out.resize(before);
         std::sort(g.classes.begin(), g.classes.end());
         g.classes.erase(std::unique(g.classes.begin(), g.classes.end()), g.classes.end());
+        if (guessed) {
+            if (std::find(g.classes.begin(), g.classes.end(), std::string(kUnparsable)) != g.classes.end()) continue;
+            // Only a guess that would be refused or asked counts.
+            static constexpr sv weighty[] = {kDestroy, kPriv, kEscape, kDestroyWork, kSystem, kPush, kPublish};
+            if (std::none_of(std::begin(weighty), std::end(weighty), [&](sv w) {
+                    return std::find(g.classes.begin(), g.classes.end(), std::string(w)) != g.classes.end();
+                }))
+                continue;
+        }
         if (g.classes.empty() || g.classes == std::vector<std::string>{std::string(kRun)}) continue;
         std::string shown;
         for (const auto& x : b) shown += (shown.empty() ? "" : " ") + x.text;
@@ -357,6 +389,30 @@ void Analyzer::dynamic_readings(const Args& a, std::size_t k, Finding& f, const 
         f.notes.push_back("read as '" + shown + "' it would be " + list);
         f.readings.push_back({a[k].text, std::move(shown), std::move(g.classes)});
     }
+}
+
+// `TOOL --help` or `TOOL --version` alone: every tool prints and exits. For
+// the command-line suites whose subcommands take --help the same way
+// (`git push --help`, `kubectl delete --help`), the subcommand words may come
+// first. Not for interpreters or wrappers, whose next word is code.
+bool Analyzer::asks_for_help(const Args& a, std::size_t k) {
+    if (k + 1 >= a.size()) return false;
+    const Arg& last = a.back();
+    if (last.dynamic || (last.text != "--help" && last.text != "--version")) return false;
+    if (k + 2 == a.size()) return true;
+    static constexpr auto suites = sorted_names({"git", "gh", "glab", "docker", "podman", "kubectl", "helm", "npm",
+                                                 "pnpm", "yarn", "cargo", "go", "pip", "pip3", "apt", "apt-get",
+                                                 "brew", "systemctl", "terraform", "aws", "gcloud", "az", "uv",
+                                                 "poetry", "rustup", "dotnet", "conda", "gem", "bundle", "composer"});
+    if (!contains(suites, basename(a[k].text))) return false;
+    for (std::size_t j = k + 1; j + 1 < a.size(); ++j) {
+        const std::string& t = a[j].text;
+        if (a[j].dynamic || t.empty() || !std::all_of(t.begin(), t.end(), [](char ch) {
+                return (ch >= 'a' && ch <= 'z') || ch == '-' || (ch >= '0' && ch <= '9');
+            }) || t[0] == '-')
+            return false;
+    }
+    return true;
 }
 
 void Analyzer::command(const Args& a, std::size_t k, Finding& f, const Ctx& ctx, int depth) {
@@ -390,6 +446,8 @@ void Analyzer::command(const Args& a, std::size_t k, Finding& f, const Ctx& ctx,
         f.resolved.assign(1, std::string(name));
         for (std::size_t j = k + 1; j < a.size(); ++j) f.resolved.push_back(a[j].text);
     }
+    if (asks_for_help(a, k) && !function && (a[k].text.find('/') == std::string::npos || system_program(a[k].text)))
+        return;  // prints its usage or version and exits
     fetch_and_run(c);
     // git-push, git-send-email, ... run by name or by path are git push, ...
     if (starts_with(name, "git-") && name.size() > 4) {

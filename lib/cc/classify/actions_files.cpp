@@ -28,7 +28,12 @@ void Analyzer::f_rm(Call& c) {
         if (recursive && is_precious(t->text))
             return add(c.f, kDestroy, "rm -r of '" + t->text + "'");
         if (is_block_device(t->text)) return add(c.f, kDestroy, "rm of the device '" + t->text + "'");
-        if (recursive && is_worktree(t->text)) add(c.f, kDestroyWork, "rm -r of '" + t->text + "' deletes the worktree");
+        if (recursive && is_worktree(t->text)) {
+            add(c.f, kDestroyWork, "rm -r of '" + t->text + "' deletes the worktree");
+        } else if (recursive && !t->dynamic && relative_tree(t->text) && !is_rebuildable(t->text)) {
+            add(c.f, kDestroyWork, "rm -r of '" + t->text + "' deletes a tree of the agent's work (not a build output or cache)");
+        }
+        if (is_system_file(t->text)) add(c.f, kSystem, "rm of '" + t->text + "' removes a system or start-up file");
     }
 }
 
@@ -41,9 +46,28 @@ void Analyzer::f_write(Call& c) {
     bool recursive = has_flag(c.a, c.args_from(), c.a.size(), 'R', {"--recursive"}) ||
                      (c.name() != "chmod" && c.name() != "chown" && c.name() != "chgrp" &&
                       has_flag(c.a, c.args_from(), c.a.size(), 'r', {}));
+    // The files it changes: for cp, install and ln only the last operand
+    // (the others are read); for the tools that change what they are given
+    // (mv, chmod, touch, truncate, ...) every operand; for the rest
+    // (compilers, archivers, formatters) none is judged as a system file.
+    sv name = c.name();
+    static constexpr auto changes_operands = sorted_names({"mv", "truncate", "touch", "chown", "chgrp", "chmod", "shred",
+                                                           "rmdir", "setfacl", "chattr", "dos2unix", "unix2dos",
+                                                           "rename", "fallocate", "mkdir", "mkfifo", "mknod", "sponge"});
+    const bool last_only = name == "cp" || name == "install" || name == "ln" || name == "link";
+    const bool judged = last_only || contains(changes_operands, name);
+    std::size_t last = c.a.size();
+    for (std::size_t k = c.a.size(); k-- > c.args_from();)
+        if (!is_opt(c.a[k])) {
+            last = k;
+            break;
+        }
     for (std::size_t k = c.args_from(); k < c.a.size(); ++k) {
         const Arg& x = c.a[k];
-        if (x.dynamic || is_opt(x)) continue;
+        if (is_opt(x)) continue;
+        if (judged && (!last_only || k == last) && is_system_file(x.text))
+            add(c.f, kSystem, std::string(name) + " changes the system or start-up file '" + x.text + "'");
+        if (x.dynamic) continue;
         if (is_block_device(x.text)) add(c.f, kDestroy, std::string(c.name()) + " on the device '" + x.text + "'");
         else if (is_kernel_knob(x.text)) add(c.f, kEscape, std::string(c.name()) + " on '" + x.text + "'");
         else if (recursive && (c.name() == "chmod" || c.name() == "chown" || c.name() == "chgrp") && is_precious(x.text))
@@ -353,9 +377,27 @@ void Analyzer::f_systemctl(Call& c) {
                                                 "suspend", "hibernate", "hybrid-sleep", "soft-reboot"});
     if (contains(stop, sub)) return add(c.f, kDestroy, "systemctl " + std::string(sub) + " stops the machine");
     if (starts_with(sub, "list-") || starts_with(sub, "is-") || sub == "status" || sub == "show" || sub == "cat" ||
-        sub == "help" || sub == "get-default")
+        sub == "help" || sub == "get-default" || sub == "--version" || sub == "--help")
         return;
-    add(c.f, kRun, "systemctl " + std::string(sub) + " changes services");
+    bool user = has_flag(c.a, c.args_from(), c.a.size(), '\0', {"--user"});
+    add(c.f, kSystem, "systemctl " + std::string(sub) + " changes " + (user ? "the user's services" : "the system's services"));
+    add(c.f, kRun, "systemctl " + std::string(sub) + " runs the services' own commands");
+}
+
+// service NAME ACTION (SysV): status reads; the rest starts, stops or
+// reconfigures a system service.
+void Analyzer::f_service(Call& c) {
+    auto pos = positionals(c.a, c.args_from(), "", {});
+    if (pos.empty()) return;
+    if (pos.size() == 1) {
+        sv only = c.a[pos[0]].text;
+        if (only == "--status-all" || only == "--version" || only == "--help") return;
+    }
+    sv action = pos.size() > 1 ? sv(c.a[pos[1]].text) : sv();
+    if (action == "status" || action == "--status-all") return;
+    add(c.f, kSystem, "service " + c.a[pos[0]].text + (action.empty() ? "" : " " + std::string(action)) +
+                          " changes a system service");
+    add(c.f, kRun, "service runs the service's own scripts");
 }
 
 void Analyzer::f_disk(Call& c) {

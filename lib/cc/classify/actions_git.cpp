@@ -159,6 +159,10 @@ void Analyzer::git_sub(Call& c, std::size_t k, const std::string& sub) {
     auto note = [&](sv cls) { add(c.f, cls, "git " + sub); };
     auto pos = [&](sv sopts = "", std::initializer_list<sv> lopts = {}) { return positionals(a, from, sopts, lopts); };
     if (sub == "push") return git_push(c, from);
+    // A dry run lists what it would remove and removes nothing (git clean
+    // refuses -i with -n): a read.
+    if (sub == "clean" && has_flag(a, from, a.size(), 'n', {"--dry-run"}) && !has_flag(a, from, a.size(), 'i', {"--interactive"}))
+        return;
     if (sub == "pull") {
         note(kCommit);
         note(kNet);
@@ -327,7 +331,7 @@ void Analyzer::forge(Call& c) {
         if (!is_opt(c.a[k])) w.push_back(c.a[k].text);
     std::size_t at = 0;
     if (name == "az") {
-        if (w.empty() || w[0] != "repos") return interpreter(c);
+        if (w.empty() || w[0] != "repos") return cloud(c);
         at = 1;
     }
     if (name == "hub") {
@@ -373,7 +377,10 @@ void Analyzer::forge(Call& c) {
         if (in({"clone"})) return add(c.f, kWrite, what);
         return add(c.f, kTracker, what + " changes a repository on the forge");
     }
+    // Not known: it may act on the forge (delete, close, transfer), so it
+    // is asked, never taken for local code.
     add(c.f, kRun, "'" + what + "' is not a command known to cc-classify");
+    add(c.f, kTracker, "'" + what + "' may change the forge");
 }
 
 // gh: `gh GROUP SUB` is looked up as "GROUP SUB", then "GROUP *", in the
@@ -407,6 +414,12 @@ void Analyzer::gh(Call& c) {
             return add(c.f, kTracker, "gh api " + (m.empty() ? std::string("POST") : m) + " writes to the forge");
         return;
     }
+    // `gh pr`, `gh issue`: a group alone prints its usage.
+    static constexpr auto groups = sorted_names({"alias", "api", "attestation", "auth", "browse", "cache", "codespace",
+                                                 "completion", "config", "extension", "ext", "gist", "gpg-key", "help",
+                                                 "issue", "label", "org", "pr", "project", "release", "repo", "ruleset",
+                                                 "run", "search", "secret", "ssh-key", "status", "variable", "workflow"});
+    if (sub.empty() && contains(groups, group)) return;
     const Names* listed = e ? e->subcommand(group + " " + sub) : nullptr;
     if (!listed && e) listed = e->subcommand(group + " *");
     if (listed) {
@@ -414,6 +427,7 @@ void Analyzer::gh(Call& c) {
         return;
     }
     add(c.f, kRun, "'" + what + "' is not a gh command known to cc-classify");
+    add(c.f, kTracker, "'" + what + "' may change the forge");
 }
 
 }  // namespace cc::classify::detail

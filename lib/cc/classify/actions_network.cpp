@@ -3,6 +3,31 @@
 
 namespace cc::classify::detail {
 
+namespace {
+
+// DELETE, PUT and PATCH remove or replace what is there: outward and
+// destructive, unless every address in the words is this machine's own.
+bool destroys_remote(std::string m, const Args& a, std::size_t from) {
+    std::transform(m.begin(), m.end(), m.begin(), [](unsigned char ch) { return std::toupper(ch); });
+    if (m != "DELETE" && m != "PUT" && m != "PATCH") return false;
+    bool remote = false, any = false;
+    for (std::size_t k = from; k < a.size(); ++k) {
+        const std::string& t = a[k].text;
+        if (is_opt(a[k]) || (t.find("://") == std::string::npos && t.find('.') == std::string::npos && t.find(':') == std::string::npos))
+            continue;
+        any = true;
+        sv rest(t);
+        if (auto p = rest.find("://"); p != sv::npos) rest.remove_prefix(p + 3);
+        if (auto at = rest.find('@'); at != sv::npos && at < rest.find('/')) rest.remove_prefix(at + 1);
+        if (!(starts_with(rest, "localhost") || starts_with(rest, "127.") || starts_with(rest, "[::1]") ||
+              starts_with(rest, ":")))
+            remote = true;
+    }
+    return remote || !any;
+}
+
+}  // namespace
+
 void Analyzer::n_curl(Call& c) {
     std::size_t from = c.args_from();
     add(c.f, kNet, "curl talks to the network");
@@ -49,6 +74,7 @@ void Analyzer::n_curl(Call& c) {
             std::string m = value;
             std::transform(m.begin(), m.end(), m.begin(), [](unsigned char ch) { return std::toupper(ch); });
             if (m != "GET" && m != "HEAD" && m != "OPTIONS") add(c.f, kNetWrite, "curl -X " + m + " changes remote state");
+            if (destroys_remote(m, c.a, from)) add(c.f, kDestroyWork, "curl -X " + m + " removes or replaces remote data");
         }
     }
 }
@@ -67,8 +93,10 @@ void Analyzer::n_wget(Call& c) {
         add(c.f, kWrite, "wget saves downloads to files");
     if (has_flag(c.a, from, c.a.size(), 0, {"--post-data", "--post-file", "--body-data", "--body-file"}))
         add(c.f, kNetWrite, "wget sends data");
-    if (auto m = opt_value(c.a, from, 0, {"--method"}); m && *m != "GET" && *m != "HEAD")
+    if (auto m = opt_value(c.a, from, 0, {"--method"}); m && *m != "GET" && *m != "HEAD") {
         add(c.f, kNetWrite, "wget --method " + *m + " changes remote state");
+        if (destroys_remote(*m, c.a, from)) add(c.f, kDestroyWork, "wget --method " + *m + " removes or replaces remote data");
+    }
 }
 
 void Analyzer::n_httpie(Call& c) {
@@ -76,8 +104,11 @@ void Analyzer::n_httpie(Call& c) {
     auto pos = positionals(c.a, c.args_from(), "aAo", {"--auth", "--auth-type", "--output", "--session"});
     for (std::size_t j = 0; j < pos.size(); ++j) {
         const std::string& t = c.a[pos[j]].text;
-        if (j == 0 && (t == "POST" || t == "PUT" || t == "PATCH" || t == "DELETE"))
+        if (j == 0 && (t == "POST" || t == "PUT" || t == "PATCH" || t == "DELETE")) {
+            if (destroys_remote(t, c.a, pos[0] + 1))
+                add(c.f, kDestroyWork, std::string(c.name()) + " " + t + " removes or replaces remote data");
             return add(c.f, kNetWrite, std::string(c.name()) + " " + t + " changes remote state");
+        }
         if (j > 0 && (t.find('=') != std::string::npos || t.find(":=") != std::string::npos) &&
             t.find("==") == std::string::npos)
             return add(c.f, kNetWrite, std::string(c.name()) + " sends data");
@@ -101,6 +132,12 @@ void Analyzer::n_copy(Call& c) {  // scp, rsync, sftp
         add(c.f, kNet, std::string(c.name()) + " copies over the network");
         add(c.f, kNetWrite, std::string(c.name()) + " may send files");
     }
+    // Deleting at the far end (what the source lacks) or the sources
+    // themselves: bulk deletion no undo brings back.
+    if (has_flag(c.a, c.args_from(), c.a.size(), '\0',
+                 {"--delete", "--delete-before", "--delete-during", "--delete-delay", "--delete-after",
+                  "--delete-excluded", "--delete-missing-args", "--del", "--remove-source-files"}))
+        add(c.f, kDestroyWork, std::string(c.name()) + " deletes files at the destination or the source");
     f_write(c);
 }
 

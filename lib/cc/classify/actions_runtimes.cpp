@@ -9,7 +9,11 @@ void Analyzer::python(Call& c) {
     for (std::size_t k = from; k < c.a.size(); ++k) {
         const std::string& t = c.a[k].text;
         if (t == "-V" || t == "--version" || t == "-VV") return;
-        if (t == "-c") return add(c.f, kRun, std::string(c.name()) + " -c runs inline code");
+        if (t == "-c") {
+            add(c.f, kRun, std::string(c.name()) + " -c runs inline code");
+            if (k + 1 < c.a.size() && !c.a[k + 1].dynamic) inline_code(c, "python", c.a[k + 1].text);
+            return;
+        }
         if (t == "-m" && k + 1 < c.a.size()) {
             std::string m = c.a[k + 1].text;
             if (m == "pip") return pip(c, k + 2);
@@ -24,9 +28,11 @@ void Analyzer::python(Call& c) {
             if (m == "http.server") add(c.f, kNet, "python -m http.server serves files");
             return add(c.f, kRun, "python -m " + m);
         }
-        if (!is_opt(c.a[k])) return add(c.f, kRun, std::string(c.name()) + " runs '" + t + "'");
+        if (!is_opt(c.a[k]) && t != "-") return add(c.f, kRun, std::string(c.name()) + " runs '" + t + "'");
+        if (t == "-") break;
     }
     add(c.f, kRun, std::string(c.name()) + " runs code read from its input");
+    if (c.ctx.stdin_script) inline_code(c, "python", *c.ctx.stdin_script);
 }
 
 void Analyzer::interpreter(Call& c) {
@@ -37,6 +43,26 @@ void Analyzer::interpreter(Call& c) {
             return;
     }
     add(c.f, kRun, std::string(c.name()) + " runs code");
+    // Inline code, or a script on stdin: the calls in it that shell out or
+    // delete are judged as the commands they amount to.
+    sv name = c.name();
+    sv lang = name == "node" || name == "nodejs" || name == "bun" || name == "deno" ? sv("node")
+              : name == "ruby"                                                    ? sv("ruby")
+              : name == "perl"                                                    ? sv("perl")
+                                                                                  : sv();
+    if (lang.empty()) return;
+    for (std::size_t k = from; k < c.a.size(); ++k) {
+        const std::string& t = c.a[k].text;
+        bool inline_opt = t == "-e" || t == "--eval" || (lang == "node" && (t == "-p" || t == "--print")) ||
+                          (lang == "perl" && (t == "-E" || t == "-ne" || t == "-pe" || t == "-le" || t == "-lne"));
+        if (inline_opt) {
+            if (k + 1 < c.a.size() && !c.a[k + 1].dynamic) inline_code(c, lang, c.a[k + 1].text);
+            return;
+        }
+        if (starts_with(t, "--eval=")) return inline_code(c, lang, t.substr(7));
+        if (!is_opt(c.a[k]) && t != "-") return;  // a script file: not read here
+    }
+    if (c.ctx.stdin_script) inline_code(c, lang, *c.ctx.stdin_script);
 }
 
 void Analyzer::docker(Call& c) {
@@ -49,7 +75,22 @@ void Analyzer::docker(Call& c) {
         if (s.empty() && c.a.size() > from) return add(c.f, kRun, tool + " talks to a root daemon");
         return;
     }
+    // Inspection through the daemon reads (allowed in the read-only modes);
+    // prunes and volume removal delete in bulk.
+    std::string s2 = p.size() > 1 ? c.a[p[1]].text : "";
+    static constexpr auto inspect = sorted_names({"ps", "images", "logs", "inspect", "info", "top", "stats", "port",
+                                                  "diff", "history", "events", "search", "version"});
+    static constexpr auto group_reads = sorted_names({"ls", "list", "inspect", "logs", "ps", "top", "stats", "port",
+                                                      "diff", "history", "df"});
+    if (contains(inspect, s) && s != "search") return;
+    if ((s == "container" || s == "image" || s == "volume" || s == "network" || s == "system" || s == "compose" ||
+         s == "context" || s == "buildx") &&
+        contains(group_reads, s2))
+        return;
     add(c.f, kRun, tool + " " + s + " acts through the container daemon");
+    if (s2 == "prune" || (s == "volume" && (s2 == "rm" || s2 == "remove")) || (s == "system" && s2 == "reset"))
+        add(c.f, kDestroyWork, tool + " " + s + " " + s2 + " deletes containers, images or volumes in bulk");
+    if (s == "search") add(c.f, kNet, tool + " search");
     if (s == "pull" || s == "build" || s == "login") add(c.f, kNet, tool + " " + s);
     if (s != "run" && s != "create" && s != "exec" && !(s == "container" && p.size() > 1)) return;
     for (std::size_t k = p[0] + 1; k < c.a.size(); ++k) {
@@ -98,15 +139,64 @@ void Analyzer::docker(Call& c) {
     }
 }
 
+// Cloud and CI command lines (aws, gsutil, gcloud, gitlab-runner): they act
+// on remote state. What deletes there (s3 rm/rb, sync --delete, delete-*,
+// terminate-*, unregister) is outward and destructive: asked in chat.
+void Analyzer::cloud(Call& c) {
+    std::string tool(c.name());
+    auto pos = positionals(c.a, c.args_from(), "", {"--profile", "--region", "--output", "--endpoint-url", "--project",
+                                                    "--bucket", "--key", "--query", "--zone", "--format"});
+    if (pos.empty()) {
+        if (c.a.size() == c.args_from() + 1 && (c.a[c.args_from()].text == "--version" || c.a[c.args_from()].text == "--help"))
+            return;
+        return add(c.f, kRun, tool + " acts on remote state");
+    }
+    std::vector<std::string> w;
+    for (auto k : pos) w.push_back(c.a[k].text);
+    add(c.f, kNet, tool + " talks to its service");
+    auto word = [&](std::size_t j) { return j < w.size() ? w[j] : std::string(); };
+    bool destroys = false;
+    if (tool == "aws" && word(0) == "s3")
+        destroys = word(1) == "rm" || word(1) == "rb" || word(1) == "mv" ||
+                   (word(1) == "sync" && has_flag(c.a, c.args_from(), c.a.size(), '\0', {"--delete"}));
+    else if (tool == "gsutil")
+        destroys = word(0) == "rm" || word(0) == "rb" || word(0) == "mv" ||
+                   (word(0) == "rsync" && has_flag(c.a, c.args_from(), c.a.size(), 'd', {}));
+    else if (tool == "gitlab-runner")
+        destroys = word(0) == "unregister" || word(0) == "uninstall";
+    for (const auto& x : w)
+        if (starts_with(x, "delete") || starts_with(x, "remove") || starts_with(x, "terminate") || starts_with(x, "purge") ||
+            starts_with(x, "destroy") || x == "rm")
+            destroys = true;
+    if (destroys) {
+        add(c.f, kNetWrite, tool + " " + word(0) + " " + word(1) + " changes remote state");
+        add(c.f, kDestroyWork, tool + " " + word(0) + " " + word(1) + " deletes remote data");
+        return;
+    }
+    static constexpr auto reads = sorted_names({"ls", "list", "describe", "get", "show", "cat", "du", "stat", "help",
+                                                "version", "info", "whoami", "get-caller-identity"});
+    for (const auto& x : w)
+        if (contains(reads, x) || starts_with(x, "list-") || starts_with(x, "describe-") || starts_with(x, "get-"))
+            return;
+    add(c.f, kRun, tool + " " + word(0) + " acts on remote state");
+}
+
 void Analyzer::kubectl(Call& c) {
     auto p = positionals(c.a, c.args_from(), "nlcs", {"--namespace", "--context", "--cluster", "--kubeconfig", "--selector", "--server", "--output", "-o", "--user"});
     std::string s = p.empty() ? "" : c.a[p[0]].text;
     static constexpr auto ro = sorted_names({"get", "describe", "logs", "version", "explain", "top",
                                               "api-resources", "api-versions", "cluster-info", "diff", "events", "auth", ""});
-    if (contains(ro, s)) return add(c.f, kNet, "kubectl " + s + " reads the cluster");
+    // Reading the cluster is inspection, allowed in the read-only modes.
+    if (contains(ro, s)) return;
     if (s == "config" && p.size() > 1 && (c.a[p[1]].text == "view" || c.a[p[1]].text == "get-contexts" || c.a[p[1]].text == "current-context"))
         return;
+    if (has_flag(c.a, c.args_from(), c.a.size(), '\0', {"--dry-run"}) && s != "exec" && s != "run")
+        return add(c.f, kNet, "kubectl " + s + " --dry-run asks the cluster");
     add(c.f, kRun, "kubectl " + s + " acts on the cluster");
+    if (s == "delete" || s == "drain" || (s == "scale" && std::any_of(c.a.begin(), c.a.end(), [](const Arg& x) {
+                                              return x.text == "--replicas=0";
+                                          })))
+        add(c.f, kDestroyWork, "kubectl " + s + " deletes or stops what runs in the cluster");
 }
 
 void Analyzer::ip(Call& c) {

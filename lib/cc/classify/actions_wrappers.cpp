@@ -137,6 +137,12 @@ void Analyzer::w_pkexec(Call& c) {
 
 void Analyzer::w_shell(Call& c) {
     std::size_t k = c.args_from();
+    // Multi-call binaries: `busybox rm -rf /` is rm (and `busybox sh -c` sh).
+    if (c.name() == "busybox" || c.name() == "toybox") {
+        if (k < c.a.size() && (c.a[k].text == "--list" || c.a[k].text == "--help" || c.a[k].text == "--version")) return;
+        if (k >= c.a.size()) return add(c.f, kRun, std::string(c.name()) + " runs its shell");
+        return rest(c, k);
+    }
     bool command_string = false;
     while (k < c.a.size()) {
         const std::string& t = c.a[k].text;
@@ -269,6 +275,61 @@ std::optional<std::string> Analyzer::precious_find_root(const Call& c) {
         if (!c.a[k].dynamic && is_precious(t)) return t;
     }
     return std::nullopt;
+}
+
+}  // namespace cc::classify::detail
+
+namespace cc::classify::detail {
+
+// script [-c CMD] [FILE]: runs CMD (or an interactive shell) with its output
+// logged to FILE.
+void Analyzer::w_script(Call& c) {
+    if (auto s = opt_value(c.a, c.args_from(), 'c', {"--command"}, "ETIOBm")) {
+        shell_string_text(c, *s, "script -c");
+    } else {
+        add(c.f, kRun, "script runs a shell");
+    }
+    auto pos = positionals(c.a, c.args_from(), "cETIOBm", {"--command", "--echo", "--log-timing", "--log-in", "--log-out",
+                                                            "--log-io", "--logging-format", "--output-limit"});
+    if (!pos.empty()) write_target(c.f, c.a[pos.back()].text, c.a[pos.back()].dynamic, "script's log");
+    else if (!has_flag(c.a, c.args_from(), c.a.size(), 'q', {})) add(c.f, kWrite, "script logs to ./typescript");
+}
+
+// parallel CMD ::: ARGS: CMD run with each argument (up to eight are judged
+// as the command they make); without a command, the lines of its input run.
+void Analyzer::w_parallel(Call& c) {
+    std::size_t k = skip_opts(c.a, c.args_from(), "jSPIadEC",
+                              {"--jobs", "--sshlogin", "--replace", "--arg-file", "--delimiter", "--colsep",
+                               "--results", "--joblog", "--workdir", "--tmpdir", "--timeout", "--retries"});
+    Args cmd;
+    std::size_t j = k;
+    for (; j < c.a.size() && c.a[j].text != ":::" && c.a[j].text != "::::" && c.a[j].text != ":::+"; ++j)
+        cmd.push_back(c.a[j]);
+    if (cmd.empty()) return add(c.f, kRun, "parallel runs the commands it reads");
+    std::vector<Arg> args;
+    for (; j < c.a.size() && args.size() < 8; ++j)
+        if (c.a[j].text != ":::" && c.a[j].text != "::::" && c.a[j].text != ":::+") args.push_back(c.a[j]);
+    if (args.empty()) return command(cmd, 0, c.f, c.ctx, c.depth);
+    for (const Arg& x : args) {
+        Args b = cmd;
+        bool placed = false;
+        for (auto& w : b)
+            if (w.text.find("{}") != std::string::npos) {
+                w.text.replace(w.text.find("{}"), 2, x.text);
+                w.dynamic = w.dynamic || x.dynamic;
+                placed = true;
+            }
+        if (!placed) b.push_back(x);
+        // One word with blanks in it is a command line: parallel runs it
+        // through a shell.
+        if (cmd.size() == 1 && !b[0].dynamic && b[0].text.find_first_of(" \t;|&") != std::string::npos) {
+            std::string line = b[0].text;
+            for (std::size_t w = 1; w < b.size(); ++w) line += " " + b[w].text;
+            shell_string_text(c, line, "parallel");
+            continue;
+        }
+        command(b, 0, c.f, c.ctx, c.depth);
+    }
 }
 
 }  // namespace cc::classify::detail

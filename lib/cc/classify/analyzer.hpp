@@ -28,7 +28,7 @@ constexpr sv kCommit = "create_commit", kPush = "push", kOpenPr = "open_pull_req
              kReview = "publish_review_or_merge", kTracker = "write_external_tracker", kInstall = "install_package",
              kPublish = "publish_package", kNet = "network_access", kNetWrite = "network_write",
              kWrite = "write_files", kRun = "run_code", kPriv = "privilege_escalation", kDestroy = "destroy_system",
-             kDestroyWork = "destroy_work",
+             kDestroyWork = "destroy_work", kSystem = "change_system",
              kEscape = "namespace_escape", kUnparsable = "unparsable";
 
 struct Arg {
@@ -112,8 +112,12 @@ std::vector<std::size_t> positionals(const Args& a, std::size_t from, sv sv_opts
 // --- paths that matter ------------------------------------------------------
 
 std::string normalize_path(std::string p);
+bool climbs(const std::string& raw);
 bool is_precious(const std::string& raw);
+bool is_system_file(const std::string& raw);
 bool is_worktree(const std::string& raw);
+bool is_rebuildable(const std::string& raw);
+bool relative_tree(const std::string& raw);
 bool runs_code_variable(sv assignment);
 bool setuid_mode(const std::string& m);
 bool is_block_device(sv p);
@@ -181,6 +185,7 @@ private:
     void simple(const Node& n, int depth);
     static bool expanded_reading(const std::vector<Word>& ws, Args& out);
     void reparse(const std::string& text, Finding& f, sv via, int depth);
+    static bool asks_for_help(const Args& a, std::size_t k);
     void read_only_options(Call& c, const CommandEntry& e);
     void deferred_subscripts(const Node& n, Finding& f);
     void code_expansions(const Node& n, Finding& f);
@@ -220,6 +225,8 @@ private:
     void w_su(Call& c);
     void w_pkexec(Call& c);
     void w_shell(Call& c);
+    void w_script(Call& c);
+    void w_parallel(Call& c);
     void shell_string(Call& c, const Arg& arg, const std::string& via);
     void shell_string_text(Call& c, const std::string& text, const std::string& via);
     void join_and_reparse(Call& c, std::size_t from, sv via);
@@ -256,6 +263,7 @@ private:
     void f_power(Call& c);
     void f_init(Call& c);
     void f_systemctl(Call& c);
+    void f_service(Call& c);
     void f_disk(Call& c);
 
     // --- network -------------------------------------------------------------
@@ -308,8 +316,10 @@ private:
     void listed_subcommands(Call& c, std::size_t from = sv::npos, sv family = {});
     void f_mkfs(Call& c);  // "reader": "mkfs" (mkfs, mkfs.ext4, ...)
     void interpreter(Call& c);
+    void inline_code(Call& c, sv lang, const std::string& code);  // inline_code.cpp
     void docker(Call& c);
     void kubectl(Call& c);
+    void cloud(Call& c);
     void ip(Call& c);
     void hostname(Call& c);
     void editor(Call& c);

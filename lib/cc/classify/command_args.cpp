@@ -125,16 +125,102 @@ std::vector<std::size_t> positionals(const Args& a, std::size_t from, sv sv_opts
     return positionals_in(a, from, sv_opts, lv_opts);
 }
 
+namespace {
+
+// "$HOME", "${TMPDIR}", "~", "~user": a start whose value the line does not
+// show. ".." after it climbs out of a directory nobody knows.
+bool anchor(sv c) { return !c.empty() && (c[0] == '$' || c[0] == '~' || c[0] == '`'); }
+
+bool home_anchor(sv c) { return c == "~" || c == "$HOME" || c == "${HOME}"; }
+
+}  // namespace
+
+// As the kernel resolves a path that holds no symbolic links: "//" and "/./"
+// collapse, ".." takes the component before it away ("/.." is "/"), a
+// trailing "/" or "/." goes. A relative path keeps the ".." it starts with;
+// ".." after an anchor ($VAR, ~) is kept, since what it climbs out of is not
+// known ("$TMPDIR/../etc" stays as it is; climbs() tells).
 std::string normalize_path(std::string p) {
+    if (p.empty()) return p;
+    const bool abs = p[0] == '/';
+    std::vector<std::string> parts;
+    std::size_t i = 0;
+    while (i <= p.size()) {
+        std::size_t j = p.find('/', i);
+        if (j == std::string::npos) j = p.size();
+        std::string c = p.substr(i, j - i);
+        i = j + 1;
+        if (c.empty() || c == ".") continue;
+        if (c == "..") {
+            if (!parts.empty() && parts.back() != ".." && !(!abs && parts.size() == 1 && anchor(parts[0])))
+                parts.pop_back();
+            else if (!abs || !parts.empty())
+                parts.push_back("..");  // else "/.." is "/"
+            continue;
+        }
+        parts.push_back(std::move(c));
+    }
     std::string out;
-    for (char c : p)
-        if (!(c == '/' && !out.empty() && out.back() == '/')) out.push_back(c);
-    while (out.size() > 1 && out.back() == '/') out.pop_back();
-    if (out.size() > 2 && out.substr(out.size() - 2) == "/.") out.resize(out.size() - 2);
-    return out.empty() ? p : out;
+    if (abs) out.push_back('/');
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+        if (k) out.push_back('/');
+        out.append(parts[k]);
+    }
+    if (out.empty()) out.push_back('.');
+    return out;
 }
 
-// rm -r of these takes the system (or the home directory) with it.
+// A path that starts at a variable or ~ and then climbs out of it with "..":
+// it may be any directory above, up to "/" (judged by that worst case).
+bool climbs(const std::string& raw) {
+    std::string p = normalize_path(raw);
+    auto slash = p.find('/');
+    return slash != std::string::npos && anchor(sv(p).substr(0, slash)) &&
+           (p.compare(slash, 3, "/..") == 0 && (p.size() == slash + 3 || p[slash + 3] == '/'));
+}
+
+namespace {
+
+// The personal directories under a home whose removal loses a person's
+// files, not a project's: ~/Documents, ~/.ssh, ...
+constexpr auto personal = sorted_names({"Desktop", "Documents", "Downloads", "Music", "Pictures", "Videos", "Public",
+                                        "Templates", "Library", "Movies", "Applications", "Dropbox", "OneDrive",
+                                        ".ssh", ".gnupg", ".config", ".local", ".aws", ".azure", ".kube", ".docker",
+                                        ".mozilla", ".thunderbird", ".password-store", ".vscode", ".cargo", ".rustup",
+                                        ".npm", ".m2", ".gradle", "src", "code", "projects", "work", "git", "repos"});
+static_assert(no_duplicates(personal));
+
+// The system's own trees: anything under them belongs to the machine.
+constexpr auto system_roots = sorted_names({"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
+                                            "/proc", "/root", "/sbin", "/sys", "/usr", "/var/lib", "/var/log",
+                                            "/var/spool", "/var/mail", "/var/cache/apt", "/System", "/Library",
+                                            "/private/etc", "/private/var/db"});
+static_assert(no_duplicates(system_roots));
+
+bool under(const std::string& p, sv root) {
+    return p == root || (p.size() > root.size() && p.compare(0, root.size(), root) == 0 && p[root.size()] == '/');
+}
+
+// The home a path names ("~", "$HOME", "/home/NAME", "/Users/NAME",
+// "/root") and what follows it; nullopt when it names none.
+std::optional<std::string> after_home(const std::string& p) {
+    auto slash = p.find('/');
+    sv first = sv(p).substr(0, slash);
+    if (home_anchor(first) || (first.size() > 1 && first[0] == '~'))
+        return slash == std::string::npos ? std::string() : p.substr(slash + 1);
+    for (sv base : {"/home/", "/Users/"})
+        if (starts_with(p, base) && p.size() > base.size()) {
+            auto s2 = p.find('/', base.size());
+            return s2 == std::string::npos ? std::string() : p.substr(s2 + 1);
+        }
+    if (p == "/root" || starts_with(p, "/root/")) return p.size() > 5 ? p.substr(6) : std::string();
+    return std::nullopt;
+}
+
+}  // namespace
+
+// rm -r of these takes the system (or a home directory, or a person's own
+// files in it) with it.
 bool is_precious(const std::string& raw) {
     std::string p = normalize_path(raw);
     if (p.empty()) return false;
@@ -143,25 +229,88 @@ bool is_precious(const std::string& raw) {
             p.resize(p.size() - suffix.size());
             if (p.empty()) p.push_back('/');  // not p = "/": GCC 12 -Wrestrict false positive
         }
-    if (p == "/" || p == "/." || p == "/.." || p == "*" ) return p != "*";
-    if (p == "~" || p == "$HOME" || p == "${HOME}" || p == "~/" || (p.size() > 1 && p[0] == '~' && p.find('/') == std::string::npos))
-        return true;  // ~, ~user
-    static constexpr auto top = sorted_names({"/bin",  "/boot", "/dev", "/etc",  "/home", "/lib", "/lib32",
-                                               "/lib64", "/opt", "/proc", "/root", "/run", "/sbin", "/srv",
-                                               "/sys",  "/usr", "/var", "/snap", "/usr/bin", "/usr/lib",
-                                               "/usr/local", "/var/lib", "/Users", "/System", "/Library"});
-    return contains(top, p);
+    if (p == "/") return true;
+    if (climbs(p)) return true;  // $TMPDIR/../etc, ${HOME}/..: up to "/"
+    if (auto rest = after_home(p)) {
+        if (rest->empty()) return true;  // the home itself
+        return contains(personal, sv(*rest).substr(0, rest->find('/'))) && rest->find('/') == std::string::npos;
+    }
+    if (p == "/home" || p == "/Users" || p == "/opt" || p == "/srv" || p == "/var" || p == "/run" || p == "/snap" ||
+        p == "/mnt" || p == "/media" || p == "/usr/local")
+        return true;
+    for (sv root : system_roots)
+        if (under(p, root)) return true;
+    return false;
+}
+
+// A file of the machine's own (under /etc, /boot, /usr, ...) or a home's
+// start-up and credential files (~/.bashrc, ~/.ssh/...): changing or
+// removing one, even without -r, changes the system.
+bool is_system_file(const std::string& raw) {
+    std::string p = normalize_path(raw);
+    if (p.empty() || climbs(p)) return !p.empty();
+    for (sv root : system_roots)
+        if (under(p, root) && !under(p, "/dev") && !under(p, "/proc") && !under(p, "/sys")) return true;  // kernel knobs: judged apart
+    if (auto rest = after_home(p); rest && !rest->empty()) {
+        static constexpr auto startup = sorted_names({".bashrc", ".bash_profile", ".bash_login", ".bash_logout",
+                                                      ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin",
+                                                      ".gitconfig", ".netrc", ".npmrc", ".pypirc", ".inputrc",
+                                                      ".xinitrc", ".xprofile", ".pam_environment", ".curlrc",
+                                                      ".wgetrc", ".vimrc", ".tmux.conf", ".env"});
+        std::string first = rest->substr(0, rest->find('/'));
+        if (contains(startup, first) && rest->find('/') == std::string::npos) return true;
+        for (sv dir : {".ssh", ".gnupg", ".aws", ".kube", ".docker", ".config/systemd", ".config/autostart",
+                       ".config/fish", ".config/git", ".local/bin", ".local/share/applications"})
+            if (under(*rest, dir)) return true;
+    }
+    return false;
 }
 
 // rm -r of these deletes the working directory's whole contents (or its
 // repository): ".", "..", "*", "./*", ".git", "$PWD".
 bool is_worktree(const std::string& raw) {
     std::string p = normalize_path(raw);
-    if (starts_with(p, "./") && p.size() > 2) p.erase(0, 2);
     if (p.size() > 2 && p.compare(p.size() - 2, 2, "/*") == 0) p.resize(p.size() - 2);
     static constexpr auto names = sorted_names({".", "..", "*", ".*", ".git", "$PWD", "${PWD}", "$(pwd)", "`pwd`"});
     static_assert(no_duplicates(names));
     return contains(names, p);
+}
+
+// A relative path that names a directory of the work, as far as the text
+// shows: no glob, no variable, and no extension on its last part (x.txt,
+// a.log are files; src, lib/util, .github are trees).
+bool relative_tree(const std::string& raw) {
+    if (raw.empty() || raw[0] == '/' || raw[0] == '~' || raw[0] == '$' || raw[0] == '`' || raw[0] == '-') return false;
+    if (raw.find_first_of("*?[$`") != std::string::npos) return false;
+    std::string p = normalize_path(raw);
+    if (p == "." || p == ".." || starts_with(p, "../")) return false;
+    std::string last = p.substr(p.rfind('/') == std::string::npos ? 0 : p.rfind('/') + 1);
+    return last.find('.', 1) == std::string::npos;
+}
+
+// What a build makes again, and caches: removing one loses no work. The
+// rest of a relative tree (src, lib, docs, ...) is the agent's work.
+bool is_rebuildable(const std::string& raw) {
+    std::string p = normalize_path(raw);
+    if (p.size() > 2 && p.compare(p.size() - 2, 2, "/*") == 0) p.resize(p.size() - 2);
+    static constexpr auto outputs = sorted_names({
+        "build", "builddir", "_build", "out", "dist", "target", "bin", "obj", "node_modules", "__pycache__",
+        ".cache", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".nox", ".venv", "venv", ".next", ".nuxt",
+        ".parcel-cache", ".turbo", ".gradle", ".eggs", "coverage", "htmlcov", ".coverage", ".nyc_output",
+        "cmake-build-debug", "cmake-build-release", "CMakeFiles", ".svelte-kit", ".angular", ".expo", "tmp", ".tmp",
+        "temp", "logs", ".sass-cache", "bower_components", "vendor", ".terraform", "Pods", "DerivedData",
+        ".dart_tool", ".stack-work", "dist-newstyle", "zig-cache", "zig-out", "site", "_site", "public/build"});
+    static_assert(no_duplicates(outputs));
+    // A part of one is one too (target/debug, build/tmp, node_modules/x).
+    std::size_t at = 0;
+    while (at < p.size()) {
+        std::size_t end = p.find('/', at);
+        if (end == std::string::npos) end = p.size();
+        sv part = sv(p).substr(at, end - at);
+        if (contains(outputs, part) || (part.size() > 9 && part.substr(part.size() - 9) == ".egg-info")) return true;
+        at = end + 1;
+    }
+    return false;
 }
 
 // Environment variables that make an ordinary command load or run other code

@@ -66,6 +66,10 @@ const std::vector<ActionClass>& action_classes() {
         // Local work that no undo brings back (uncommitted changes, stashes,
         // unmerged branches, the remote's commits under a forced push).
         {"destroy_work", "git reset --hard, checkout/restore of paths, clean -f, stash drop/clear, branch -D, push --force, rm -r of the worktree", D::ask, D::deny},
+        // The machine's own files and services, short of destroying them:
+        // a file under /etc or /usr changed or removed without -r, a home's
+        // start-up or credential files, a service stopped or disabled.
+        {"change_system", "changes to system files (/etc, /usr, ~/.bashrc, ~/.ssh) and services (systemctl stop/disable/mask)", D::ask, D::deny},
         {"run_code", "runs code whose effect cannot be seen (scripts, make, interpreters)", D::allow, D::deny},
         {"privilege_escalation", "sudo, su, doas, pkexec, setuid chmod", D::deny, D::deny},
         {"destroy_system", "rm -rf /, mkfs, dd to devices, fork bombs, shutdown", D::deny, D::deny},
