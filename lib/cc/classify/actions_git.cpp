@@ -66,8 +66,23 @@ void Analyzer::git(Call& c) {
             add(c.f, kRun, how + std::string(key) + " is not configuration known to be safe for a read");
         }
     };
+    // A repository in a place anyone may write (/tmp, /var/tmp, /dev/shm),
+    // or reached by climbing out of the work with "..": its configuration
+    // (core.fsmonitor, a hook path) is not known to be the project's, and git
+    // runs what it names even for a read.
+    auto elsewhere = [&](const Arg& dir, sv opt) {
+        std::string p = normalize_path(dir.text);
+        bool shared = p == "/tmp" || starts_with(p, "/tmp/") || p == "/var/tmp" || starts_with(p, "/var/tmp/") ||
+                      p == "/dev/shm" || starts_with(p, "/dev/shm/");
+        if (dir.dynamic || shared || p == ".." || starts_with(p, "../") || climbs(p))
+            add(c.f, kRun, "git " + std::string(opt) + " " + dir.text +
+                               ": a repository whose configuration (which can run programs) is not known to be the project's");
+    };
     while (k < a.size() && is_opt(a[k])) {
         const std::string& t = a[k].text;
+        for (sv opt : {"--git-dir=", "--work-tree="})
+            if (starts_with(t, opt)) elsewhere(Arg{t.substr(opt.size()), a[k].dynamic}, opt.substr(0, opt.size() - 1));
+        if ((t == "-C" || t == "--git-dir" || t == "--work-tree") && k + 1 < a.size()) elsewhere(a[k + 1], t);
         if (starts_with(t, "--config-env=")) {
             config(t.substr(13), true, true);
             ++k;
@@ -81,6 +96,8 @@ void Analyzer::git(Call& c) {
             continue;
         }
         if (starts_with(t, "--exec-path=")) add(c.f, kRun, "git --exec-path runs git commands from another place");
+        if (t == "--exec-path" && k + 1 < a.size() && !is_opt(a[k + 1]) && a[k + 1].text.find('/') != std::string::npos)
+            add(c.f, kRun, "git --exec-path runs git commands from another place");
         ++k;  // --no-pager, -p, --bare, --git-dir=..., -P, ...
     }
     if (k >= a.size()) return;  // git --version, git --help
