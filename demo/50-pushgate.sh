@@ -35,7 +35,8 @@ cd "$work/app"
 echo hello > README && git add README && git commit -qm "first"
 git remote add origin https://github.com/acme/app.git
 say "cc-pushgate git-config --url $url > pushgate.config; git config --add include.path ..."
-cc-pushgate git-config --url "$url" | tee "$work/pushgate.config" | grep -E 'url|pushInsteadOf|proxy'
+(umask 077; cc-pushgate git-config --url "$url" > "$work/pushgate.config")
+grep -E 'url|pushInsteadOf|proxy' "$work/pushgate.config"
 git config --add include.path "$work/pushgate.config"
 
 say "git push origin HEAD:feature/login      # allowed"

@@ -143,3 +143,20 @@ TEST_CASE("child: statuses and failures to start", "[core][child]") {
     REQUIRE(!e);
     CHECK(e.error().code == cc::Errc::input);
 }
+
+TEST_CASE("child: a descriptor passed on is the child's 3, and only that one", "[core][child]") {
+    int p[2];
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    REQUIRE(::write(p[1], "s3cret\n", 7) == 7);
+    ::close(p[1]);
+    int q[2];
+    REQUIRE(::pipe2(q, O_CLOEXEC) == 0);  // not passed: stays out of the child
+    auto s = sh("cat <&3; ls /proc/$$/fd | sort -n | tr '\\n' ' '");
+    s.pass_fds = {p[0]};
+    auto r = cc::child::run(s);
+    ::close(p[0]);
+    ::close(q[0]);
+    ::close(q[1]);
+    REQUIRE(r);
+    CHECK(r->out == "s3cret\n0 1 2 3 ");
+}

@@ -320,8 +320,8 @@ std::string http_raw_in_parts(int port, const std::string& request, const std::v
     return out;
 }
 
-DyingFront::DyingFront(int upstream_port, std::size_t cut_after)
-    : upstream_port_(upstream_port), cut_after_(cut_after) {
+DyingFront::DyingFront(int upstream_port, std::size_t cut_after, int upload_delay_ms)
+    : upstream_port_(upstream_port), cut_after_(cut_after), upload_delay_ms_(upload_delay_ms) {
     listener_ = bound_loopback_socket(&port_);
     ::listen(listener_, 16);
     loop_ = std::thread([this] {
@@ -352,7 +352,8 @@ void DyingFront::serve(int fd) {
         head.append(buf, static_cast<std::size_t>(n));
     }
     std::size_t body_at = head.find("\r\n\r\n") + 4;
-    if (head.rfind("POST ", 0) == 0 && head.substr(0, head.find('\r')).find("/git-receive-pack ") != std::string::npos) {
+    if (cut_after_ != ~std::size_t{0} && head.rfind("POST ", 0) == 0 &&
+        head.substr(0, head.find('\r')).find("/git-receive-pack ") != std::string::npos) {
         std::size_t got = head.size() - body_at;
         while (got < cut_after_) {
             ssize_t n = ::recv(fd, buf, sizeof buf, 0);
@@ -365,6 +366,8 @@ void DyingFront::serve(int fd) {
         ::close(fd);
         return;
     }
+    if (upload_delay_ms_ > 0 && head.substr(0, head.find('\r')).find("git-upload-pack") != std::string::npos)
+        std::this_thread::sleep_for(std::chrono::milliseconds(upload_delay_ms_));
     head.insert(head.find("\r\n") + 2, "Connection: close\r\n");
     int up = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};

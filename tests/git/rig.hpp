@@ -54,10 +54,13 @@ private:
 // git-receive-pack POST is relayed to `upstream_port` (one request per
 // connection: "Connection: close" is added); a receive-pack POST is read for
 // `cut_after` bytes of its body and then the connection is closed with no
-// answer, as a host that crashes or restarts under a push does.
+// answer, as a host that crashes or restarts under a push does. With
+// `upload_delay_ms`, each fetch request (git-upload-pack) waits that long
+// before it is relayed: a slow upstream, so that a test can look at the
+// processes a fetch runs while they run.
 class DyingFront {
 public:
-    DyingFront(int upstream_port, std::size_t cut_after);
+    DyingFront(int upstream_port, std::size_t cut_after, int upload_delay_ms = 0);
     ~DyingFront();
     DyingFront(const DyingFront&) = delete;
     DyingFront& operator=(const DyingFront&) = delete;
@@ -68,6 +71,7 @@ private:
     void serve(int fd);
     int upstream_port_, port_ = 0, listener_ = -1;
     std::size_t cut_after_;
+    int upload_delay_ms_ = 0;
     std::atomic<int> cuts_{0};
     std::atomic<bool> stop_{false};
     std::thread loop_;

@@ -112,10 +112,27 @@ TEST_CASE("an allowed branch goes upstream through the gateway with its own toke
     NEED_RIG();
     upstream().create_repo("acme/demo");
     std::string dir = agent_repo("allowed", gateway());
-    auto r = git({"push", "origin", "HEAD:refs/heads/feature"}, dir);
+    // GIT_TRACE logs the argv of every program git runs, as /proc shows it
+    // to any local user: git's remote helper gets the URL on its command line.
+    std::string trace = scratch_dir() + "/allowed-trace";
+    auto r = git({"push", "origin", "HEAD:refs/heads/feature"}, dir, {{"GIT_TRACE", trace}});
     INFO(r.err);
     CHECK(r.status == 0);
-    CHECK(r.err.find(gateway().push_url("acme/demo")) != std::string::npos);  // the rewritten URL
+    const std::string base = "http://" + gateway().host() + "/";
+    CHECK(r.err.find("To " + base + "github.com/acme/demo.git") != std::string::npos);  // the rewritten URL
+    // The session's secret travels as a header: in no argv, no message.
+    const std::string secret = gateway().url().substr(base.size(), gateway().url().size() - base.size() - 1);
+    REQUIRE(secret.size() == 32);
+    std::string traced = read_file(trace);
+    CHECK(traced.find("remote-http origin " + base + "github.com/acme/demo.git") != std::string::npos);
+    CHECK(traced.find(secret) == std::string::npos);
+    CHECK(r.err.find(secret) == std::string::npos);
+    // The ready event's URL pushed to directly does put it there: why the
+    // configuration uses the header.
+    std::string trace2 = scratch_dir() + "/allowed-trace-url";
+    auto u = git({"push", gateway().push_url("acme/demo"), "HEAD:refs/heads/feature-url"}, dir, {{"GIT_TRACE", trace2}});
+    CHECK(u.status == 0);
+    CHECK(read_file(trace2).find(secret) != std::string::npos);
     CHECK(r.err.find("* [new branch]      HEAD -> feature") != std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/feature") == head(dir));
     auto ev = events(gateway(), "push");

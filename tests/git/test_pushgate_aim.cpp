@@ -199,9 +199,17 @@ TEST_CASE("a push without the session's secret is refused in git's words, never 
     INFO(good.err);
     REQUIRE(good.status == 0);
     REQUIRE(!upstream().ref("acme/demo", "refs/heads/with-secret").empty());
-    // ... the same gateway without it does not.
+    // ... and so does the base URL with the git configuration, which sends
+    // the secret as a header (the URL, which git's remote helper gets on its
+    // command line, holds none) ...
     std::string bare = "http://" + gateway().host() + "/github.com/acme/demo.git";
-    auto r = git({"push", bare, "HEAD:refs/heads/no-secret"}, dir);
+    auto header = git({"push", bare, "HEAD:refs/heads/with-header"}, dir);
+    INFO(header.err);
+    REQUIRE(header.status == 0);
+    REQUIRE(!upstream().ref("acme/demo", "refs/heads/with-header").empty());
+    // ... but a repository without that configuration, with neither, does not.
+    std::string plain = work_repo("nosecret-plain");
+    auto r = git({"push", bare, "HEAD:refs/heads/no-secret"}, plain);
     INFO(r.err);
     CHECK(r.status == 128);
     CHECK(r.err.find("fatal: remote error: cc-pushgate: request does not carry this session's gateway secret") !=
@@ -211,9 +219,16 @@ TEST_CASE("a push without the session's secret is refused in git's words, never 
     // A wrong secret of the right length is the same.
     std::string wrong = gateway().url();
     wrong[wrong.size() - 2] = wrong[wrong.size() - 2] == '0' ? '1' : '0';
-    auto w = git({"push", wrong + "github.com/acme/demo.git", "HEAD:refs/heads/no-secret"}, dir);
+    auto w = git({"push", wrong + "github.com/acme/demo.git", "HEAD:refs/heads/no-secret"}, plain);
     CHECK(w.status == 128);
     CHECK(w.err.find("does not carry this session's gateway secret") != std::string::npos);
+    // A wrong secret in the header is refused too, whatever the URL holds.
+    auto wh = git({"-c", "http.extraHeader=X-CC-Pushgate-Session: " + std::string(32, '0'), "push", gateway().push_url("acme/demo"),
+                   "HEAD:refs/heads/no-secret"},
+                  plain);
+    CHECK(wh.status == 128);
+    CHECK(wh.err.find("fatal: remote error: cc-pushgate: request carries a wrong session secret") != std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/no-secret").empty());
     // A POST straight to receive-pack without it: 403 naming the problem.
     std::string post = http_raw(gateway().port(), "POST /github.com/acme/demo.git/git-receive-pack HTTP/1.1\r\nHost: " +
                                                       gateway().host() + "\r\nContent-Length: 4\r\nConnection: close\r\n\r\n0000");
@@ -221,7 +236,7 @@ TEST_CASE("a push without the session's secret is refused in git's words, never 
     CHECK(post.find("does not carry this session's gateway secret") != std::string::npos);
     auto ev = events(gateway(), "refused");
     REQUIRE(!ev.empty());
-    CHECK(ev.back()["reason"] == "request does not carry this session's gateway secret (use the URL from the ready event)");
+    CHECK(ev.back()["reason"] == "request does not carry this session's gateway secret (use the git configuration from the ready event)");
 }
 
 TEST_CASE("a request naming another host (DNS rebinding) is refused even with the secret") {

@@ -7,8 +7,11 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <atomic>
 #include <thread>
 #include <chrono>
 #include <filesystem>
@@ -551,4 +554,116 @@ TEST_CASE("an upstream that dies mid-push: git's message names the outage, not t
     INFO(again.err);
     CHECK(again.status == 0);
     CHECK(upstream().ref("acme/demo", "refs/heads/agent/c42/dying") == head(dir));
+}
+
+namespace {
+
+// Every process's command line and environment, as /proc shows them to a
+// process of the same uid; the pids whose text holds any of `needles`.
+pid_t parent_of(const std::string& pid) {
+    std::string stat = read_file("/proc/" + pid + "/stat");
+    auto close = stat.rfind(')');
+    if (close == std::string::npos || close + 4 > stat.size()) return 0;
+    return static_cast<pid_t>(std::atol(stat.c_str() + stat.find(' ', close + 2) + 1));
+}
+
+bool descends_from(const std::string& pid, pid_t ancestor) {
+    if (ancestor <= 0) return true;
+    std::string p = pid;
+    for (int depth = 0; depth < 16; ++depth) {
+        pid_t up = parent_of(p);
+        if (up <= 1) return false;
+        if (up == ancestor) return true;
+        p = std::to_string(up);
+    }
+    return false;
+}
+
+std::vector<std::string> processes_showing(const std::vector<std::string>& needles, bool* saw_git_fetch,
+                                           pid_t under = 0) {
+    std::vector<std::string> hits;
+    for (const auto& e : fs::directory_iterator("/proc")) {
+        std::string pid = e.path().filename().string();
+        if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+        if (!descends_from(pid, under)) continue;
+        for (const char* what : {"/cmdline", "/environ"}) {
+            std::string text = read_file("/proc/" + pid + what);
+            for (char& ch : text)
+                if (ch == '\0') ch = ' ';
+            std::string first = text.substr(0, text.find(' '));
+            if (std::string(what) == "/cmdline" && first.size() >= 3 && first.compare(first.size() - 3, 3, "git") == 0 &&
+                text.find(" fetch ") != std::string::npos)
+                *saw_git_fetch = true;
+            for (const auto& n : needles)
+                if (text.find(n) != std::string::npos) hits.push_back(pid + what + ": " + text.substr(0, 200));
+        }
+    }
+    return hits;
+}
+
+}  // namespace
+
+TEST_CASE("the upstream token never shows in the argv or environment of the git processes the gateway runs") {
+    NEED_RIG();
+    if (!cc::test::is_root()) CC_SKIP("reads other processes' environments in /proc");
+    upstream().create_repo("acme/demo");
+    const std::vector<std::string> needles = {write_token, cc::json::base64("x-access-token:" + write_token)};
+    // The scan sees a secret where one is: a process holding it in its
+    // environment, as the git children once did (GIT_CONFIG_VALUE_0).
+    {
+        bool unused = false;
+        pid_t p = ::fork();
+        REQUIRE(p >= 0);
+        if (p == 0) {
+            ::setenv("GIT_CONFIG_VALUE_0", ("Authorization: Basic " + needles[1]).c_str(), 1);
+            ::execlp("sleep", "sleep", "5", nullptr);
+            ::_exit(127);
+        }
+        bool seen = false;
+        for (int i = 0; i < 100 && !seen; ++i) {
+            seen = !processes_showing(needles, &unused).empty();
+            if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        ::kill(p, SIGKILL);
+        ::waitpid(p, nullptr, 0);
+        REQUIRE(seen);
+    }
+    // A slow upstream (each fetch request waits), so the mirror's git fetch
+    // runs long enough to be looked at. feature-slow at A and main at C,
+    // a descendant, on the upstream; pushing C to feature-slow sends no
+    // pack, so the gateway fetches A into its mirror to judge the update.
+    std::string dir = agent_repo("token-env", gateway());
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:refs/heads/feature-slow"}, dir).status == 0);
+    commit(dir, "b.txt", "b\n");
+    std::string next = commit(dir, "c.txt", "c\n");
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:refs/heads/main"}, dir).status == 0);
+    DyingFront slow(upstream().port(), ~std::size_t{0}, 700);
+    std::string mirrors = scratch_dir() + "/token-env-mirrors";
+    Gateway g({"--upstream", slow.base(), "--repo", "acme/demo", "--policy", policy_file(), "--token-file", token_file(),
+               "--conversation", "c42", "--mirror-dir", mirrors});
+    std::string gdir = agent_repo("token-env-2", g);
+    REQUIRE(git({"fetch", "-q", upstream().read_url("acme/demo"), "refs/heads/main"}, gdir).status == 0);
+    REQUIRE(git({"reset", "-q", "--hard", "FETCH_HEAD"}, gdir).status == 0);
+    std::atomic<bool> done{false};
+    RunResult pushed;
+    std::thread pusher([&] {
+        pushed = git({"push", "origin", "HEAD:refs/heads/feature-slow"}, gdir);
+        done = true;
+    });
+    std::vector<std::string> hits;
+    bool saw_fetch = false;
+    while (!done) {
+        auto h = processes_showing(needles, &saw_fetch, g.pid());
+        hits.insert(hits.end(), h.begin(), h.end());
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    pusher.join();
+    INFO(pushed.err << g.stderr_text());
+    CHECK(pushed.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/feature-slow") == next);
+    CHECK(saw_fetch);  // the mirror's fetch ran, and was looked at
+    std::string shown;
+    for (const auto& h : hits) shown += h + "\n";
+    INFO(shown);
+    CHECK(hits.empty());
 }

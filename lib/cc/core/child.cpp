@@ -32,18 +32,29 @@ namespace {
 // several threads may be mid-way through opening a socket elsewhere, without
 // O_CLOEXEC yet (Asio): the child takes none of it along.
 struct ChildSetup : bp::extend::handler {
+    const std::vector<int>* pass = nullptr;
     template <typename Executor>
     void on_exec_setup(Executor&) const {
         ::setpgid(0, 0);  // its own group: the deadline kills what it started too
+        // The descriptors passed on go out of the way first (a source may
+        // sit where another is due), then to 3, 4, ... without close-on-exec.
+        int moved[16];
+        std::size_t n = pass ? std::min<std::size_t>(pass->size(), 16) : 0;
+        for (std::size_t i = 0; i < n; ++i) moved[i] = ::fcntl((*pass)[i], F_DUPFD_CLOEXEC, 64);
+        bool done = false;
 #ifdef __linux__
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // not left running if the tool is killed
-        if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;
+        done = ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == 0;
 #endif
-        long max = ::sysconf(_SC_OPEN_MAX);
-        for (int fd = 3; fd < (max > 0 && max < 65536 ? max : 65536); ++fd) {
-            int fl = ::fcntl(fd, F_GETFD);
-            if (fl >= 0) ::fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+        if (!done) {
+            long max = ::sysconf(_SC_OPEN_MAX);
+            for (int fd = 3; fd < (max > 0 && max < 65536 ? max : 65536); ++fd) {
+                int fl = ::fcntl(fd, F_GETFD);
+                if (fl >= 0) ::fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+            }
         }
+        for (std::size_t i = 0; i < n; ++i)
+            if (moved[i] >= 0) ::dup2(moved[i], 3 + static_cast<int>(i));  // dup2 clears close-on-exec
     }
 };
 
@@ -92,7 +103,11 @@ Result<Outcome> run(const Spec& s) {
                 // a grandchild holding the pipes cannot keep run() waiting.
                 if (pid > 0) ::kill(-pid, SIGKILL);
             }),
-            ChildSetup{});
+            [&] {
+                ChildSetup setup;
+                setup.pass = &s.pass_fds;
+                return setup;
+            }());
     } catch (const std::exception& e) {
         return io_error(name, std::string("could not start: ") + e.what(), 0);
     }

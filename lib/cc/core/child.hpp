@@ -42,6 +42,10 @@ struct Spec {
     std::size_t output_cap = 1 << 20;
     bool capture_out = true;  // false: stdout to /dev/null
     bool capture_err = true;  // false: stderr to /dev/null
+    // Descriptors of this process given to the child as 3, 4, ... in order
+    // (a secret on a pipe rather than in argv or the environment); the
+    // caller still owns and closes them.
+    std::vector<int> pass_fds;
 };
 
 struct Outcome {

@@ -1,11 +1,13 @@
 #include "cc/git/ancestry.hpp"
 #include "cc/core/child.hpp"
+#include "cc/fs/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,8 +91,9 @@ Env git_env(const std::string& git_dir) {
 // environment only, none of the gateway's descriptors, the deadline); its
 // stdout in `out` when asked, stderr's first line in `err`.
 Result<int> run_git_io(const std::vector<std::string>& args, const Env& env, const std::string& input,
-                       std::string* out, std::string* err) {
+                       std::string* out, std::string* err, int fd3 = -1) {
     cc::child::Spec run;
+    if (fd3 >= 0) run.pass_fds = {fd3};
     run.argv.push_back("git");
     run.argv.insert(run.argv.end(), args.begin(), args.end());
     run.env = env;
@@ -112,13 +115,42 @@ Result<int> run_git_io(const std::vector<std::string>& args, const Env& env, con
 }
 
 // Runs git to completion; its exit status, with stderr's first line in `err`.
-Result<int> run_git(const std::vector<std::string>& args, const Env& env, std::string* err) {
-    return run_git_io(args, env, "", nullptr, err);
+Result<int> run_git(const std::vector<std::string>& args, const Env& env, std::string* err, int fd3 = -1) {
+    return run_git_io(args, env, "", nullptr, err, fd3);
 }
+
+std::string auth_header(const std::string& token);
+
+// The upstream token for a git child, never in its argv or environment: a
+// configuration file held in memory, given to the child as descriptor 3
+// and named by GIT_CONFIG_GLOBAL=/dev/fd/3 (each git process it starts,
+// git-remote-http included, opens it anew from the start).
+struct TokenConfig {
+    cc::fs::UniqueFd fd;
+    static Result<TokenConfig> make(const std::string& token, Env& env) {
+        TokenConfig t;
+        std::string text = "[http]\n\textraHeader = " + auth_header(token) + "\n";
+#ifdef __linux__
+        t.fd.reset(static_cast<int>(::syscall(SYS_memfd_create, "cc-pushgate-upstream", 1U /* MFD_CLOEXEC */)));
+        if (!t.fd) return io_error("upstream token for git", "memfd_create");
+        if (::write(t.fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+            ::lseek(t.fd.get(), 0, SEEK_SET) != 0)
+            return io_error("upstream token for git", "write");
+        env["GIT_CONFIG_GLOBAL"] = "/dev/fd/3";
+#else
+        // Elsewhere /dev/fd/N shares the one offset: the environment, as before.
+        env["GIT_CONFIG_COUNT"] = "1";
+        env["GIT_CONFIG_KEY_0"] = "http.extraHeader";
+        env["GIT_CONFIG_VALUE_0"] = auth_header(token);
+#endif
+        return t;
+    }
+};
 
 std::string auth_header(const std::string& token) {
     return "Authorization: Basic " + base64("x-access-token:" + token);
 }
+
 
 }  // namespace
 
@@ -142,14 +174,11 @@ Status Mirror::ensure(const std::string& oid, const std::string& url, const std:
     auto have = run_git({"cat-file", "-e", oid + "^{commit}"}, env, nullptr);
     if (!have) return have.error();
     if (*have == 0) return ok();
-    // The token travels as an http.extraHeader set through the environment
-    // (GIT_CONFIG_COUNT), so no process listing shows it.
-    env["GIT_CONFIG_COUNT"] = "1";
-    env["GIT_CONFIG_KEY_0"] = "http.extraHeader";
-    env["GIT_CONFIG_VALUE_0"] = auth_header(token);
+    auto tc = TokenConfig::make(token, env);
+    if (!tc) return tc.error();
     std::string err;
     auto rc = run_git({"fetch", "-q", "--no-tags", "--no-write-fetch-head", url, "+" + ref + ":refs/cc-old/" + ref},
-                      env, &err);
+                      env, &err, tc->fd.get());
     if (!rc) return rc.error();
     if (*rc != 0) return io_error("mirror fetch of " + ref, "git fetch failed: " + one_line(err, 200), 0);
     auto again = run_git({"cat-file", "-e", oid + "^{commit}"}, git_env(dir_), nullptr);
@@ -160,12 +189,11 @@ Status Mirror::ensure(const std::string& oid, const std::string& url, const std:
 
 Result<std::string> Mirror::fetch_head(const std::string& url, const std::string& token) const {
     auto env = git_env(dir_);
-    env["GIT_CONFIG_COUNT"] = "1";
-    env["GIT_CONFIG_KEY_0"] = "http.extraHeader";
-    env["GIT_CONFIG_VALUE_0"] = auth_header(token);
+    auto tc = TokenConfig::make(token, env);
+    if (!tc) return tc.error();
     std::string out, err;
     // An empty upstream has no HEAD to fetch: no base, not an error.
-    auto listed = run_git_io({"ls-remote", "--symref", url, "HEAD"}, env, "", out, &err);
+    auto listed = run_git_io({"ls-remote", "--symref", url, "HEAD"}, env, "", &out, &err, tc->fd.get());
     if (!listed) return listed.error();
     if (*listed != 0) return io_error("mirror", "git ls-remote failed: " + one_line(err, 200), 0);
     // "ref: refs/heads/main\tHEAD" alone is an unborn HEAD: nothing to fetch.
@@ -178,7 +206,8 @@ Result<std::string> Mirror::fetch_head(const std::string& url, const std::string
         pos = end + 1;
     }
     if (!born) return std::string();
-    auto rc = run_git({"fetch", "-q", "--no-tags", "--no-write-fetch-head", url, "+HEAD:refs/cc-old/HEAD"}, env, &err);
+    auto rc = run_git({"fetch", "-q", "--no-tags", "--no-write-fetch-head", url, "+HEAD:refs/cc-old/HEAD"}, env, &err,
+                      tc->fd.get());
     if (!rc) return rc.error();
     if (*rc != 0) return io_error("mirror fetch of HEAD", "git fetch failed: " + one_line(err, 200), 0);
     auto parsed = run_git_io({"rev-parse", "--verify", "refs/cc-old/HEAD^{commit}"}, git_env(dir_), "", out, &err);
@@ -191,14 +220,13 @@ Status Mirror::fetch_oids(const std::vector<std::string>& oids, const std::strin
                           const std::string& token) const {
     if (oids.empty()) return ok();
     auto env = git_env(dir_);
-    env["GIT_CONFIG_COUNT"] = "1";
-    env["GIT_CONFIG_KEY_0"] = "http.extraHeader";
-    env["GIT_CONFIG_VALUE_0"] = auth_header(token);
+    auto tc = TokenConfig::make(token, env);
+    if (!tc) return tc.error();
     // Each under a ref of its own, so the mirror keeps it (and what it reaches).
     std::vector<std::string> args = {"fetch", "-q", "--no-tags", "--no-write-fetch-head", url};
     for (const auto& o : oids) args.push_back(o + ":refs/cc-seen/" + o);
     std::string err;
-    auto rc = run_git(args, env, &err);
+    auto rc = run_git(args, env, &err, tc->fd.get());
     if (!rc) return rc.error();
     if (*rc != 0) return io_error("mirror fetch of " + std::to_string(oids.size()) + " commit(s)",
                                   "git fetch failed: " + one_line(err, 200), 0);

@@ -44,10 +44,25 @@ using nlohmann::json;
 
 namespace detail {
 
-// Only the session this gateway serves may push: its requests carry the
-// secret from the ready event's URL as their first path segment. The Host
-// check keeps a web page that rebinds a DNS name to 127.0.0.1 out (its
-// requests name that host). On success the secret is cut from the target.
+namespace {
+
+// a == b in time independent of where they differ (the secret is the whole
+// of the client's credential); the length is not secret enough to hide.
+bool same_secret(std::string_view a, std::string_view b) {
+    unsigned char diff = a.size() == b.size() ? 0 : 1;
+    for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+    return diff == 0;
+}
+
+}  // namespace
+
+// Only the session this gateway serves may push. Its requests carry the
+// session's secret in the X-CC-Pushgate-Session header (what the git
+// configuration sets: no process listing shows it), or, for a client that
+// cannot set a header, as the first path segment of the ready event's URL
+// (which puts it in the argv of git's remote helper). The Host check keeps a
+// web page that rebinds a DNS name to 127.0.0.1 out (its requests name that
+// host). On success a secret in the path is cut from the target.
 std::optional<std::string> Gateway::refusal(http::RequestHead& h) const {
     auto host = h.header("host");
     if (!host) return std::string("request has no Host header");
@@ -55,13 +70,26 @@ std::optional<std::string> Gateway::refusal(http::RequestHead& h) const {
     for (char& ch : lower_host) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     if (std::find(hosts_.begin(), hosts_.end(), lower_host) == hosts_.end())
         return "Host '" + one_line(*host, 100) + "' is not this gateway's address";
+    if (auto session = h.header("x-cc-pushgate-session")) {
+        std::string v = *session;
+        while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.pop_back();
+        std::size_t b = v.find_first_not_of(" \t");
+        v = b == std::string::npos ? std::string() : v.substr(b);
+        if (!same_secret(v, secret_)) return std::string("request carries a wrong session secret");
+        // The target may still hold the secret as its first segment (a
+        // client with both): cut it the same way.
+        if (h.target.size() >= prefix_.size() && same_secret(std::string_view(h.target).substr(0, prefix_.size()), prefix_))
+            h.target = h.target.substr(prefix_.size() - 1);
+        return std::nullopt;
+    }
     const std::string& t = h.target;
     bool same = t.size() >= prefix_.size();
     unsigned char diff = same ? 0 : 1;
     // Compared in constant time: the secret is the whole of the client's credential.
     for (std::size_t i = 0; i < prefix_.size(); ++i)
         diff |= static_cast<unsigned char>(prefix_[i] ^ (i < t.size() ? t[i] : 0));
-    if (diff != 0) return std::string("request does not carry this session's gateway secret (use the URL from the ready event)");
+    if (diff != 0)
+        return std::string("request does not carry this session's gateway secret (use the git configuration from the ready event)");
     h.target = t.substr(prefix_.size() - 1);
     return std::nullopt;
 }

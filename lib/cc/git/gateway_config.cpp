@@ -220,6 +220,18 @@ Result<GatewayConfig> configure(const GatewayOptions& o) {
     return cfg;
 }
 
+namespace {
+
+// What git_config_text writes, as keys and values.
+json git_config_keys(const std::string& url) {
+    GatewayUrl g = split_gateway_url(url);
+    json keys = {{"url." + g.base + "github.com/.pushInsteadOf", github_push_prefixes()}, {"http." + g.base + ".proxy", ""}};
+    if (!g.secret.empty()) keys["http." + g.base + ".extraHeader"] = "X-CC-Pushgate-Session: " + g.secret;
+    return keys;
+}
+
+}  // namespace
+
 json ready_event(const std::string& url, const GatewayConfig& cfg) {
     json repos = json::array();
     for (const auto& r : cfg.repos) repos.push_back(*normalise_repo(r));
@@ -231,8 +243,7 @@ json ready_event(const std::string& url, const GatewayConfig& cfg) {
             {"mode", policy::to_string(cfg.mode)},
             {"repos", repos},
             {"tokenSource", cfg.tokens ? cfg.tokens->kind() : ""},
-            {"gitConfig",
-             {{"url." + base + "github.com/.pushInsteadOf", github_push_prefixes()}, {"http." + base + ".proxy", ""}}},
+            {"gitConfig", git_config_keys(base)},
             {"gitConfigText", git_config_text(base)},
             {"env", {{"no_proxy", "127.0.0.1,localhost,::1"}, {"NO_PROXY", "127.0.0.1,localhost,::1"}}}};
 }

@@ -147,7 +147,8 @@ public:
     // values this gateway answers to; set once, before the first connection.
     void watch_pending(std::shared_ptr<Pending> p) { pending_ = std::move(p); }
     void admit_only(std::string secret, std::vector<std::string> hosts) {
-        prefix_ = "/" + std::move(secret) + "/";
+        prefix_ = "/" + secret + "/";
+        secret_ = std::move(secret);
         hosts_ = std::move(hosts);
     }
     // Requests being answered (idle keep-alive connections do not count).
@@ -189,6 +190,7 @@ private:
     std::map<std::string, std::unique_ptr<std::mutex>> mirror_locks_;
     std::shared_ptr<Pending> pending_;
     std::string prefix_;               // "/<secret>/"
+    std::string secret_;               // what X-CC-Pushgate-Session carries
     std::vector<std::string> hosts_;   // lower case host:port
     std::optional<std::string> refusal(http::RequestHead& h) const;
 };

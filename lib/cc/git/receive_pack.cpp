@@ -372,18 +372,42 @@ const std::vector<std::string>& github_push_prefixes() {
     return p;
 }
 
+GatewayUrl split_gateway_url(const std::string& url) {
+    GatewayUrl g;
+    g.base = url;
+    auto scheme = url.find("://");
+    auto path = scheme == std::string::npos ? std::string::npos : url.find('/', scheme + 3);
+    if (path != std::string::npos) {
+        std::string rest = url.substr(path + 1);
+        if (!rest.empty() && rest.back() == '/') rest.pop_back();
+        // The ready event's URL: the secret is the only path segment, hex.
+        if (!rest.empty() && rest.find('/') == std::string::npos &&
+            rest.find_first_not_of("0123456789abcdef") == std::string::npos && rest.size() >= 16) {
+            g.secret = rest;
+            g.base = url.substr(0, path + 1);
+        }
+    }
+    if (g.base.empty() || g.base.back() != '/') g.base.push_back('/');
+    return g;
+}
+
 std::string git_config_text(const std::string& url) {
-    std::string base = url;
-    if (base.empty() || base.back() != '/') base.push_back('/');
+    GatewayUrl g = split_gateway_url(url);
+    const std::string& base = g.base;
     std::string out;
     out += "# cc-pushgate: pushes to GitHub go through the gateway at " + base + "\n";
     out += "# The rewrite is a convenience, not the control: see cc-pushgate(1).\n";
+    if (!g.secret.empty())
+        out += "# This file holds the session's secret: keep it mode 0600, readable by the agent's git alone.\n";
     out += "[url \"" + base + "github.com/\"]\n";
     for (const auto& p : github_push_prefixes()) out += "\tpushInsteadOf = " + p + "\n";
     out += "# Reach the loopback gateway directly, never through an HTTP proxy;\n";
     out += "# other clients need no_proxy=127.0.0.1,localhost,::1 in their environment.\n";
     out += "[http \"" + base + "\"]\n";
     out += "\tproxy = \"\"\n";
+    // The session's secret as a header, not in the URL: git's remote helper
+    // gets the URL on its command line, which any local user can read.
+    if (!g.secret.empty()) out += "\textraHeader = X-CC-Pushgate-Session: " + g.secret + "\n";
     return out;
 }
 

@@ -136,8 +136,17 @@ Route parse_route(std::string_view target);
 // an input error when it does not name one repository.
 Result<std::string> normalise_repo(std::string_view spelling);
 
-// The agent-side git configuration for a gateway at `url` ("http://127.0.0.1:P/"),
-// in git's config-file format.
+// The ready event's URL ("http://127.0.0.1:P/<secret>/") as the base the
+// agent's git pushes to ("http://127.0.0.1:P/") and the session's secret
+// (empty when the URL carries none).
+struct GatewayUrl {
+    std::string base, secret;
+};
+GatewayUrl split_gateway_url(const std::string& url);
+
+// The agent-side git configuration for a gateway at `url` (the ready
+// event's), in git's config-file format: pushInsteadOf to the base, no
+// proxy, and the secret as an X-CC-Pushgate-Session header.
 std::string git_config_text(const std::string& url);
 // The pushInsteadOf prefixes rewritten to the gateway.
 const std::vector<std::string>& github_push_prefixes();

@@ -114,9 +114,10 @@ gw_url=$(head -n1 "$out/pushgate.jsonl" | jq -r '.url // empty')
 gw_hostport=${gw_url#http://}; gw_hostport=${gw_hostport%%/*}
 # The agent-side git configuration, written from outside (the sandbox may
 # not write .git/config). Inside, git reaches the gateway through the
-# session's proxy, so the gateway's own "proxy = \"\"" section is dropped.
-cc-pushgate git-config --url "$gw_url" > "$work/.git/cc-pushgate.config"
-git config -f "$work/.git/cc-pushgate.config" --remove-section "http.$gw_url" 2>/dev/null || true
+# session's proxy, so the gateway's own 'proxy = ""' is dropped (the
+# section's extraHeader, the session's secret, stays; the file is 0600).
+(umask 077 && cc-pushgate git-config --url "$gw_url" > "$work/.git/cc-pushgate.config")
+git config -f "$work/.git/cc-pushgate.config" --unset "http.http://$gw_hostport/.proxy" 2>/dev/null || true
 git -C "$work" config --add include.path cc-pushgate.config
 git -C "$work" config user.name "agent $agent"
 git -C "$work" config user.email "$agent@agents.invalid"
