@@ -156,6 +156,7 @@ TEST_CASE("microvm: a guest kernel, only the binds, read-only stays read-only, s
         "curl -sS -m 5 -o /dev/null -w 'proxy=%{http_code}\\n' http://denied.invalid/; "
         "curl -sS -m 3 --noproxy '*' http://10.0.2.2:80/ >/dev/null 2>&1 || echo direct-refused; "
         "getent hosts example.com >/dev/null 2>&1 || echo dns-refused; "
+        "ls /run/cc >/dev/null 2>&1 && echo monitor-view || echo own-tree; "
         "exit 7";
     spit(t.work + "/from-host", "host-wrote\n");
     if (cc::test::is_root()) REQUIRE(run({"chown", "65534:65534", t.work + "/from-host"}).status == 0);
@@ -192,6 +193,18 @@ TEST_CASE("microvm: a guest kernel, only the binds, read-only stays read-only, s
     CHECK(r.out.find("\"event\":\"violation\"") != std::string::npos);
     CHECK(out.find("direct-refused\n") != std::string::npos);
     CHECK(out.find("dns-refused\n") != std::string::npos);
+    // The share is the guest's own tree, not the monitor's whole view: the
+    // host step's files under /run/cc (and the monitor's /proc, /dev) are
+    // not in it, whoever in the guest mounts it.
+    CHECK(out.find("own-tree\n") != std::string::npos);
+    bool exports_guest_root = false, exports_root = false;
+    for (const auto& a : plan["argv"])
+        if (a.is_string()) {
+            exports_guest_root = exports_guest_root || a.get<std::string>().find(",path=/cc-guest,") != std::string::npos;
+            exports_root = exports_root || a.get<std::string>().find(",path=/,") != std::string::npos;
+        }
+    CHECK(exports_guest_root);
+    CHECK_FALSE(exports_root);
 }
 
 TEST_CASE("microvm: --timeout stops the VM and no monitor process survives") {

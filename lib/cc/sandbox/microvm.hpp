@@ -56,6 +56,10 @@ inline constexpr const char* vm_proxy_host = "10.0.2.100";
 inline constexpr const char* vm_guest_address = "10.0.2.15";
 // Where the host step finds the VM's files inside the sandbox.
 inline constexpr const char* vm_guest_dir = "/run/cc/vm";
+// Where the guest's own tree is assembled in the VM monitor's view: the 9p
+// share exports this directory, never the monitor's root. Not under any of
+// the monitor's writable mounts (/run, /tmp): only its own copies are.
+inline constexpr const char* vm_guest_root = "/cc-guest";
 
 struct VmOptions {
     std::string accel = "kvm";

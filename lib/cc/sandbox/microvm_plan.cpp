@@ -70,10 +70,17 @@ std::vector<std::string> monitor_argv(const VmInput& vm, const std::string& soca
         chardev(p.id, p.fd);
         a.insert(a.end(), {"-device", std::string("virtserialport,chardev=") + p.id + ",name=" + p.name});
     }
-    // The whole of the host step's view, one export: bubblewrap made it
-    // (read-only binds stay read-only, masks stay masks).
-    a.insert(a.end(), {"-fsdev", "local,id=root,path=/,security_model=none,multidevs=remap", "-device",
-                       "virtio-9p-device,fsdev=root,mount_tag=ccroot"});
+    // One export: the guest's own tree, which bubblewrap assembled under
+    // vm_guest_root (read-only binds stay read-only, masks stay masks), and
+    // nothing of the monitor's own view: not its /proc (its memory, command
+    // line, environment), /dev or /sys.
+    a.insert(a.end(), {"-fsdev", std::string("local,id=root,path=") + vm_guest_root + ",security_model=none,multidevs=remap",
+                       "-device", "virtio-9p-device,fsdev=root,mount_tag=ccroot"});
+    // qemu's own seccomp filter too: no obsolete system calls. (Spawning
+    // stays allowed: each guest connection to a proxy starts the forwarding
+    // helper; privilege and resource-control calls too, which the monitor's
+    // helpers and its 9p server make.)
+    a.insert(a.end(), {"-sandbox", "on,obsolete=deny"});
     // restrict=on: the guest reaches nothing through the user-mode network
     // but the forwards below (and the sandbox's network namespace around the
     // monitor has nothing else anyway).
@@ -93,12 +100,52 @@ std::vector<std::string> monitor_argv(const VmInput& vm, const std::string& soca
 
 auto Builder::microvm_mounts() -> void {
     const auto& vm = *in.vm;
+    // The guest's tree: every mount of the plan so far again under
+    // vm_guest_root (what the 9p share exports), but the monitor's /proc and
+    // /dev, its devices and the steps under /run/cc. The guest mounts its own
+    // /proc and /dev over empty directories. Write rules and Landlock's list
+    // hold for the copies too (the monitor's writes for the guest land there).
+    const std::string root = vm_guest_root;
+    std::vector<Mount> guest;
+    for (const auto& m : plan.mounts) {
+        if (m.op == MountOp::proc || m.op == MountOp::dev || m.op == MountOp::dev_bind || m.op == MountOp::remount_ro)
+            continue;
+        if (m.dest == "/run/cc" || m.dest.rfind("/run/cc/", 0) == 0) continue;
+        Mount g = m;
+        g.dest = root + m.dest;
+        g.why = "microvm: the guest's " + m.dest + " (" + m.why + ")";
+        guest.push_back(std::move(g));
+    }
+    add(MountOp::tmpfs, "", root, "microvm: the guest's root, read-only once its mounts are made");
+    for (auto& g : guest) plan.mounts.push_back(std::move(g));
+    add(MountOp::dir, "", root + "/proc", "microvm: the guest mounts its own /proc here");
+    add(MountOp::dir, "", root + "/dev", "microvm: the guest mounts its own /dev here");
+    auto prefixed = [&](std::vector<std::string>& v) {
+        std::size_t n = v.size();
+        for (std::size_t i = 0; i < n; ++i)
+            if (v[i] != "/proc" && v[i] != "/dev" && v[i].rfind("/proc/", 0) != 0 && v[i].rfind("/dev/", 0) != 0)
+                v.push_back(root + v[i]);
+    };
+    prefixed(plan.landlockWritable);
+    if (plan.writeRules) {
+        auto& w = *plan.writeRules;
+        std::size_t n = w.paths.size();
+        for (std::size_t i = 0; i < n; ++i) {
+            auto r = w.paths[i];
+            r.path = root + r.path;
+            for (auto& e : r.except) e = root + e;
+            w.paths.push_back(std::move(r));
+        }
+        prefixed(w.gitScope);
+        prefixed(w.writable);
+    }
     add(MountOp::ro_bind, vm.kernel, guest_file("kernel"), "microvm: the guest kernel (" + vm.kernelVersion + ")");
     add(MountOp::ro_bind, in.runtimeDir + "/vm-initrd", guest_file("initrd"), "microvm: the initramfs made for this launch");
     add(MountOp::ro_bind, vm.guestExe, guest_file("cc-wrap-vm"), "microvm: the host step (and the guest's /init)");
     if (vm.accel == "kvm") add(MountOp::dev_bind, "/dev/kvm", "/dev/kvm", "microvm: KVM for the VM monitor");
     std::stable_sort(plan.mounts.begin(), plan.mounts.end(),
                      [](const Mount& x, const Mount& y) { return depth(x.dest) < depth(y.dest); });
+    add(MountOp::remount_ro, "", root, "microvm: the guest's root itself is read-only, as the native sandbox's is");
 }
 
 }  // namespace detail

@@ -504,6 +504,7 @@ std::string_view to_string(MountOp op) {
         case MountOp::symlink: return "symlink";
         case MountOp::proc: return "proc";
         case MountOp::dev: return "dev";
+        case MountOp::dir: return "dir";
         case MountOp::remount_ro: return "remount-ro";
     }
     return "ro-bind";

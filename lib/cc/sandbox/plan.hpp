@@ -94,7 +94,7 @@ struct PlanInput {
 
 // A bwrap mount option; to_string() gives it without dashes ("ro-bind",
 // "remount-ro"), as argv and the plan's JSON spell it.
-enum class MountOp { ro_bind, bind, dev_bind, tmpfs, symlink, proc, dev, remount_ro };
+enum class MountOp { ro_bind, bind, dev_bind, tmpfs, symlink, proc, dev, dir, remount_ro };
 std::string_view to_string(MountOp op);
 
 struct Mount {
