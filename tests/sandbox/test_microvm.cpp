@@ -130,6 +130,18 @@ bool gone(pid_t p) {
 
 }  // namespace
 
+namespace {
+
+// keyctl and io_uring_setup, called with arguments that reach the kernel's
+// own checks: without the default filter they fail with EINVAL or EFAULT (or
+// succeed), never with EPERM.
+const std::string probe_calls =
+    "python3 -c 'import ctypes,os; l=ctypes.CDLL(None,use_errno=True); "
+    "l.syscall(250,0,0,0,0,0); print(\"keyctl\", os.strerror(ctypes.get_errno())); "
+    "l.syscall(425,1,0); print(\"io_uring\", os.strerror(ctypes.get_errno()))'";
+
+}  // namespace
+
 TEST_CASE("microvm: a guest kernel, only the binds, read-only stays read-only, status and network relayed") {
     VmTree t;
     if (auto why = cannot_boot(t); !why.empty()) CC_SKIP(why);
@@ -156,7 +168,7 @@ TEST_CASE("microvm: a guest kernel, only the binds, read-only stays read-only, s
         "curl -sS -m 5 -o /dev/null -w 'proxy=%{http_code}\\n' http://denied.invalid/; "
         "curl -sS -m 3 --noproxy '*' http://10.0.2.2:80/ >/dev/null 2>&1 || echo direct-refused; "
         "getent hosts example.com >/dev/null 2>&1 || echo dns-refused; "
-        "ls /run/cc >/dev/null 2>&1 && echo monitor-view || echo own-tree; "
+        "ls /run/cc >/dev/null 2>&1 && echo monitor-view || echo own-tree; " + probe_calls + "; "
         "exit 7";
     spit(t.work + "/from-host", "host-wrote\n");
     if (cc::test::is_root()) REQUIRE(run({"chown", "65534:65534", t.work + "/from-host"}).status == 0);
@@ -197,6 +209,12 @@ TEST_CASE("microvm: a guest kernel, only the binds, read-only stays read-only, s
     // host step's files under /run/cc (and the monitor's /proc, /dev) are
     // not in it, whoever in the guest mounts it.
     CHECK(out.find("own-tree\n") != std::string::npos);
+    // The command in the guest has the native backend's seccomp filter:
+    // keyrings and io_uring are refused (EPERM), as they are not on the host.
+    auto host_calls = run({"sh", "-c", probe_calls});
+    REQUIRE(host_calls.status == 0);
+    CHECK(host_calls.out.find("Operation not permitted") == std::string::npos);
+    CHECK(out.find("keyctl Operation not permitted\nio_uring Operation not permitted\n") != std::string::npos);
     bool exports_guest_root = false, exports_root = false;
     for (const auto& a : plan["argv"])
         if (a.is_string()) {

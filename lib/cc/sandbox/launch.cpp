@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "cc/core/io.hpp"
+#include "cc/fs/unique_fd.hpp"
 #include "cc/core/json_reader.hpp"
 #include "cc/core/tool.hpp"
 #include "cc/policy/policy.hpp"
@@ -251,9 +252,19 @@ int execute_plan(Resolved& r, Result<Plan>& plan, RuntimeDir& rt, const WrapRequ
     }
     if (plan->backend != spec::Backend::none && plan->seatbelt.empty())
         if (auto s = make_masks(*plan); !s) return fail(s.error());
-    if (plan->vm)
+    if (plan->vm) {
+        // The command in the guest gets the native backend's filter too.
+        if (plan->seccomp) {
+            auto fd = compile_seccomp(*plan->seccomp);
+            if (!fd) return fail(fd.error());
+            cc::fs::UniqueFd owned{*fd};
+            auto bytes = cc::io::read_all(owned.get(), "seccomp filter");
+            if (!bytes || bytes->empty()) return fail(io_error("seccomp filter", "cannot read the compiled program"));
+            plan->vm->seccompBpf = std::move(*bytes);
+        }
         if (auto s = write_initramfs(*plan->vm, in.identity.uid, in.identity.gid, in.identity.drop); !s)
             return fail(s.error());
+    }
     SeatbeltTap tap;
     bool tapped = false;
     if (!plan->seatbelt.empty()) {

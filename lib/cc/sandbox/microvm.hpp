@@ -49,6 +49,10 @@ struct VmPlan {
     std::vector<std::string> monitorArgv;
     std::string share = "virtio-9p";
     std::string why;
+    // The native backend's seccomp program (BPF), which the guest init
+    // installs before it runs the command (/cc/seccomp.bpf in the
+    // initramfs); filled at launch, empty when the plan has no filter.
+    std::string seccompBpf;
 };
 
 // The proxies' addresses inside the guest (user-mode network).

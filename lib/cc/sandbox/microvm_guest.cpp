@@ -12,6 +12,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/reboot.h>
@@ -192,6 +194,15 @@ std::string make_dev(const std::string& root) {
         write_all(2, l);
         ::_exit(status);
     };
+    // The native backend's seccomp program, read before the root changes
+    // and installed last, once the command's uid is set.
+    std::string bpf;
+    if (int fd = ::open("/cc/seccomp.bpf", O_RDONLY | O_CLOEXEC); fd >= 0) {
+        char buf[65536];
+        for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) bpf.append(buf, static_cast<std::size_t>(n));
+        ::close(fd);
+        if (bpf.empty() || bpf.size() % sizeof(sock_filter) != 0) fail("seccomp program: unreadable", 125);
+    }
     if (::chroot("/newroot") != 0) fail(std::string("chroot: ") + std::strerror(errno), 125);
     std::string cwd = plan.value("cwd", "/");
     if (::chdir(cwd.c_str()) != 0) fail("working directory " + cwd + ": " + std::strerror(errno), 125);
@@ -199,6 +210,12 @@ std::string make_dev(const std::string& root) {
     if (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 || ::setresuid(uid, uid, uid) != 0)
         fail("cannot switch to uid " + std::to_string(uid), 125);
     ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    if (!bpf.empty()) {
+        sock_fprog prog{static_cast<unsigned short>(bpf.size() / sizeof(sock_filter)),
+                        reinterpret_cast<sock_filter*>(bpf.data())};
+        if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
+            fail(std::string("seccomp: ") + std::strerror(errno), 125);
+    }
     std::vector<std::string> args = plan.value("argv", std::vector<std::string>{});
     std::vector<std::string> envs;
     std::string path = "/usr/local/bin:/usr/bin:/bin";

@@ -189,6 +189,7 @@ Status write_initramfs(const VmPlan& vm, unsigned uid, unsigned gid, bool chown_
     if (init.empty()) return io_error(vm.in.guestExe, "cannot read");
     cpio_entry(out, "init", 0100755, init, ino++);
     cpio_entry(out, "cc/plan.json", 0100600, cc::json::write(vm.guest), ino++);
+    if (!vm.seccompBpf.empty()) cpio_entry(out, "cc/seccomp.bpf", 0100600, vm.seccompBpf, ino++);
     for (const auto& m : vm.in.modules) {
         std::string data = slurp(vm.in.modulesDir + "/" + m);
         if (data.empty()) return io_error(vm.in.modulesDir + "/" + m, "cannot read");
