@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
     return cc::tool::run("cc-classify", [&]() -> int {
         CLI::App app{"Classify a shell command line into action classes and decide allow, ask or deny."};
         std::string mode_name = "chat", policy_path, hook, approver_cmd, wrap_spec;
-        int approver_timeout_ms = 30000, hook_timeout_ms = 0;
+        int approver_timeout_ms = 0, hook_timeout_ms = 0, deadline_ms = 0;
         bool jsonl = false, explain = false, emit_ask = false;
         std::vector<std::string> words;
         cc::tool::standard_flags(app, "cc-classify");
@@ -40,9 +40,13 @@ int main(int argc, char** argv) {
         app.add_option("--wrap-with", wrap_spec, "--hook: rewrite an allowed command to run under cc-wrap --spec SPEC");
         app.add_option("--hook-timeout", hook_timeout_ms,
                        "--hook: deny (exit 2) when no answer is ready after this many milliseconds (default 5000, "
-                       "or the approver's timeout plus 2000)");
+                       "or the approver's timeout plus 1000; always a second before --deadline)");
+        app.add_option("--deadline", deadline_ms,
+                       "--hook: the milliseconds the agent CLI gives the hook (its timeout setting; default 30000)");
         app.add_option("--approver", approver_cmd, "program that answers allow or deny to an ask (argv split on blanks)");
-        app.add_option("--approver-timeout", approver_timeout_ms, "milliseconds to wait for the approver (default 30000)");
+        app.add_option("--approver-timeout", approver_timeout_ms,
+                       "milliseconds to wait for the approver (default 30000; with --hook, half a second before the "
+                       "hook's deadline)");
         app.add_option("line", words, "the command line (several words are joined with spaces)");
         if (auto rc = cc::tool::parse(app, argc, argv, "cc-classify")) return *rc;
         auto usage = [](const std::string& msg) {
@@ -56,11 +60,17 @@ int main(int argc, char** argv) {
             if (!proto) return usage("--hook: unknown protocol '" + hook + "' (claude, codex or gemini)");
             hook_opts.protocol = *proto;
             hook_opts.emit_ask = emit_ask;
-            if (hook_timeout_ms <= 0) hook_timeout_ms = approver_cmd.empty() ? 5000 : std::max(approver_timeout_ms, 0) + 2000;
+            if (hook_timeout_ms < 0 || deadline_ms < 0 || approver_timeout_ms < 0)
+                return usage("--hook-timeout, --deadline and --approver-timeout: must be positive numbers of milliseconds");
+            auto times = cc::classify::hook_times(deadline_ms, !approver_cmd.empty(), hook_timeout_ms, approver_timeout_ms);
+            if (!times) return cc::tool::report("cc-classify", times.error(), cc::tool::exit_usage);
+            hook_timeout_ms = times->hook_ms;
+            approver_timeout_ms = times->approver_ms;
             cc::classify::arm_hook_failsafe(hook_timeout_ms);
-        } else if (emit_ask || !wrap_spec.empty() || hook_timeout_ms != 0) {
-            return usage("--emit-ask, --wrap-with and --hook-timeout go with --hook");
+        } else if (emit_ask || !wrap_spec.empty() || hook_timeout_ms != 0 || deadline_ms != 0) {
+            return usage("--emit-ask, --wrap-with, --hook-timeout and --deadline go with --hook");
         }
+        if (approver_timeout_ms == 0) approver_timeout_ms = 30000;
         if (emit_ask && (hook_opts.protocol != cc::classify::HookProtocol::claude || !approver_cmd.empty()))
             return usage("--emit-ask: only with --hook claude and no --approver (the CLI asks its user)");
         if (!wrap_spec.empty()) {
@@ -72,6 +82,10 @@ int main(int argc, char** argv) {
             }
             hook_opts.wrap_spec = real;
             std::free(real);
+            // The cc-wrap installed beside this program, by its absolute path.
+            auto exe = cc::classify::sibling_program("cc-wrap");
+            if (!exe) return usage("--wrap-with: no cc-wrap installed beside cc-classify");
+            hook_opts.wrap_exe = *exe;
         }
         cc::classify::Options opts;
         auto mode = cc::policy::parse_mode(mode_name);

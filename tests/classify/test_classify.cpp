@@ -5,6 +5,7 @@
 
 #include "cc/core/json_writer.hpp"
 #include "cc/classify/classify.hpp"
+#include "cc/classify/hook.hpp"
 #include "cc/classify/cli.hpp"
 #include "cc/classify/expansions.hpp"
 #include "cc/classify/knowledge.hpp"
@@ -405,4 +406,34 @@ TEST_CASE("command data: every shipped file passes the strict loader") {
     CHECK(git->file == "git.json");
     CHECK(k->find("git") == git);  // parsed once
     CHECK(k->find("no-such-command") == nullptr);
+}
+
+TEST_CASE("hook deadlines: the hook answers a second before the CLI gives up, the approver half a second before the hook", "[hook]") {
+    using cc::classify::hook_times;
+    // Without an approver: 5 s, or a second before a shorter deadline.
+    auto plain = hook_times(0, false, 0, 0);
+    REQUIRE(plain);
+    CHECK(plain->hook_ms == 5000);
+    auto tight = hook_times(3000, false, 0, 0);
+    REQUIRE(tight);
+    CHECK(tight->hook_ms == 2250);  // a quarter of a deadline under 4 s
+    // With one: the CLI's 30 s (the examples') bound both; the default
+    // approver timeout is no longer 30 s plus slack past the CLI's deadline.
+    auto asked = hook_times(0, true, 0, 0);
+    REQUIRE(asked);
+    CHECK(asked->hook_ms == 29000);
+    CHECK(asked->approver_ms == 28500);
+    auto sixty = hook_times(60000, true, 0, 10000);
+    REQUIRE(sixty);
+    CHECK(sixty->hook_ms == 11000);
+    CHECK(sixty->approver_ms == 10000);
+    // Asking for more than the deadline allows is refused, naming why.
+    auto late = hook_times(30000, true, 0, 30000);
+    REQUIRE(!late);
+    CHECK(late.error().one_line() ==
+          "--approver-timeout: 30000 ms does not end half a second before the hook's own deadline (29000 ms)");
+    auto over = hook_times(30000, false, 30000, 0);
+    REQUIRE(!over);
+    CHECK(over.error().subject == "--hook-timeout");
+    CHECK(!hook_times(100, false, 0, 0));
 }

@@ -494,7 +494,7 @@ TEST_CASE("--hook claude: ask passed to the CLI's prompt with --emit-ask; update
     CHECK(wrapped.out ==
           "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"allow\","
           "\"permissionDecisionReason\":\"cc-classify (chat mode): every command is known to only read\","
-          "\"updatedInput\":{\"command\":\"cc-wrap --spec '" + spec.substr(0, spec.find('\'')) + "'\\\\''s.json' -- bash -c "
+          "\"updatedInput\":{\"command\":\"'" + bin("cc-wrap") + "' --spec '" + spec.substr(0, spec.find('\'')) + "'\\\\''s.json' -- bash -c "
           "'ls -la'\",\"description\":\"d\",\"timeout\":120000}}}\n");
     // A deny is never rewritten; an ask shown to the user shows the wrapped call.
     auto deny = run({bin("cc-classify"), "--hook", "claude", "--wrap-with", spec}, claude_call("sudo ls"));
@@ -534,8 +534,13 @@ TEST_CASE("--wrap-with: the original command survives the quoting byte for byte"
         auto j = json::parse(r.out);
         REQUIRE(j["hookSpecificOutput"]["permissionDecision"] == "allow");
         std::string wrapped = j["hookSpecificOutput"]["updatedInput"]["command"];
+        // cc-wrap by its absolute path (a login shell's PATH may not have
+        // it); the stub stands in for it here.
+        const std::string exe = "'" + bin("cc-wrap") + "' ";
+        REQUIRE(wrapped.rfind(exe, 0) == 0);
+        wrapped = "'" + dir + "/cc-wrap' " + wrapped.substr(exe.size());
         cc::test::RunOptions o;
-        o.env["PATH"] = dir + ":/usr/bin:/bin";
+        o.env["PATH"] = "/usr/bin:/bin";
         auto argv = run({"/bin/bash", "-c", wrapped}, o);
         REQUIRE(argv.status == 0);
         std::string expected = std::string("--spec\0", 7) + spec + '\0' + std::string("--\0bash\0-c\0", 11) + cmd + '\0';
@@ -565,7 +570,7 @@ TEST_CASE("--hook codex: deny and allow-with-updatedInput in Codex's wire format
     auto wrapped = run({bin("cc-classify"), "--hook", "codex", "--wrap-with", spec}, codex_call("Bash", "ls -la"));
     CHECK(wrapped.out ==
           "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"allow\","
-          "\"updatedInput\":{\"command\":\"cc-wrap --spec '" + spec + "' -- bash -c 'ls -la'\"}}}\n");
+          "\"updatedInput\":{\"command\":\"'" + bin("cc-wrap") + "' --spec '" + spec + "' -- bash -c 'ls -la'\"}}}\n");
     auto plan = run({bin("cc-classify"), "--hook", "codex", "--mode", "plan"}, codex_call("Bash", "npm install"));
     CHECK_THAT(plan.out, Catch::Contains("\"permissionDecision\":\"deny\""));
     auto other = run({bin("cc-classify"), "--hook", "codex"}, codex_call("apply_patch", "x"));
@@ -592,7 +597,17 @@ TEST_CASE("--hook gemini: BeforeTool decision and reason, byte for byte") {
     auto wrapped = run({bin("cc-classify"), "--hook", "gemini", "--wrap-with", spec}, gemini_call("run_shell_command", "ls"));
     CHECK(wrapped.out == "{\"decision\":\"allow\",\"reason\":\"cc-classify (chat mode): every command is known to only "
                          "read\",\"hookSpecificOutput\":{\"hookEventName\":\"BeforeTool\",\"tool_input\":{\"command\":"
-                         "\"cc-wrap --spec '" + spec + "' -- bash -c 'ls'\"}}}\n");
+                         "\"'" + bin("cc-wrap") + "' --spec '" + spec + "' -- bash -c 'ls'\",\"description\":\"d\"}}}\n");
+    // Gemini replaces the arguments with tool_input: every one is kept
+    // (dir_path above all, or the command would run elsewhere).
+    auto in_dir = run({bin("cc-classify"), "--hook", "gemini", "--wrap-with", spec},
+                      json({{"hook_event_name", "BeforeTool"}, {"tool_name", "run_shell_command"},
+                            {"tool_input", {{"command", "ls"}, {"dir_path", "sub/dir"}, {"is_background", false}}}})
+                          .dump());
+    auto kept = json::parse(in_dir.out)["hookSpecificOutput"]["tool_input"];
+    CHECK(kept["dir_path"] == "sub/dir");
+    CHECK(kept["is_background"] == false);
+    CHECK(kept["command"] == "'" + bin("cc-wrap") + "' --spec '" + spec + "' -- bash -c 'ls'");
     auto other = run({bin("cc-classify"), "--hook", "gemini"}, gemini_call("read_file", "x"));
     CHECK(other.status == 0);
     CHECK(other.out == "{}\n");

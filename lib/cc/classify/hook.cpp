@@ -59,8 +59,45 @@ std::optional<HookProtocol> parse_hook_protocol(std::string_view name) {
     return std::nullopt;
 }
 
-std::string wrap_command(std::string_view spec, std::string_view command) {
-    return "cc-wrap --spec " + quoted(spec) + " -- bash -c " + quoted(command);
+std::string wrap_command(std::string_view exe, std::string_view spec, std::string_view command) {
+    return quoted(exe) + " --spec " + quoted(spec) + " -- bash -c " + quoted(command);
+}
+
+std::optional<std::string> sibling_program(std::string_view name) {
+    char self[4096];
+    ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return std::nullopt;
+    std::string dir(self, static_cast<std::size_t>(n));
+    dir.resize(dir.rfind('/'));
+    std::string parent = dir.substr(0, dir.rfind('/'));
+    for (const std::string& c : {dir + "/" + std::string(name), parent + "/" + std::string(name) + "/" + std::string(name)})
+        if (::access(c.c_str(), X_OK) == 0) return c;
+    return std::nullopt;
+}
+
+cc::Result<HookTimes> hook_times(int deadline_ms, bool approver, int hook_ms, int approver_ms) {
+    const int deadline = deadline_ms > 0 ? deadline_ms : 30000;
+    const int margin = std::min(1000, deadline / 4);
+    const int latest = deadline - margin;  // the hook's answer is out by then
+    if (latest < 100) return input_error("--deadline", "too short for a hook to answer (at least 134 ms)");
+    HookTimes t;
+    if (hook_ms > latest)
+        return input_error("--hook-timeout", std::to_string(hook_ms) + " ms is not below the CLI's deadline (" +
+                                                 std::to_string(deadline) + " ms) by a second: the CLI would give up first "
+                                                 "and run the call");
+    if (!approver) {
+        t.hook_ms = hook_ms > 0 ? hook_ms : std::min(5000, latest);
+        t.approver_ms = approver_ms > 0 ? approver_ms : 30000;
+        return t;
+    }
+    t.hook_ms = hook_ms > 0 ? hook_ms : std::min((approver_ms > 0 ? approver_ms : 30000) + 1000, latest);
+    const int approver_latest = t.hook_ms - 500;
+    if (approver_latest < 50) return input_error("--hook-timeout", "leaves the approver no time");
+    if (approver_ms > approver_latest)
+        return input_error("--approver-timeout", std::to_string(approver_ms) + " ms does not end half a second before the "
+                                                     "hook's own deadline (" + std::to_string(t.hook_ms) + " ms)");
+    t.approver_ms = approver_ms > 0 ? approver_ms : approver_latest;
+    return t;
 }
 
 namespace {
@@ -112,7 +149,7 @@ int hook_once(std::istream& in, const Options& opts, const HookOptions& hook, st
             r.decision = Decision::deny;
             reason += "; a NUL byte cannot be passed to the sandbox";
         } else {
-            wrapped = wrap_command(hook.wrap_spec, cmd);
+            wrapped = wrap_command(hook.wrap_exe, hook.wrap_spec, cmd);
         }
     }
     nlohmann::ordered_json o;
@@ -136,8 +173,11 @@ int hook_once(std::istream& in, const Options& opts, const HookOptions& hook, st
         case HookProtocol::gemini:
             o["decision"] = r.decision == Decision::allow ? "allow" : "deny";
             o["reason"] = reason;
-            if (wrapped) {  // merged into the call's arguments
+            if (wrapped) {
+                // Gemini replaces the call's arguments with tool_input (it
+                // does not merge): all of them, the command wrapped.
                 o["hookSpecificOutput"]["hookEventName"] = proto.event;
+                o["hookSpecificOutput"]["tool_input"] = ti;
                 o["hookSpecificOutput"]["tool_input"]["command"] = *wrapped;
             }
             break;

@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "cc/classify/cli.hpp"
+#include "cc/core/result.hpp"
 
 namespace cc::classify {
 
@@ -39,11 +40,32 @@ struct HookOptions {
     // `cc-wrap --spec SPEC -- bash -c 'COMMAND'` (claude updatedInput, codex
     // updatedInput, gemini hookSpecificOutput.tool_input).
     std::string wrap_spec;
+    // The cc-wrap the rewrite names: an absolute path (a CLI that runs
+    // commands under a login shell resets PATH); see sibling_program().
+    std::string wrap_exe = "cc-wrap";
 };
 
-// `cc-wrap --spec 'SPEC' -- bash -c 'COMMAND'`, each quoted for the shell
-// the CLI runs it with (single quotes; a quote inside is '\'').
-std::string wrap_command(std::string_view spec, std::string_view command);
+// `'EXE' --spec 'SPEC' -- bash -c 'COMMAND'`, each quoted for the shell the
+// CLI runs it with (single quotes; a quote inside is '\'').
+std::string wrap_command(std::string_view exe, std::string_view spec, std::string_view command);
+
+// The absolute path of another of the project's programs installed beside
+// this one (the same directory, or its own directory next to this one's in
+// a build tree); nullopt when there is none that can be run.
+std::optional<std::string> sibling_program(std::string_view name);
+
+// How long the hook and its approver may take, from the time the agent CLI
+// gives the hook (`deadline_ms`; 0: not said, taken as 30000, what the
+// shipped examples give): the hook answers (deny, at worst) a second before
+// the CLI would give up and run the call (a quarter of the deadline when it
+// is under 4 s), and the approver
+// is stopped half a second before the hook's own deadline. `hook_ms` and
+// `approver_ms` are what was asked for (0: not asked); asking for more than
+// the deadline allows is an input error.
+struct HookTimes {
+    int hook_ms = 0, approver_ms = 0;
+};
+cc::Result<HookTimes> hook_times(int deadline_ms, bool approver, int hook_ms, int approver_ms);
 
 // One hook call. Status 0 with the answer on `out`, or 2 with one line on
 // `err` (bad input, or any exception inside: the CLI blocks the call).
