@@ -666,3 +666,41 @@ TEST_CASE("a hook never fails open: bad input, a crash or a timeout is exit 2 in
     CHECK(approved.status == 0);
     CHECK_THAT(approved.out, Catch::Contains("\"permissionDecision\":\"allow\""));
 }
+
+// A CLI that lets the model type into a running program (Codex's
+// write_stdin) reaches a shell through a pager's `!` command, which no hook
+// sees. In the read-only modes the hook hands back the call with the pagers'
+// escapes turned off.
+TEST_CASE("--hook in a read-only mode: an allowed call runs with its pagers' escapes off") {
+    if (std::system("command -v script >/dev/null && command -v less >/dev/null") != 0)
+        CC_SKIP("needs script(1) and less(1)");
+    std::string dir = cc::test::scratch_dir() + "/pager";
+    REQUIRE(std::system(("mkdir -p '" + dir + "' && echo hello > '" + dir + "/f.txt'").c_str()) == 0);
+    // Types `!touch MARKER` into the program on a terminal, then RETURN and q.
+    auto typed = [&](const std::string& line, const std::string& marker) {
+        std::string sh = "(sleep 0.5; printf '!touch " + marker + "\\n'; sleep 0.5; printf '\\nq'; sleep 0.3; printf 'q') | "
+                         "timeout 10 script -qec " + std::string("'") + line + "' /dev/null >/dev/null 2>&1";
+        return std::system(sh.c_str());
+    };
+    const std::string call = "less " + dir + "/f.txt";
+    // Without the hook's rewrite, less runs the typed command.
+    typed(call, dir + "/escaped");
+    REQUIRE(::access((dir + "/escaped").c_str(), F_OK) == 0);
+    auto r = run({bin("cc-classify"), "--hook", "codex", "--mode", "plan"}, codex_call("Bash", call));
+    REQUIRE(r.status == 0);
+    auto j = json::parse(r.out);
+    CHECK(j["hookSpecificOutput"]["permissionDecision"] == "allow");
+    std::string updated = j["hookSpecificOutput"]["updatedInput"]["command"];
+    CHECK(updated == std::string("export LESSSECURE=1 PAGER=cat GIT_PAGER=cat MANPAGER=cat SYSTEMD_PAGER=cat BAT_PAGER=cat "
+                                 "DELTA_PAGER=cat\n") + call);
+    // The call as handed back: the same keys run nothing.
+    std::string quoted_updated;
+    for (char ch : updated) quoted_updated += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    int st = typed(quoted_updated, dir + "/guarded");
+    CHECK(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) != 124);  // less ended on q, not by the timeout
+    CHECK(::access((dir + "/guarded").c_str(), F_OK) != 0);
+    // Chat mode is left as it was (a plain allow is no output for Codex).
+    auto chat = run({bin("cc-classify"), "--hook", "codex"}, codex_call("Bash", call));
+    CHECK(chat.out.empty());
+}

@@ -59,6 +59,9 @@ std::optional<HookProtocol> parse_hook_protocol(std::string_view name) {
     return std::nullopt;
 }
 
+const char* const pager_guard =
+    "export LESSSECURE=1 PAGER=cat GIT_PAGER=cat MANPAGER=cat SYSTEMD_PAGER=cat BAT_PAGER=cat DELTA_PAGER=cat\n";
+
 std::string wrap_command(std::string_view exe, std::string_view spec, std::string_view command) {
     return quoted(exe) + " --spec " + quoted(spec) + " -- bash -c " + quoted(command);
 }
@@ -141,6 +144,16 @@ int hook_once(std::istream& in, const Options& opts, const HookOptions& hook, st
         }
     }
     std::string reason = "cc-classify (" + std::string(policy::to_string(mode)) + " mode): " + r.reason;
+    // In the read-only modes a call that may run gets its pagers' escapes
+    // turned off first: a CLI that lets the model type into a running
+    // program (Codex's write_stdin) would otherwise have a shell in any
+    // pager (less's `!`, man, git log) that no hook sees.
+    std::string run_cmd = cmd;
+    bool guarded = false;
+    if (policy::is_read_only(mode) && r.decision != Decision::deny) {
+        run_cmd = std::string(pager_guard) + cmd;
+        guarded = true;
+    }
     // The sandbox rewrite: only for a call that may run. A NUL cannot reach
     // bash -c (the argument would end there, not the line judged): deny.
     std::optional<std::string> wrapped;
@@ -149,8 +162,10 @@ int hook_once(std::istream& in, const Options& opts, const HookOptions& hook, st
             r.decision = Decision::deny;
             reason += "; a NUL byte cannot be passed to the sandbox";
         } else {
-            wrapped = wrap_command(hook.wrap_exe, hook.wrap_spec, cmd);
+            wrapped = wrap_command(hook.wrap_exe, hook.wrap_spec, run_cmd);
         }
+    } else if (guarded && r.decision != Decision::deny) {
+        wrapped = run_cmd;
     }
     nlohmann::ordered_json o;
     switch (hook.protocol) {

@@ -45,6 +45,10 @@ struct HookOptions {
     std::string wrap_exe = "cc-wrap";
 };
 
+// The line put before a call the read-only modes let run (as the CLI's
+// updatedInput / tool_input): no pager may run a shell or another program.
+extern const char* const pager_guard;
+
 // `'EXE' --spec 'SPEC' -- bash -c 'COMMAND'`, each quoted for the shell the
 // CLI runs it with (single quotes; a quote inside is '\'').
 std::string wrap_command(std::string_view exe, std::string_view spec, std::string_view command);
