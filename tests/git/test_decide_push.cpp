@@ -272,3 +272,20 @@ TEST_CASE("decide_push: a ref denied for an invisible character still names what
     CHECK(plan.refs[0].denied());
     CHECK(plan.refs[0].looks_like == "refs/heads/main");
 }
+
+TEST_CASE("decide_push: under the built-in policy a tag, once pushed, never moves") {
+    const auto p = cc::policy::default_policy();
+    auto plan = decide_push(request({{Z, A, "refs/tags/v1"}, {A, B, "refs/tags/v2"}, {A, Z, "refs/tags/v3"},
+                                     {A, B, "refs/heads/topic"}}),
+                            context(p));
+    REQUIRE(plan.refs.size() == 4);
+    // A new tag, like a branch, gets the mode's default (asked in chat) ...
+    CHECK(plan.refs[0].kind == "create");
+    CHECK(plan.refs[0].verdict.decision == Decision::ask);
+    CHECK(plan.refs[3].verdict.decision == Decision::ask);
+    // ... but moved to a descendant (a fast-forward) or deleted: refused.
+    CHECK(plan.refs[1].kind == "update");
+    CHECK(plan.refs[1].verdict.decision == Decision::deny);
+    CHECK(plan.refs[1].verdict.reason == "a tag, once pushed, never moves or goes");
+    CHECK(plan.refs[2].verdict.decision == Decision::deny);
+}

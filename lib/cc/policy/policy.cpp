@@ -238,7 +238,9 @@ Policy default_policy() {
     static const char* text = R"({"version": 1, "rules": [
     {"action": "push", "refs": ["refs/heads/agent/${conversation}/*"], "modes": ["chat"], "decision": "allow",
      "reason": "the conversation's own namespace"},
-    {"action": "push", "refs": ["main", "master", "release/*", "refs/tags/*"], "kinds": ["force", "delete"],
+    {"action": "push", "refs": ["refs/tags/*"], "kinds": ["update", "force", "delete"],
+     "decision": "deny", "reason": "a tag, once pushed, never moves or goes"},
+    {"action": "push", "refs": ["main", "master", "release/*"], "kinds": ["force", "delete"],
      "decision": "deny", "reason": "force pushes and deletes of protected refs are not allowed"}]})";
     auto p = parse(text, "built-in policy");
     return p ? *p : Policy{};
