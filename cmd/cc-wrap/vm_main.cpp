@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
     }
     if (argc > 1 && std::strcmp(argv[1], "--internal-vm-host") == 0)
         return cc::sandbox::vm_host_main(std::vector<std::string>(argv + 2, argv + argc));
+    if (argc > 1 && std::strcmp(argv[1], "--internal-vm-relay") == 0)
+        return cc::sandbox::vm_relay_main(std::vector<std::string>(argv + 2, argv + argc));
     std::cout << "Usage: cc-wrap-vm --internal-vm-host -- MONITOR ARGS...\n"
                  "The microvm backend's host step (inside cc-wrap's sandbox) and, as PID 1 of\n"
                  "the guest, its init. cc-wrap runs it; it is not meant to be run by hand.\n";

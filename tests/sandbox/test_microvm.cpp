@@ -225,6 +225,31 @@ TEST_CASE("microvm: a guest kernel, only the binds, read-only stays read-only, s
     CHECK_FALSE(exports_root);
 }
 
+// Each guest connection to a proxy address makes the monitor start a relay
+// on the host: at most 64 at once. A guest holding 70 open gets the other 6
+// answered at once with cc-egress's own refusal (503), and the host never
+// runs more relays than that.
+TEST_CASE("microvm: guest connections to the proxies are bounded on the host") {
+    VmTree t;
+    if (auto why = cannot_boot(t); !why.empty()) CC_SKIP(why);
+    const std::string script =
+        "import socket, select, time\n"
+        "socks = []\n"
+        "for i in range(70):\n"
+        "    s = socket.create_connection(('10.0.2.100', 3128), timeout=20)\n"
+        "    socks.append(s)\n"
+        "time.sleep(4)\n"
+        "ready, _, _ = select.select(socks, [], [], 2)\n"
+        "refused = sum(1 for s in ready if s.recv(12) == b'HTTP/1.1 503')\n"
+        "print('refused', refused)\n";
+    spit(t.work + "/many.py", script);
+    if (cc::test::is_root()) REQUIRE(run({"chown", "65534:65534", t.work + "/many.py"}).status == 0);
+    auto r = run(t.argv({"python3", "/work/many.py"}, {"--timeout", "120"}));
+    INFO(r.out << r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out == "refused 6\n");
+}
+
 TEST_CASE("microvm: --timeout stops the VM and no monitor process survives") {
     VmTree t;
     if (auto why = cannot_boot(t); !why.empty()) CC_SKIP(why);

@@ -38,6 +38,16 @@ inline constexpr const char* vm_port_status = "cc.status";
 
 // argv after "--internal-vm-host": "--", then the monitor's argv.
 int vm_host_main(const std::vector<std::string>& args);
+
+// The relay of one guest connection to a proxy (microvm_relay.cpp), which
+// the monitor runs as `cc-wrap-vm --internal-vm-relay PORT http|socks`; at
+// most vm_relay_slots at once per VM (flock on vm_relay_dir/N, which the
+// host step makes before it starts the monitor: vm_relay_setup, 0 or an
+// errno).
+inline constexpr int vm_relay_slots = 64;
+inline constexpr const char* vm_relay_dir = "/run/cc-relay";
+int vm_relay_setup();
+int vm_relay_main(const std::vector<std::string>& args);
 // PID 1 inside the guest. Never returns.
 [[noreturn]] void vm_guest_main();
 

@@ -50,6 +50,7 @@ int vm_host_main(const std::vector<std::string>& args) {
     if (dash + 1 >= args.size()) return fail("usage: cc-wrap-vm --internal-vm-host -- MONITOR ARGS...");
     std::vector<std::string> argv(args.begin() + static_cast<long>(dash) + 1, args.end());
 
+    if (int e = vm_relay_setup(); e != 0) return fail(std::string("relay slots: ") + std::strerror(e));
     // ours[i] stays here, theirs[i] goes to the monitor as fd 3 + i.
     constexpr int n = 5;
     int ours[n], theirs[n];

@@ -84,11 +84,14 @@ std::vector<std::string> monitor_argv(const VmInput& vm, const std::string& soca
     // restrict=on: the guest reaches nothing through the user-mode network
     // but the forwards below (and the sandbox's network namespace around the
     // monitor has nothing else anyway).
+    // Each guest connection to a proxy address starts a relay (the host
+    // step's own binary, no shell), at most vm_relay_slots at once.
+    (void)socat;
     std::string fwd = [&] {
         std::string s;
-        for (int port : {http, socks})
-            s += std::string(",guestfwd=tcp:") + vm_proxy_host + ":" + std::to_string(port) + "-cmd:" + socat +
-                 " STDIO TCP:127.0.0.1:" + std::to_string(port);
+        for (auto [port, kind] : {std::pair<int, const char*>{http, "http"}, {socks, "socks"}})
+            s += std::string(",guestfwd=tcp:") + vm_proxy_host + ":" + std::to_string(port) + "-cmd:" +
+                 guest_file("cc-wrap-vm") + " --internal-vm-relay " + std::to_string(port) + " " + kind;
         return s;
     }();
     a.insert(a.end(),
