@@ -31,11 +31,13 @@ int main(int argc, char** argv) {
         cc::tool::standard_flags(app, "cc-classify");
         cc::tool::Format format = cc::tool::Format::auto_;
         cc::tool::add_format_option(app, format);
-        app.add_option("--mode", mode_name, "chat, plan, review or orchestrate (default chat)");
+        app.add_option("--mode", mode_name, "chat, plan, review or orchestrate (default chat)")
+            ->type_name("{chat,plan,review,orchestrate}");
         app.add_option("--policy", policy_path, "policy file (JSON, version 1); '-' is stdin");
         app.add_flag("--jsonl", jsonl, "read {\"cmd\",\"mode\"} lines on stdin, write one result line each");
         app.add_flag("--explain", explain, "print which rule or default decided each sub-command, and why, as text");
-        app.add_option("--hook", hook, "speak an agent CLI's pre-tool hook protocol on stdin/stdout (claude, codex or gemini)");
+        app.add_option("--hook", hook, "speak an agent CLI's pre-tool hook protocol on stdin/stdout (claude, codex or gemini)")
+            ->type_name("{claude,codex,gemini}");
         app.add_flag("--emit-ask", emit_ask, "--hook claude: answer an ask with \"ask\", so the CLI asks its user");
         app.add_option("--wrap-with", wrap_spec, "--hook: rewrite an allowed command to run under cc-wrap --spec SPEC");
         app.add_option("--hook-timeout", hook_timeout_ms,

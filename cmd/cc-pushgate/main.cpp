@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
         app.add_option("--repo", o.repos, "A linked repository OWNER/NAME (repeat; the worktree's own repo too)");
         app.add_option("--worktree", o.worktree, "The agent's worktree: its origin repository is linked too");
         app.add_option("--policy", o.policy_file, "Policy file (JSON, '-' for stdin)");
-        app.add_option("--mode", o.mode, "Session mode: chat (default), plan, review or orchestrate (read-only modes deny every push)");
+        app.add_option("--mode", o.mode, "Session mode: chat (default), plan, review or orchestrate (read-only modes deny every push)")
+            ->type_name("{chat,plan,review,orchestrate}");
         app.add_option("--spec", o.spec_file, "SandboxSpec of the session: agentId, conversationId, sessionId and mode fill the flags of those names");
         app.add_option("--approver", o.approver, "Command that answers 'ask' rules (allow or deny); none: ask is deny");
         app.add_option("--listen", o.listen, "Loopback address to listen on (port 0 picks one)");

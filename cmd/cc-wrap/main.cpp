@@ -20,10 +20,13 @@ int main(int argc, char** argv) {
         CLI::App app{"Run a command inside the sandbox a SandboxSpec describes (bubblewrap on Linux)."};
         cc::tool::standard_flags(app, "cc-wrap");
         app.add_option("--spec", rq.specPath, "SandboxSpec JSON file, - for stdin")->required();
-        app.add_option("--backend", rq.backend, "native, none or microvm (default: from the probe)");
-        app.add_option("--sandbox", rq.sandboxSwitch, "on or off (env CC_SERVER_SANDBOX); off runs without a sandbox");
+        app.add_option("--backend", rq.backend, "native, none or microvm (default: from the probe)")
+            ->type_name("{native,none,microvm}");
+        app.add_option("--sandbox", rq.sandboxSwitch, "on or off (env CC_SERVER_SANDBOX); off runs without a sandbox")
+            ->type_name("{on,off}");
         app.add_option("--probe", rq.probePath, "read host facts from cc-probe --json output instead of probing");
-        app.add_option("--profile", rq.profile, "dispatch (agent run, default) or terminal (human shell)");
+        app.add_option("--profile", rq.profile, "dispatch (agent run, default) or terminal (human shell)")
+            ->type_name("{dispatch,terminal}");
         app.add_option("--egress", rq.egressReady, "use a running cc-egress: its ready line, saved as a file");
         app.add_option("--policy", rq.policyPath, "policy file for the session's own cc-egress (its network_access rule)");
         app.add_option("--approver", rq.approver, "command the session's own cc-egress asks about hosts the policy marks ask");
@@ -44,7 +47,8 @@ int main(int argc, char** argv) {
         app.add_option("--timeout", rq.timeout, "kill the whole sandbox after SECONDS (exit 137)")->check(CLI::NonNegativeNumber);
         app.add_option("--kill-after", rq.grace, "SECONDS between a forwarded SIGTERM/SIGINT and SIGKILL (default 3)")
             ->check(CLI::NonNegativeNumber);
-        app.add_option("--vm-accel", rq.vmAccel, "backend microvm: kvm (default) or tcg (emulation, only when asked for)");
+        app.add_option("--vm-accel", rq.vmAccel, "backend microvm: kvm (default) or tcg (emulation, only when asked for)")
+            ->type_name("{kvm,tcg}");
         app.add_option("--vm-kernel", rq.vmKernel, "backend microvm: the guest kernel image (modules/ and version beside it)");
         app.add_option("--vm-memory", rq.vmMemory, "backend microvm: the guest's memory in MiB (default 256)")
             ->check(CLI::Range(64u, 65536u));

@@ -73,6 +73,20 @@ for exe in tools:
         want = help_options(exe, subs[0] if subs else None)[0]
         if not want <= got:
             fail(f"{name}: bash completion of '{' '.join(line)}' lacks {sorted(want - got)}")
+    # An option with fixed values ("{a,b}" in --help) completes to them.
+    if "bash" in scripts:
+        helptext = run([exe, "--help"]).stdout
+        for opt, values in re.findall(r"(?m)^\s+(--[\w-]+) (?:TEXT:)?\{([\w,-]+)\}", helptext):
+            line = [name, opt, ""]
+            probe = scripts["bash"] + "\nCOMP_WORDS=(%s ''); COMP_CWORD=2; %s; printf '%%s\\n' \"${COMPREPLY[@]}\"\n" % (
+                " ".join(line[:2]), "_" + name.replace("-", "_"))
+            got = set(run(["bash", "-c", probe]).stdout.split())
+            if got != set(values.split(",")):
+                fail(f"{name}: bash completion of '{name} {opt} ' gives {sorted(got)}, not {values}")
+            if "zsh" in scripts and f"'{opt}[" in scripts["zsh"] and ":value:( " + " ".join(values.split(",")) + ")" not in scripts["zsh"]:
+                fail(f"{name}: zsh completion of {opt} lacks its values")
+            if "fish" in scripts and "-a '" + " ".join(values.split(",")) + "'" not in scripts["fish"]:
+                fail(f"{name}: fish completion of {opt} lacks its values")
     if shutil.which("zsh") and "zsh" in scripts and run(["zsh", "-n", "-c", scripts["zsh"]]).returncode != 0:
         fail(f"{name}: the zsh completion does not parse")
     if shutil.which("fish") and "fish" in scripts and run(["fish", "--no-execute", "-c", scripts["fish"]]).returncode != 0:

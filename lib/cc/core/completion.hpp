@@ -22,7 +22,27 @@ struct Opt {
     std::string desc;
     bool value = false;  // takes a value
     bool file = false;   // ... naming a file or directory
+    std::vector<std::string> choices;  // ... one of these (the type name's "{a,b}")
 };
+
+// "TEXT:{plain,time}" or "{chat,plan}" (an IsMember check, or a type name
+// set to list the values) -> plain, time.
+inline std::vector<std::string> choices_of(const std::string& type) {
+    std::vector<std::string> out;
+    auto open = type.find('{'), close = type.rfind('}');
+    if (open == std::string::npos || close == std::string::npos || close < open) return out;
+    std::string cur;
+    for (std::size_t i = open + 1; i < close; ++i) {
+        if (type[i] == ',') {
+            if (!cur.empty()) out.push_back(cur);
+            cur.clear();
+        } else if (type[i] != ' ') {
+            cur += type[i];
+        }
+    }
+    if (!cur.empty()) out.push_back(cur);
+    return out;
+}
 
 struct Cmd {
     std::string name, desc;
@@ -53,7 +73,8 @@ inline Cmd describe(const CLI::App& app) {
         if (x.longs.empty() && x.shorts.empty()) continue;
         x.desc = o->get_description();
         x.value = o->get_expected_max() != 0;  // flags expect none
-        x.file = x.value && file_valued(o);
+        x.choices = x.value ? choices_of(o->get_type_name()) : std::vector<std::string>{};
+        x.file = x.value && x.choices.empty() && file_valued(o);
         c.opts.push_back(std::move(x));
     }
     for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; })) c.subs.push_back(describe(*s));
@@ -94,9 +115,23 @@ inline std::string words(const Cmd& c, bool with_subs) {
     return w;
 }
 
+inline void bash_choice_cases(const Cmd& c, std::set<std::string>& seen, std::string& out) {
+    for (const auto& o : c.opts) {
+        if (o.choices.empty()) continue;
+        std::string names, list;
+        for (const auto& l : o.longs)
+            if (seen.insert("--" + l).second) names += (names.empty() ? "" : "|") + std::string("--") + l;
+        for (const auto& sh : o.shorts)
+            if (seen.insert("-" + sh).second) names += (names.empty() ? "" : "|") + std::string("-") + sh;
+        for (const auto& v : o.choices) list += (list.empty() ? "" : " ") + v;
+        if (!names.empty()) out += "        " + names + ") COMPREPLY=($(compgen -W '" + list + "' -- \"$cur\")); return 0 ;;\n";
+    }
+    for (const auto& sub : c.subs) bash_choice_cases(sub, seen, out);
+}
+
 inline void bash_value_cases(const Cmd& c, std::set<std::string>& files, std::set<std::string>& values) {
     for (const auto& o : c.opts) {
-        if (!o.value) continue;
+        if (!o.value || !o.choices.empty()) continue;
         for (const auto& l : o.longs) (o.file ? files : values).insert("--" + l);
         for (const auto& s : o.shorts) (o.file ? files : values).insert("-" + s);
     }
@@ -124,6 +159,8 @@ inline std::string bash(const Cmd& c) {
     if (!subs.empty()) out += "        case ${COMP_WORDS[i]} in " + subs + ") sub=${COMP_WORDS[i]}; break ;; esac\n";
     out += "    done\n";
     out += "    case $prev in\n";
+    std::set<std::string> chosen;
+    bash_choice_cases(c, chosen, out);
     if (!files.empty()) out += "        " + files + ") COMPREPLY=($(compgen -f -- \"$cur\")); return 0 ;;\n";
     if (!values.empty()) out += "        " + values + ") return 0 ;;\n";
     out += "    esac\n";
@@ -144,6 +181,11 @@ inline std::string zsh_args(const Cmd& c, const std::string& indent) {
         for (const auto& l : o.longs) names.push_back("--" + l);
         for (const auto& s : o.shorts) names.push_back("-" + s);
         std::string act = o.value ? (o.file ? ":value:_files" : ":value: ") : "";
+        if (!o.choices.empty()) {
+            act = ":value:(";
+            for (const auto& v : o.choices) act += " " + v;
+            act += ")";
+        }
         for (const auto& n : names) out += indent + "'" + n + "[" + squote(plain(o.desc)) + "]" + act + "' \\\n";
     }
     return out;
@@ -180,6 +222,11 @@ inline std::string fish_opts(const Cmd& c, const std::string& tool, const std::s
         for (const auto& l : o.longs) out += " -l " + l;
         for (const auto& s : o.shorts) out += " -s " + s;
         if (o.value) out += o.file ? " -r -F" : " -r";
+        if (!o.choices.empty()) {
+            out += " -f -a '";
+            for (std::size_t i = 0; i < o.choices.size(); ++i) out += (i ? " " : "") + o.choices[i];
+            out += "'";
+        }
         out += " -d '" + squote(plain(o.desc)) + "'\n";
     }
     return out;
