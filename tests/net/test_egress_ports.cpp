@@ -243,3 +243,28 @@ TEST_CASE("egress: --dry-run checks what a start checks (the token file's mode, 
     CHECK(json::parse(r.out)["event"] == "plan");
     CHECK_FALSE(fs::exists(dir + "/inbox.sock"));  // nothing was made
 }
+
+// A port named by --tls-ports carries TLS: a tunnel there must start with a
+// ClientHello, and a plain-HTTP request for it (absolute form, which the
+// proxy would send on in clear) is refused the same way.
+TEST_CASE("egress ports: plain HTTP to a TLS port is refused, with the tls rule") {
+    Origin origin;
+    REQUIRE(origin.port);
+    std::string port = std::to_string(origin.port);
+    // Not a TLS port: the same request goes through (there is something to refuse).
+    {
+        Egress eg({"--allow", "127.0.0.1:" + port, "--no-baseline"});
+        CHECK(curl({"-x", "http://" + eg.http(), origin.url("/hello")}).out == "hello\n");
+        CHECK(eg.stop() == 0);
+    }
+    Egress eg({"--allow", "127.0.0.1:" + port, "--no-baseline", "--tls-ports", port});
+    auto r = curl({"-x", "http://" + eg.http(), "-D", "-", origin.url("/hello")});
+    CHECK(r.status == 0);
+    CHECK_THAT(r.out, Catch::StartsWith("HTTP/1.1 403 "));
+    CHECK_THAT(r.out, Catch::Contains("plain HTTP to 127.0.0.1:" + port + ", a TLS port (--tls-ports): use https:// (CONNECT)"));
+    CHECK_THAT(r.out, !Catch::Contains("hello"));
+    CHECK(eg.stop() == 0);
+    REQUIRE(!eg.lines.empty());
+    CHECK(eg.lines.back()["decision"] == "deny");
+    CHECK(eg.lines.back()["rule"] == "tls");
+}

@@ -146,6 +146,21 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
     const Target& t = uri->target;
     rec.j["host"] = t.host;
     rec.j["port"] = t.port;
+    // A port that carries TLS (--tls-ports) gets no plain HTTP from here
+    // either: the request would reach it in clear, past every server-name
+    // rule a tunnel there meets.
+    if (srv.cfg.sni_check &&
+        std::find(srv.cfg.tls_ports.begin(), srv.cfg.tls_ports.end(), t.port) != srv.cfg.tls_ports.end()) {
+        Verdict v{false, "tls", "plain HTTP to " + t.host + ":" + std::to_string(t.port) +
+                                    ", a TLS port (--tls-ports): use https:// (CONNECT)", ""};
+        if (srv.cfg.report) {
+            rec.decide(report_only(v));
+        } else {
+            rec.decide(v);
+            co_await send_error(srv, c, 403, "", v.reason);
+            co_return false;
+        }
+    }
     auto framing = http::request_framing(h);
     if (!framing) {
         rec.j["reason"] = framing.error().one_line();
