@@ -179,3 +179,42 @@ TEST_CASE("egress limits: a tunnel on which nothing moves is closed after --firs
     CHECK(closed == 1);
     CHECK_THAT(eg.stderr_text(), Catch::Contains("first-byte-timeout: closed http-connect 127.0.0.1:"));
 }
+
+// A client that fills its cap with tunnels that never carry a byte, then
+// closes them all: its place is free at once, not when each upstream hangs
+// up or the first-byte deadline passes.
+TEST_CASE("egress limits: tunnels a client left without a byte free its place at once") {
+    // An upstream that holds every connection open and never reads or
+    // answers (the kernel completes the handshakes; nobody accepts them).
+    struct Silent {
+        int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        std::uint16_t port = bind_loopback(fd);
+        Silent() { ::listen(fd, 64); }
+        ~Silent() { ::close(fd); }
+    } origin;
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline", "--max-client-connections", "8", "--first-byte-timeout", "60"});
+    std::uint16_t hp = port_of(eg.http());
+    std::vector<int> held;
+    for (int i = 0; i < 8; ++i) {
+        int fd = hold_tunnel("127.0.0.1", hp, origin.port);
+        REQUIRE(fd >= 0);
+        held.push_back(fd);
+    }
+    // At the cap: the next one is refused.
+    int over = connect_to(hp);
+    REQUIRE(over >= 0);
+    std::string refused = ask(over, "CONNECT 127.0.0.1:" + std::to_string(origin.port) + " HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(refused.rfind("HTTP/1.1 503", 0) == 0);
+    ::close(over);
+    for (int fd : held) ::close(fd);
+    // The load gone: a new tunnel is served well before any deadline.
+    bool served = false;
+    for (int i = 0; i < 20 && !served; ++i) {
+        ::usleep(50000);
+        int fd = hold_tunnel("127.0.0.1", hp, origin.port);
+        served = fd >= 0;
+        if (fd >= 0) ::close(fd);
+    }
+    CHECK(served);
+    CHECK(eg.stop() == 0);
+}

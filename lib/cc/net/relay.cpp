@@ -289,6 +289,10 @@ awaitable<void> tunnel(Server& srv, std::shared_ptr<Conn> c, const Target& t, st
             }
             std::string().swap(pending);
             co_await pump(srv, c->client, *c->upstream, c->up, unlimited, true);
+            // The client left without a byte moving either way: nothing is
+            // half-finished, so its descriptors (and its place under the
+            // caps) are given back now, not when the upstream hangs up.
+            if (c->up == 0 && c->down == 0) c->close();
         }
     } catch (const std::exception& e) {
         note_error(srv, "tunnel_up", e);
