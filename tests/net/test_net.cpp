@@ -388,3 +388,28 @@ TEST_CASE("http: chunked framing takes CRLF only; a bare LF anywhere in it is re
     CHECK(good.done());
     CHECK(std::string(good.error()).empty());
 }
+
+TEST_CASE("addresses of the proxy's own host are refused unless named exactly") {
+    RuleSet r = rules({"*.example.com", "198.51.100.0"});
+    Target t = *canonical_target("svc.example.com");
+    // A public address, allowed like any other ...
+    CHECK(r.check_address(t, *parse_ip_literal("93.184.216.34")).allow);
+    // ... until it is one of this host's own: a service bound to every
+    // address answers there.
+    AddressRule own;
+    own.cidr = *parse_cidr("93.184.216.34");
+    own.source = "this host's address (eth0)";
+    r.host_own.push_back(own);
+    Verdict v = r.check_address(t, *parse_ip_literal("93.184.216.34"));
+    CHECK_FALSE(v.allow);
+    CHECK(v.rule == "this host's address (eth0)");
+    CHECK(v.reason == "host svc.example.com resolves to 93.184.216.34, an address of the proxy's own host");
+    // Named exactly, it is allowed.
+    RuleSet named = rules({"*.example.com", "93.184.216.34:443"});
+    named.host_own.push_back(own);
+    t.port = 443;
+    CHECK(named.check_address(t, *parse_ip_literal("93.184.216.34")).allow);
+    // The host's real addresses are found (loopback at least).
+    auto mine = host_addresses();
+    CHECK(std::any_of(mine.begin(), mine.end(), [](const AddressRule& a) { return a.cidr.to_string() == "127.0.0.1/32"; }));
+}

@@ -78,6 +78,7 @@ Result<Plan> make_plan(const EgressOptions& o) {
     auto rules = build_rules(ro);
     if (!rules) return rules.error();
     plan.rules = std::move(*rules);
+    plan.rules.host_own = host_addresses();
     return plan;
 }
 

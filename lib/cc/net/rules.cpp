@@ -1,5 +1,9 @@
 #include "cc/net/rules.hpp"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <sstream>
 
@@ -324,6 +328,9 @@ Verdict RuleSet::check_address(const Target& t, const Address& a) const {
                     "host " + t.host + " resolves to non-public address " + a.to_string(),
                     "destination_ip_prohibited");
     }
+    if (auto* h = find_address(host_own, a); h && !allowed_exactly(a, t.port))
+        return deny(h->source, "host " + t.host + " resolves to " + a.to_string() + ", an address of the proxy's own host",
+                    "destination_ip_prohibited");
     return Verdict{true, "address " + a.to_string(), "allowed", ""};
 }
 
@@ -374,6 +381,32 @@ nlohmann::json RuleSet::to_json() const {
             {"denyNames", names(deny_names)},
             {"denyAddresses", addrs(deny_addresses)},
             {"nonPublicAddresses", addrs(non_public)}};
+}
+
+}  // namespace cc::net
+
+namespace cc::net {
+
+std::vector<AddressRule> host_addresses() {
+    std::vector<AddressRule> out;
+    ifaddrs* list = nullptr;
+    if (::getifaddrs(&list) != 0) return out;
+    for (ifaddrs* i = list; i; i = i->ifa_next) {
+        if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6)) continue;
+        char text[INET6_ADDRSTRLEN] = "";
+        const void* raw = i->ifa_addr->sa_family == AF_INET
+                              ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr)
+                              : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr);
+        if (!::inet_ntop(i->ifa_addr->sa_family, raw, text, sizeof text)) continue;
+        auto c = parse_cidr(text);
+        if (!c) continue;
+        AddressRule r;
+        r.cidr = *c;
+        r.source = std::string("this host's address (") + i->ifa_name + ")";
+        out.push_back(std::move(r));
+    }
+    ::freeifaddrs(list);
+    return out;
 }
 
 }  // namespace cc::net

@@ -95,6 +95,10 @@ public:
     std::vector<NameRule> deny_names;          // always-deny first, then --deny
     std::vector<AddressRule> deny_addresses;   // always-deny first, then --deny
     std::vector<AddressRule> non_public;       // refused unless allowed exactly
+    // The proxy's own host's interface addresses (public ones included: a
+    // service there bound to every address answers on them): refused
+    // unless allowed exactly. host_addresses() fills them at start.
+    std::vector<AddressRule> host_own;
 
     // Name and IP-literal rules; no resolution.
     Verdict check_target(const Target& t) const;
@@ -118,6 +122,10 @@ private:
 };
 
 Result<RuleSet> build_rules(const RuleOptions& o);
+
+// This host's interface addresses (getifaddrs), each as an exact rule whose
+// source names the interface.
+std::vector<AddressRule> host_addresses();
 
 // One list file: one entry a line, '#' starts a comment, blank lines ignored.
 // Entries are returned with their "FILE:LINE" source.
