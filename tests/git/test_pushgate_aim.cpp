@@ -190,6 +190,31 @@ TEST_CASE("a symbolic ref on the upstream whose target does not exist yet is ref
     CHECK(upstream().ref("acme/demo", "refs/heads/main").empty());
 }
 
+// Each new name the upstream does not list costs one probe request: a push
+// of many new names is refused before the gateway sends them, so one push
+// cannot make it flood the upstream.
+TEST_CASE("probes are bounded: a push of more new names than the gateway checks is refused, nothing goes") {
+    NEED_RIG();
+    upstream().create_repo("acme/demo");
+    std::string dir = agent_repo("manynames", gateway());
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:refs/heads/base"}, dir).status == 0);
+    std::vector<std::string> args = {"push", "origin"};
+    for (int i = 0; i < 40; ++i) args.push_back("HEAD:refs/heads/many-" + std::to_string(i));
+    auto r = git(args, dir);
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.find("cc-pushgate: this push creates 40 names the upstream does not list; at most 32 are checked in "
+                     "one push: push them in parts") != std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/many-0").empty());
+    // In parts, they go.
+    std::vector<std::string> part = {"push", "origin"};
+    for (int i = 0; i < 8; ++i) part.push_back("HEAD:refs/heads/many-" + std::to_string(i));
+    auto p = git(part, dir);
+    INFO(p.err);
+    CHECK(p.status == 0);
+    CHECK(upstream().ref("acme/demo", "refs/heads/many-7") == head(dir));
+}
+
 TEST_CASE("a push without the session's secret is refused in git's words, never with a 401 prompt") {
     NEED_RIG();
     upstream().create_repo("acme/demo");

@@ -37,6 +37,10 @@
 
 namespace cc::git::detail {
 
+// New names a push may create that the upstream's listing does not show,
+// each checked with one probe request (read_symrefs).
+constexpr std::size_t max_probes_per_push = 32;
+
 // Which of the pushed names the upstream resolves through a symbolic ref
 // (decide_push then judges their targets too). When the upstream cannot say,
 // nothing goes (fail closed): the reason is returned, and the push fails as
@@ -75,6 +79,14 @@ std::optional<std::string> Gateway::read_symrefs(const Linked& target, const std
             if (some_oid.empty() && r.oid.find_first_not_of('0') != std::string::npos) some_oid = r.oid;
     }
     if (some_oid.empty()) return std::nullopt;
+    // One probe per new name: bounded, so one push cannot make the gateway
+    // send the upstream hundreds of requests.
+    std::size_t probes = 0;
+    for (const auto& r : plan.refs)
+        if (!r.denied() && r.cmd.is_create() && !remote->count(r.cmd.ref)) ++probes;
+    if (probes > max_probes_per_push)
+        return "this push creates " + std::to_string(probes) + " names the upstream does not list; at most " +
+               std::to_string(max_probes_per_push) + " are checked in one push: push them in parts";
     for (const auto& r : plan.refs) {
         if (r.denied() || !r.cmd.is_create() || remote->count(r.cmd.ref)) continue;
         auto hidden = unlisted_refs(upstream_url(target), token, agent, {r.cmd.ref}, some_oid, cfg_.io_timeout);
