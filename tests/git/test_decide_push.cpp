@@ -39,7 +39,7 @@ PushRequest request(std::vector<Command> cmds, bool atomic = false) {
 }
 
 PushContext context(const cc::policy::Policy& p = standard(), Mode mode = Mode::chat) {
-    return PushContext{"github.com/acme/demo", true, mode, &p, {{"conversation", "c42"}}, std::nullopt, {}};
+    return PushContext{"github.com/acme/demo", true, mode, &p, {{"conversation", "c42"}}, std::nullopt, {}, {}};
 }
 
 }  // namespace

@@ -76,6 +76,43 @@ void repo_with_symref(const std::string& dir, const std::string& target) {
         if (!have_rig()) CC_SKIP("needs lighttpd, git and git-http-backend"); \
     } while (0)
 
+// A symbolic ref hidden from fetches (uploadpack.hideRefs) is listed by no
+// protocol the gateway can ask, yet receive-pack shows it to git: an update
+// through it moves its target. An update or delete of a name the listing
+// does not show is refused.
+TEST_CASE("a hidden symbolic ref cannot be used to move or delete the ref it points to") {
+    NEED_RIG();
+    std::string dir = agent_repo("hidden", gateway());
+    auto setup = [&] {
+        repo_with_symref(dir, "refs/heads/main");
+        REQUIRE(git({"config", "uploadpack.hideRefs", "refs/heads/alias"}, upstream().repo_path("acme/demo")).status == 0);
+        auto listed = git({"ls-remote", upstream().read_url("acme/demo")}, dir);
+        REQUIRE(listed.status == 0);
+        REQUIRE(listed.out.find("alias") == std::string::npos);
+    };
+    // Without the gateway the attack works: the update through the alias moves main.
+    setup();
+    std::string moved = commit(dir, "h1.txt", "one\n");
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:refs/heads/alias"}, dir).status == 0);
+    REQUIRE(upstream().ref("acme/demo", "refs/heads/main") == moved);
+
+    // Through the gateway it is refused, and main stays.
+    setup();
+    std::string base = upstream().ref("acme/demo", "refs/heads/main");
+    commit(dir, "h2.txt", "two\n");
+    auto r = git({"push", "origin", "HEAD:refs/heads/alias"}, dir);
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.find(" ! [remote rejected] HEAD -> alias (Control Center policy: refs/heads/alias is not listed by the "
+                     "upstream (hidden from fetches): it may be a symbolic ref to another ref, which this update would "
+                     "change)") != std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/main") == base);
+    auto d = git({"push", "origin", ":refs/heads/alias"}, dir);
+    CHECK(d.status == 1);
+    CHECK(d.err.find("refs/heads/alias is not listed by the upstream (hidden from fetches)") != std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/main") == base);
+}
+
 TEST_CASE("a symbolic ref on the upstream is judged by its target: pushing to an alias of main is refused") {
     NEED_RIG();
     std::string dir = agent_repo("symref", gateway());

@@ -177,6 +177,14 @@ PushPlan decide_push(const PushRequest& req, const PushContext& ctx) {
                 r.verdict.source = "symrefs";
                 r.if_force.reset();
             }
+            if (!r.denied() && !cmd.is_create() &&
+                std::find(ctx.hidden.begin(), ctx.hidden.end(), cmd.ref) != ctx.hidden.end()) {
+                r.verdict.decision = Decision::deny;
+                r.verdict.reason = cmd.ref + " is not listed by the upstream (hidden from fetches): it may be a "
+                                             "symbolic ref to another ref, which this " + r.kind + " would change";
+                r.verdict.source = "symrefs";
+                r.if_force.reset();
+            }
         }
         // A name that only looks like another (case, invisible characters) is
         // reported with the name it looks like, when that one would be judged

@@ -37,6 +37,11 @@ struct PushContext {
     // ref whose target does not exist (or a broken ref). A push to one would
     // create its unknown target, so it is refused.
     std::vector<std::string> unlisted;
+    // Pushed names the push updates or deletes that the upstream's listing
+    // does not show (hidden from fetches, uploadpack.hideRefs): such a name
+    // may be a symbolic ref to any other ref, which the update would move or
+    // the delete remove, so it is refused.
+    std::vector<std::string> hidden;
 };
 
 // One ref update and what the policy says of it.

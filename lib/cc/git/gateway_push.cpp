@@ -63,6 +63,10 @@ std::optional<std::string> Gateway::read_symrefs(const Linked& target, const std
         if (some_oid.empty() && r.oid.find_first_not_of('0') != std::string::npos) some_oid = r.oid;
     }
     ctx.symrefs = std::move(symrefs);
+    // An update or delete of a name the listing does not show: hidden from
+    // fetches, and so possibly a symbolic ref to anything.
+    for (const auto& r : plan.refs)
+        if (!r.denied() && !r.cmd.is_create() && !remote->count(r.cmd.ref)) ctx.hidden.push_back(r.cmd.ref);
     // A new name the upstream does not list may still be a symbolic ref there
     // whose target does not exist yet: no protocol lists those. Ask
     // receive-pack, in a request that can change nothing (upstream.hpp).
@@ -159,7 +163,7 @@ bool Gateway::handle_push(Conn& c, const http::RequestHead& h, const Route& rout
     // 2. One verdict per ref: decided from the names as pushed, then again
     // with the upstream's symbolic refs among them.
     auto it = linked_.find(route.repo_key);
-    PushContext ctx{route.repo_key, it != linked_.end(), cfg_.mode, &cfg_.policy, cfg_.ref_vars, std::nullopt, {}};
+    PushContext ctx{route.repo_key, it != linked_.end(), cfg_.mode, &cfg_.policy, cfg_.ref_vars, std::nullopt, {}, {}};
     PushPlan plan = decide_push(req, ctx);
     // The write token is fetched once per push, before anything is asked of
     // upstream; a failure rejects the refs that would have gone (below).
