@@ -431,6 +431,21 @@ static void hand_serve(int sock) {
     }
 }
 
+/* A process of ours that stays beside the command (the hand, PID 1): not
+ * dumpable (nobody in the sandbox can trace it or read or write its memory),
+ * named, and holding none of the command's streams: stdin and stdout, and
+ * stderr unless it still has something to say there, are /dev/null. */
+static void stand_aside(const char* name, int keep_stderr) {
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    prctl(PR_SET_NAME, name, 0, 0, 0);
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull < 0) return;
+    dup2(devnull, 0);
+    dup2(devnull, 1);
+    if (!keep_stderr) dup2(devnull, 2);
+    if (devnull > 2) close(devnull);
+}
+
 /* Forked before the supervisor's filter, twice so that the sandbox's PID 1
  * reaps it (a shell's `wait` in the command never waits for it). It keeps
  * only the supervisor's socket. Returns 0 with a message on failure. */
@@ -444,17 +459,9 @@ static int start_hand(int sock, char* err, size_t err_len) {
         pid_t hand = fork();
         if (hand < 0) _exit(1);
         if (hand > 0) _exit(0);
-        /* No controlling terminal, not dumpable (nobody in the sandbox can
-         * trace it or read or write its memory), only the socket. */
+        /* No controlling terminal, not dumpable, only the socket. */
         setsid();
-        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-        prctl(PR_SET_NAME, "cc-wrap-hand", 0, 0, 0);
-        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (devnull >= 0) {
-            dup2(devnull, 0);
-            dup2(devnull, 1);
-            dup2(devnull, 2);
-        }
+        stand_aside("cc-wrap-hand", 0);
         if (sock != 3) {
             if (dup2(sock, 3) < 0) _exit(1);
             sock = 3;
@@ -683,6 +690,20 @@ static void exec_search(char* const* argv) {
     errno = saw_eacces ? EACCES : ENOENT;
 }
 
+/* After exec_search returned: one line naming the command and errno's
+ * text, and the status a shell gives (127 not found, 126 not runnable). */
+static int exec_failed(const char* name) {
+    int e = errno;
+    char line[4200];
+    int len = snprintf(line, sizeof line, "cc-wrap: '%s': %s\n", name, strerror(e));
+    if (len > 0) {
+        size_t l = (size_t)len < sizeof line ? (size_t)len : sizeof line - 1;
+        ssize_t w;
+        while ((w = write(2, line, l)) < 0 && errno == EINTR) {}
+    }
+    return e == ENOENT || e == ENOTDIR ? 127 : 126;
+}
+
 /* ---- PID 1 -------------------------------------------------------------- */
 
 /* Runs the command as a child and stays the sandbox's PID 1 (bubblewrap was
@@ -701,15 +722,7 @@ static void exec_child(char* const* argv, int pty) {
     }
     syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
     exec_search(argv);
-    int e = errno;
-    char line[4200];
-    int len = snprintf(line, sizeof line, "cc-wrap: '%s': %s\n", argv[0], strerror(e));
-    if (len > 0) {
-        size_t l = (size_t)len < sizeof line ? (size_t)len : sizeof line - 1;
-        ssize_t w;
-        while ((w = write(2, line, l)) < 0 && errno == EINTR) {}
-    }
-    _exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
+    _exit(exec_failed(argv[0]));
 }
 
 /* The signals PID 1 waits for: blocked from the step's start (pid1_signals),
@@ -731,16 +744,9 @@ static int run_as_pid1(char* const* argv, int pty, const sigset_t* old) {
         sigprocmask(SIG_SETMASK, old, NULL);
         exec_child(argv, pty);
     }
-    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    prctl(PR_SET_NAME, "cc-wrap-init", 0, 0, 0);
     /* Nothing of the command's streams held here but stderr (for the
      * lines above): a pipe the command closes is closed. */
-    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (devnull >= 0) {
-        dup2(devnull, 0);
-        dup2(devnull, 1);
-        if (devnull > 2) close(devnull);
-    }
+    stand_aside("cc-wrap-init", 1);
     syscall(SYS_close_range, 3, ~0U, 0);
     for (;;) {
         siginfo_t si;
@@ -838,13 +844,5 @@ int cc_init_step_main(int argc, char* const* argv) {
      * status pipe to cc-wrap stays outside). */
     syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
     exec_search(argv + i);
-    int e = errno;
-    char line[4200];
-    int len = snprintf(line, sizeof line, "cc-wrap: '%s': %s\n", argv[i], strerror(e));
-    if (len > 0) {
-        size_t l = (size_t)len < sizeof line ? (size_t)len : sizeof line - 1;
-        ssize_t w;
-        while ((w = write(2, line, l)) < 0 && errno == EINTR) {}
-    }
-    return e == ENOENT || e == ENOTDIR ? 127 : 126;
+    return exec_failed(argv[i]);
 }

@@ -47,6 +47,8 @@ int vm_host_main(const std::vector<std::string>& args);
 inline constexpr int vm_relay_slots = 64;
 inline constexpr const char* vm_relay_dir = "/run/cc-relay";
 int vm_relay_setup();
+// write(2) until all of p is written; false on an error or end of file.
+bool vm_write_all(int fd, const char* p, std::size_t n);
 int vm_relay_main(const std::vector<std::string>& args);
 // PID 1 inside the guest. Never returns.
 [[noreturn]] void vm_guest_main();

@@ -31,7 +31,9 @@ int fail(const std::string& what) {
     return 125;
 }
 
-bool write_all(int fd, const char* p, std::size_t n) {
+}  // namespace
+
+bool vm_write_all(int fd, const char* p, std::size_t n) {
     while (n > 0) {
         ssize_t w = ::write(fd, p, n);
         if (w < 0 && errno == EINTR) continue;
@@ -41,8 +43,6 @@ bool write_all(int fd, const char* p, std::size_t n) {
     }
     return true;
 }
-
-}  // namespace
 
 int vm_host_main(const std::vector<std::string>& args) {
     std::size_t dash = 0;
@@ -83,7 +83,7 @@ int vm_host_main(const std::vector<std::string>& args) {
         for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE}) ::sigaction(sig, &dfl, nullptr);
         ::execv(av[0], av.data());
         std::string m = "cc-wrap: microvm: cannot run " + argv[0] + ": " + std::strerror(errno) + "\n";
-        write_all(2, m.data(), m.size());
+        vm_write_all(2, m.data(), m.size());
         ::_exit(125);
     }
     for (int fd : theirs) ::close(fd);
@@ -97,7 +97,7 @@ int vm_host_main(const std::vector<std::string>& args) {
         if (pending_signal) {
             std::string line = "kill " + std::to_string(pending_signal) + "\n";
             pending_signal = 0;
-            if (st_open) write_all(st, line.data(), line.size());
+            if (st_open) vm_write_all(st, line.data(), line.size());
         }
         struct pollfd p[6] = {};
         p[0] = {stdin_open && to_guest.empty() ? 0 : -1, POLLIN, 0};
@@ -138,8 +138,8 @@ int vm_host_main(const std::vector<std::string>& args) {
             else if (k == 0 || (errno != EINTR && errno != EAGAIN))
                 open = false;
         };
-        pump(2, out, out_open, [](const char* d, std::size_t k) { write_all(1, d, k); });
-        pump(3, err, err_open, [](const char* d, std::size_t k) { write_all(2, d, k); });
+        pump(2, out, out_open, [](const char* d, std::size_t k) { vm_write_all(1, d, k); });
+        pump(3, err, err_open, [](const char* d, std::size_t k) { vm_write_all(2, d, k); });
         pump(4, st, st_open, [&](const char* d, std::size_t k) { status.append(d, k); });
         pump(5, con, con_open, [&](const char* d, std::size_t k) {
             console.append(d, k);

@@ -25,17 +25,6 @@ namespace cc::sandbox {
 
 namespace {
 
-bool put(int fd, const char* p, std::size_t n) {
-    while (n > 0) {
-        ssize_t w = ::write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return false;
-        p += w;
-        n -= static_cast<std::size_t>(w);
-    }
-    return true;
-}
-
 // A free slot's lock, held until the process ends; -1 when all are taken.
 int take_slot() {
     for (int i = 0; i < vm_relay_slots; ++i) {
@@ -54,13 +43,13 @@ void refuse(bool socks) {
         char greet[258];
         struct pollfd p = {0, POLLIN, 0};
         if (::poll(&p, 1, 2000) > 0) (void)::read(0, greet, sizeof greet);
-        put(1, "\x05\xff", 2);
+        vm_write_all(1, "\x05\xff", 2);
         return;
     }
     static const char r[] =
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: 57\r\n\r\n"
         "cc-wrap: microvm: too many connections to the proxy now\n";
-    put(1, r, sizeof r - 1);
+    vm_write_all(1, r, sizeof r - 1);
 }
 
 }  // namespace
@@ -105,7 +94,7 @@ int vm_relay_main(const std::vector<std::string>& args) {
         if (p[0].revents) {
             ssize_t n = ::read(0, buf, sizeof buf);
             if (n < 0 && errno == EINTR) continue;
-            if (n <= 0 || !put(s, buf, static_cast<std::size_t>(n))) {
+            if (n <= 0 || !vm_write_all(s, buf, static_cast<std::size_t>(n))) {
                 from_guest = false;
                 ::shutdown(s, SHUT_WR);
             }
@@ -113,7 +102,7 @@ int vm_relay_main(const std::vector<std::string>& args) {
         if (p[1].revents) {
             ssize_t n = ::read(s, buf, sizeof buf);
             if (n < 0 && errno == EINTR) continue;
-            if (n <= 0 || !put(1, buf, static_cast<std::size_t>(n))) {
+            if (n <= 0 || !vm_write_all(1, buf, static_cast<std::size_t>(n))) {
                 to_guest = false;
                 ::shutdown(1, SHUT_WR);
                 ::close(1);
