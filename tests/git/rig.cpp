@@ -341,6 +341,9 @@ DyingFront::~DyingFront() {
 }
 
 void DyingFront::serve(int fd) {
+    // What this thread needs of the front, read now: it may outlive it.
+    const int upstream_port = upstream_port_, upload_delay_ms = upload_delay_ms_;
+    const std::size_t cut_after = cut_after_;
     std::string head;
     char buf[65536];
     while (head.find("\r\n\r\n") == std::string::npos) {
@@ -352,10 +355,10 @@ void DyingFront::serve(int fd) {
         head.append(buf, static_cast<std::size_t>(n));
     }
     std::size_t body_at = head.find("\r\n\r\n") + 4;
-    if (cut_after_ != ~std::size_t{0} && head.rfind("POST ", 0) == 0 &&
+    if (cut_after != ~std::size_t{0} && head.rfind("POST ", 0) == 0 &&
         head.substr(0, head.find('\r')).find("/git-receive-pack ") != std::string::npos) {
         std::size_t got = head.size() - body_at;
-        while (got < cut_after_) {
+        while (got < cut_after) {
             ssize_t n = ::recv(fd, buf, sizeof buf, 0);
             if (n <= 0) break;
             got += static_cast<std::size_t>(n);
@@ -366,14 +369,14 @@ void DyingFront::serve(int fd) {
         ::close(fd);
         return;
     }
-    if (upload_delay_ms_ > 0 && head.substr(0, head.find('\r')).find("git-upload-pack") != std::string::npos)
-        std::this_thread::sleep_for(std::chrono::milliseconds(upload_delay_ms_));
+    if (upload_delay_ms > 0 && head.substr(0, head.find('\r')).find("git-upload-pack") != std::string::npos)
+        std::this_thread::sleep_for(std::chrono::milliseconds(upload_delay_ms));
     head.insert(head.find("\r\n") + 2, "Connection: close\r\n");
     int up = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(static_cast<uint16_t>(upstream_port_));
+    a.sin_port = htons(static_cast<uint16_t>(upstream_port));
     if (::connect(up, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
         ::send(up, head.data(), head.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(head.size())) {
         ::close(up);

@@ -165,7 +165,12 @@ int hook_once(std::istream& in, const Options& opts, const HookOptions& hook, st
             wrapped = wrap_command(hook.wrap_exe, hook.wrap_spec, run_cmd);
         }
     } else if (guarded && r.decision != Decision::deny) {
-        wrapped = run_cmd;
+        if (cmd.find('\0') != std::string::npos) {  // as above: the line run would not be the line judged
+            r.decision = Decision::deny;
+            reason += "; a NUL byte cannot be passed on";
+        } else {
+            wrapped = run_cmd;
+        }
     }
     nlohmann::ordered_json o;
     switch (hook.protocol) {
