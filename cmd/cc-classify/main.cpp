@@ -55,58 +55,24 @@ int main(int argc, char** argv) {
             std::cerr << "cc-classify: " << msg << '\n';
             return cc::tool::exit_usage;
         };
+        cc::classify::HookFlags flags;
+        flags.protocol = hook;
+        flags.emit_ask = emit_ask;
+        flags.wrap_spec = wrap_spec;
+        flags.hook_timeout_ms = hook_timeout_ms;
+        flags.deadline_ms = deadline_ms;
+        flags.approver_timeout_ms = approver_timeout_ms;
+        flags.approver = !approver_cmd.empty();
+        auto setup = cc::classify::resolve_hook_flags(flags);
+        if (!setup) return cc::tool::report("cc-classify", setup.error(), cc::tool::exit_usage);
         // A hook never fails open: from here a crash or a hang is exit 2 (a block).
-        cc::classify::HookOptions hook_opts;
-        if (!hook.empty()) {
-            auto proto = cc::classify::parse_hook_protocol(hook);
-            if (!proto) return usage("--hook: unknown protocol '" + hook + "' (claude, codex or gemini)");
-            hook_opts.protocol = *proto;
-            hook_opts.emit_ask = emit_ask;
-            if (hook_timeout_ms < 0 || deadline_ms < 0 || approver_timeout_ms < 0)
-                return usage("--hook-timeout, --deadline and --approver-timeout: must be positive numbers of milliseconds");
-            auto times = cc::classify::hook_times(deadline_ms, !approver_cmd.empty(), hook_timeout_ms, approver_timeout_ms);
-            if (!times) return cc::tool::report("cc-classify", times.error(), cc::tool::exit_usage);
-            hook_timeout_ms = times->hook_ms;
-            approver_timeout_ms = times->approver_ms;
-            cc::classify::arm_hook_failsafe(hook_timeout_ms);
-        } else if (emit_ask || !wrap_spec.empty() || hook_timeout_ms != 0 || deadline_ms != 0) {
-            return usage("--emit-ask, --wrap-with, --hook-timeout and --deadline go with --hook");
-        }
-        if (approver_timeout_ms == 0) approver_timeout_ms = 30000;
-        if (emit_ask && (hook_opts.protocol != cc::classify::HookProtocol::claude || !approver_cmd.empty()))
-            return usage("--emit-ask: only with --hook claude and no --approver (the CLI asks its user)");
-        if (!wrap_spec.empty()) {
-            // Absolute, and there now: the CLI runs the command from its own directory.
-            char* real = ::realpath(wrap_spec.c_str(), nullptr);
-            if (!real || ::access(real, R_OK) != 0) {
-                std::free(real);
-                return usage("--wrap-with: cannot read the SandboxSpec '" + wrap_spec + "'");
-            }
-            hook_opts.wrap_spec = real;
-            std::free(real);
-            // The cc-wrap installed beside this program, by its absolute path.
-            auto exe = cc::classify::sibling_program("cc-wrap");
-            if (!exe) return usage("--wrap-with: no cc-wrap installed beside cc-classify");
-            hook_opts.wrap_exe = *exe;
-        }
-        cc::classify::Options opts;
-        auto mode = cc::policy::parse_mode(mode_name);
-        if (!mode) return usage("--mode: unknown mode '" + mode_name + "' (chat, plan, review or orchestrate)");
-        opts.mode = *mode;
-        // The command data (share/cc/classify/*.json): a bad file is bad input.
-        if (auto k = cc::classify::install_knowledge(cc::classify::knowledge_dir()); !k)
-            return cc::tool::report("cc-classify", k.error(), cc::tool::exit_usage);
-        if (!policy_path.empty()) {
-            auto p = cc::policy::load(policy_path);
-            if (!p) return cc::tool::report("cc-classify", p.error(), cc::tool::exit_usage);
-            if (auto e = cc::classify::check_command_rules(*p)) {
-                e->subject = "'" + policy_path + "': " + e->subject;
-                return cc::tool::report("cc-classify", *e, cc::tool::exit_usage);
-            }
-            opts.policy = std::move(*p);
-        }
-        if (approver_timeout_ms <= 0) return usage("--approver-timeout: must be a positive number of milliseconds");
+        if (!hook.empty()) cc::classify::arm_hook_failsafe(setup->hook_ms);
+        const cc::classify::HookOptions& hook_opts = setup->options;
+        approver_timeout_ms = setup->approver_ms;
         int forms = (jsonl ? 1 : 0) + (!hook.empty() ? 1 : 0) + (!words.empty() ? 1 : 0);
+        auto made = cc::classify::make_options(mode_name, policy_path);
+        if (!made) return cc::tool::report("cc-classify", made.error(), cc::tool::exit_usage);
+        cc::classify::Options& opts = *made;
         if (forms != 1) return usage("give exactly one of a command line, '--jsonl' or '--hook PROTOCOL'");
         if (explain && words.empty()) return usage("--explain: only with a command line");
         if (explain && format == cc::tool::Format::json) return usage("--explain is the text form: not with --format json");

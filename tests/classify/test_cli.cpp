@@ -7,6 +7,7 @@
 #include <boost/process.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -699,7 +700,9 @@ TEST_CASE("--hook in a read-only mode: an allowed call runs with its pagers' esc
     int st = typed(quoted_updated, dir + "/guarded");
     CHECK(WIFEXITED(st));
     CHECK(WEXITSTATUS(st) != 124);  // less ended on q, not by the timeout
-    CHECK(::access((dir + "/guarded").c_str(), F_OK) != 0);
+    errno = 0;
+    CHECK(::access((dir + "/guarded").c_str(), F_OK) == -1);
+    CHECK(errno == ENOENT);  // never made, not merely unreadable
     // Chat mode is left as it was (a plain allow is no output for Codex).
     auto chat = run({bin("cc-classify"), "--hook", "codex"}, codex_call("Bash", call));
     CHECK(chat.out.empty());

@@ -4,10 +4,29 @@
 #include <istream>
 #include <ostream>
 
+#include "cc/classify/knowledge.hpp"
 #include "cc/core/json_reader.hpp"
 #include "cc/core/json_writer.hpp"
 
 namespace cc::classify {
+
+cc::Result<Options> make_options(const std::string& mode_name, const std::string& policy_path) {
+    Options opts;
+    auto mode = policy::parse_mode(mode_name);
+    if (!mode) return input_error("", "--mode: unknown mode '" + mode_name + "' (chat, plan, review or orchestrate)");
+    opts.mode = *mode;
+    if (auto k = install_knowledge(knowledge_dir()); !k) return k.error();
+    if (!policy_path.empty()) {
+        auto p = policy::load(policy_path);
+        if (!p) return p.error();
+        if (auto e = check_command_rules(*p)) {
+            e->subject = "'" + policy_path + "': " + e->subject;
+            return *e;
+        }
+        opts.policy = std::move(*p);
+    }
+    return opts;
+}
 
 using policy::Decision;
 

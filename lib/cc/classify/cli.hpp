@@ -3,6 +3,8 @@
 // pre-tool hooks (hook.hpp). Exit statuses are part of the interface (cc-classify(1)).
 #pragma once
 
+#include "cc/core/result.hpp"
+
 #include <functional>
 #include <initializer_list>
 #include <iosfwd>
@@ -31,6 +33,13 @@ struct Options {
     policy::Policy policy;
     Resolver resolver;  // used by the one-line and batch forms when set; the hook always resolves
 };
+
+// The options of every form from the command line: the mode by name, the
+// command data (share/cc/classify/*.json) installed, and the policy file
+// (empty: the built-in policy) read, its command rules checked against their
+// own examples. Bad input is an input error naming it. (The approver, which
+// runs programs, is the tool's to add: opts.resolver.)
+cc::Result<Options> make_options(const std::string& mode_name, const std::string& policy_path);
 
 // What the approver is asked: the line, the mode and the classification.
 nlohmann::json question(const Result& r, std::string_view line);

@@ -1,6 +1,8 @@
 // The agent CLIs' pre-tool hooks (hook.hpp; cc-classify(1), HOOKS).
 #include "cc/classify/hook.hpp"
 
+#include <cstdlib>
+
 #include <signal.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -101,6 +103,45 @@ cc::Result<HookTimes> hook_times(int deadline_ms, bool approver, int hook_ms, in
                                                      "hook's own deadline (" + std::to_string(t.hook_ms) + " ms)");
     t.approver_ms = approver_ms > 0 ? approver_ms : approver_latest;
     return t;
+}
+
+cc::Result<HookSetup> resolve_hook_flags(const HookFlags& f) {
+    HookSetup out;
+    if (!f.protocol.empty()) {
+        auto proto = parse_hook_protocol(f.protocol);
+        if (!proto) return input_error("--hook", "unknown protocol '" + f.protocol + "' (claude, codex or gemini)");
+        out.options.protocol = *proto;
+        out.options.emit_ask = f.emit_ask;
+        if (f.hook_timeout_ms < 0 || f.deadline_ms < 0 || f.approver_timeout_ms < 0)
+            return input_error("--hook-timeout, --deadline and --approver-timeout",
+                               "must be positive numbers of milliseconds");
+        auto times = hook_times(f.deadline_ms, f.approver, f.hook_timeout_ms, f.approver_timeout_ms);
+        if (!times) return times.error();
+        out.hook_ms = times->hook_ms;
+        out.approver_ms = times->approver_ms;
+    } else if (f.emit_ask || !f.wrap_spec.empty() || f.hook_timeout_ms != 0 || f.deadline_ms != 0) {
+        return input_error("", "--emit-ask, --wrap-with, --hook-timeout and --deadline go with --hook");
+    } else if (f.approver_timeout_ms != 0) {
+        if (f.approver_timeout_ms < 0)
+            return input_error("--approver-timeout", "must be a positive number of milliseconds");
+        out.approver_ms = f.approver_timeout_ms;
+    }
+    if (f.emit_ask && (out.options.protocol != HookProtocol::claude || f.approver))
+        return input_error("--emit-ask", "only with --hook claude and no --approver (the CLI asks its user)");
+    if (!f.wrap_spec.empty()) {
+        // Absolute, and there now: the CLI runs the command from its own directory.
+        char* real = ::realpath(f.wrap_spec.c_str(), nullptr);
+        std::string path = real ? real : "";
+        std::free(real);
+        if (path.empty() || ::access(path.c_str(), R_OK) != 0)
+            return input_error("--wrap-with", "cannot read the SandboxSpec '" + f.wrap_spec + "'");
+        out.options.wrap_spec = path;
+        // The cc-wrap installed beside this program, by its absolute path.
+        auto exe = sibling_program("cc-wrap");
+        if (!exe) return input_error("--wrap-with", "no cc-wrap installed beside cc-classify");
+        out.options.wrap_exe = *exe;
+    }
+    return out;
 }
 
 namespace {

@@ -71,6 +71,24 @@ struct HookTimes {
 };
 cc::Result<HookTimes> hook_times(int deadline_ms, bool approver, int hook_ms, int approver_ms);
 
+// The hook's flags as the command line gives them, and what they come to:
+// the hook's options and deadlines. A bad combination, an unreadable
+// SandboxSpec or no cc-wrap beside this program is an input error (one line,
+// exit 2). `approver_ms` is also the approver's timeout outside a hook.
+struct HookFlags {
+    std::string protocol;  // --hook; empty: not a hook
+    bool emit_ask = false;
+    std::string wrap_spec;
+    int hook_timeout_ms = 0, deadline_ms = 0, approver_timeout_ms = 0;  // 0: not given
+    bool approver = false;                                              // --approver given
+};
+struct HookSetup {
+    HookOptions options;
+    int hook_ms = 0;  // the failsafe's deadline (arm_hook_failsafe); 0 outside a hook
+    int approver_ms = 30000;
+};
+cc::Result<HookSetup> resolve_hook_flags(const HookFlags& f);
+
 // One hook call. Status 0 with the answer on `out`, or 2 with one line on
 // `err` (bad input, or any exception inside: the CLI blocks the call).
 int run_hook(std::istream& in, const Options& opts, const HookOptions& hook, std::ostream& out, std::ostream& err);
