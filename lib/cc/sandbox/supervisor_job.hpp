@@ -138,6 +138,7 @@ struct Job {
     // The caller's descriptor fd as an O_PATH pin; EBADF when it has none or
     // it was opened O_PATH (the calls on it would fail so).
     std::variant<Fd, int> own_fd(int fd);
+    std::variant<Fd, int> writable_own_fd(int fd);
     Outcome xattr_call(const std::string& path, bool follow, const std::string& name, std::uint64_t value,
                        std::uint64_t size, int flags, bool remove);
     Outcome fxattr_call(int fd, const std::string& name, std::uint64_t value, std::uint64_t size, int flags,

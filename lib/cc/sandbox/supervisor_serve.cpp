@@ -367,12 +367,20 @@ std::variant<Fd, int> Job::own_fd(int fd) {
     return pin;
 }
 
-Outcome Job::fd_chmod_call(int fd, mode_t mode) {
+// The caller's descriptor for a change of its object (fchmod, fsetxattr):
+// pinned, and judged by what it names now as a write of it.
+std::variant<Fd, int> Job::writable_own_fd(int fd) {
     auto own = own_fd(fd);
+    if (std::holds_alternative<int>(own)) return own;
+    auto p = judged_path(std::get<Fd>(own).get());
+    if (!p || !allowed(*p, WriteOp::write)) return EACCES;
+    return own;
+}
+
+Outcome Job::fd_chmod_call(int fd, mode_t mode) {
+    auto own = writable_own_fd(fd);
     if (auto* e = std::get_if<int>(&own)) return {*e};
     Fd& pin = std::get<Fd>(own);
-    auto p = judged_path(pin.get());
-    if (!p || !allowed(*p, WriteOp::write)) return {EACCES};
     cc_hand_req q{};
     q.op = CC_HAND_FCHMOD;
     q.arg = mode;
@@ -406,11 +414,9 @@ Outcome Job::fxattr_call(int fd, const std::string& name, std::uint64_t value, s
                          bool remove) {
     auto data = xattr_value(value, size, remove);
     if (auto* e = std::get_if<int>(&data)) return {*e};
-    auto own = own_fd(fd);
+    auto own = writable_own_fd(fd);
     if (auto* e = std::get_if<int>(&own)) return {*e};
     Fd& pin = std::get<Fd>(own);
-    auto p = judged_path(pin.get());
-    if (!p || !allowed(*p, WriteOp::write)) return {EACCES};
     cc_hand_req q{};
     q.op = remove ? CC_HAND_REMOVEXATTR : CC_HAND_SETXATTR;
     q.flags = flags;
