@@ -11,6 +11,7 @@
 
 #include <linux/seccomp.h>
 #include <sys/types.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -93,6 +94,10 @@ struct Job {
     Call call;
     Fd root;
     std::string first_path;  // for the violation
+    // The caller's /proc/TID, opened before its notification was checked
+    // valid (so it is the caller's, not a reused TID's): what this call
+    // reads of the caller is looked up from it, not spelt again.
+    Fd pdir;
     int nspid = -1, nstgid = -1;
     mode_t umask = 022;      // the caller's, read by take_umask()
 
@@ -101,6 +106,8 @@ struct Job {
     bool read_bytes(std::uint64_t addr, void* dst, std::size_t len);
     bool valid();
     std::string proc(const std::string& rest) const { return "/proc/" + std::to_string(tid) + rest; }
+    // "cwd" for AT_FDCWD, else "fd/N": the caller's directory, under pdir.
+    static std::string dir_entry(int dirfd) { return dirfd == AT_FDCWD ? "cwd" : "fd/" + std::to_string(dirfd); }
     std::string status();
     bool ns_ids();
     bool take_umask();

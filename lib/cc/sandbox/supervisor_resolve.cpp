@@ -127,7 +127,7 @@ bool Job::valid() { return ::ioctl(st.listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &r
 // The caller's /proc/TID/status (its first 4 KiB: Umask, NSpid, NStgid).
 std::string Job::status() {
     std::string out;
-    int fd = ::open(proc("/status").c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = ::openat(pdir.get(), "status", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return out;
     char buf[4096];
     ssize_t n = ::read(fd, buf, sizeof buf);
@@ -211,9 +211,8 @@ std::variant<std::string, int> Job::absolute(int dirfd, const std::string& path)
         if (auto own = own_dirs(rewrite_self(path))) return *own;
         return path;
     }
-    std::string link = dirfd == AT_FDCWD ? proc("/cwd") : proc("/fd/" + std::to_string(dirfd));
     char buf[PATH_MAX + 1];
-    ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
+    ssize_t n = ::readlinkat(pdir.get(), dir_entry(dirfd).c_str(), buf, sizeof buf - 1);
     if (n <= 0) return EBADF;
     std::string base(buf, static_cast<std::size_t>(n));
     if (base.empty() || base[0] != '/') return ENOTDIR;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cerrno>
 #include <cstddef>
 #include <cstdlib>
@@ -93,6 +94,10 @@ bool receive_answer(int sock, Outcome& o) {
 
 }  // namespace
 
+// How long the serving thread asks again for the hand's answer before it
+// sleeps (the hand's own wait for the next request is CC_HAND_SPIN_NS).
+constexpr std::chrono::microseconds k_answer_spin{200};
+
 // The hand (hand_proto.h): one request, one answer, over the socket the
 // listener came on. The serving thread is the only one that asks.
 Outcome Job::hand(cc_hand_req q, const std::string& name1, const std::string& name2, int dir1, int dir2,
@@ -128,10 +133,16 @@ Outcome Job::hand(cc_hand_req q, const std::string& name1, const std::string& na
     }
     // No hand (it was killed, or never started): nothing is performed.
     if (n != static_cast<ssize_t>(msg.size())) return {EACCES};
-    // Waited for with the stop signal: stop() never waits on the hand.
+    // Waited for with the stop signal: stop() never waits on the hand. The
+    // hand's answer usually comes within microseconds: asked again for a
+    // moment before sleeping, so it costs no wake-up of this thread.
+    const auto spin_until = std::chrono::steady_clock::now() + k_answer_spin;
     for (;;) {
         pollfd p[2] = {{st.sock, POLLIN, 0}, {st.stop_fd, POLLIN, 0}};
-        if (::poll(p, 2, -1) < 0) {
+        const bool spin = std::chrono::steady_clock::now() < spin_until;
+        int pr = ::poll(p, 2, spin ? 0 : -1);
+        if (pr == 0) continue;
+        if (pr < 0) {
             if (errno == EINTR) continue;
             return {EACCES};
         }
@@ -190,8 +201,7 @@ Outcome Job::openat2_call(int dirfd, const std::string& path, std::uint64_t how_
     if (how.resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT)) {
         // Scoped to the caller's own directory: looked up from our pinned
         // copy of it (which cannot leave it), performed by the hand.
-        Fd base(::open((dirfd == AT_FDCWD ? proc("/cwd") : proc("/fd/" + std::to_string(dirfd))).c_str(),
-                       O_PATH | O_DIRECTORY | O_CLOEXEC));
+        Fd base(::openat(pdir.get(), dir_entry(dirfd).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
         if (!base) return {EBADF};
         const bool writes = how.flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC);
         open_how pin = how;
@@ -293,7 +303,7 @@ Outcome Job::link_call(int od, const std::string& op, int nd, const std::string&
     cc_hand_req q{};
     if ((flags & AT_EMPTY_PATH) && op.empty()) {
         // The caller's own descriptor: the object it holds.
-        Fd pin(::open(proc("/fd/" + std::to_string(od)).c_str(), O_PATH | O_CLOEXEC));
+        Fd pin(::openat(pdir.get(), dir_entry(od).c_str(), O_PATH | O_CLOEXEC));
         if (!pin) return {EBADF};
         auto from = judged_path(pin.get());
         if (!from || !allowed(*from, WriteOp::link_from) || !allowed(join(t), WriteOp::create)) return {EACCES};
@@ -356,7 +366,7 @@ Outcome Job::object_call(int dirfd, const std::string& path, bool follow, bool i
 // then changed by the hand through that pin. A descriptor opened with
 // O_PATH cannot be changed (EBADF), as without the supervisor.
 std::variant<Fd, int> Job::own_fd(int fd) {
-    Fd pin(::open(proc("/fd/" + std::to_string(fd)).c_str(), O_PATH | O_CLOEXEC));
+    Fd pin(::openat(pdir.get(), dir_entry(fd).c_str(), O_PATH | O_CLOEXEC));
     if (!pin) return EBADF;
     std::ifstream info(proc("/fdinfo/" + std::to_string(fd)));
     std::string key;
@@ -461,6 +471,8 @@ Outcome Job::bind_call(int fd, std::uint64_t addr, std::uint64_t len) {
 }
 
 Outcome Job::serve() {
+    pdir = Fd(::open(proc("").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!pdir) return {ESRCH};
     const auto* a = req.data.args;
     auto str = [&](int i) { return read_string(a[i]); };
     auto dfd = [&](int i) { return static_cast<int>(static_cast<std::int32_t>(a[i])); };
@@ -501,7 +513,7 @@ Outcome Job::serve() {
     if (!valid()) return {ESRCH};
     first_path = p1 ? *p1 : "descriptor " + std::to_string(dfd(0));
     struct stat ns {};
-    if (::stat(proc("/ns/mnt").c_str(), &ns) != 0) return {ESRCH};
+    if (::fstatat(pdir.get(), "ns/mnt", &ns, 0) != 0) return {ESRCH};
     if (ns.st_ino != st.mnt_ns || ns.st_dev != st.mnt_ns_dev) {
         st.refused++;
         if (st.report)
@@ -509,7 +521,7 @@ Outcome Job::serve() {
                        {"rule", "a mount namespace of its own"}, {"source", "write supervisor"}, {"errno", "EPERM"}});
         return {EPERM};
     }
-    root = Fd(::open(proc("/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    root = Fd(::openat(pdir.get(), "root", O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (!root) return {ESRCH};
     switch (call) {
         case Call::open: return open_call(AT_FDCWD, *p1, a[1], static_cast<mode_t>(a[2]));
@@ -671,7 +683,7 @@ void serve_loop(std::shared_ptr<State> sp) {
         if (it == st.calls.end()) {
             o.err = ENOSYS;
         } else {
-            Job job{st, req, static_cast<pid_t>(req.pid), it->second, {}, {}};
+            Job job{st, req, static_cast<pid_t>(req.pid), it->second, {}, {}, {}};
             // Nothing thrown leaves this thread (it would end cc-wrap and
             // lose the command's status): a call that could not be judged
             // is refused.
