@@ -10,6 +10,7 @@ build=(
   libunistring-dev  # libunistring.a: cc-egress links libidn2 statically
   libboost-dev libboost-filesystem-dev libssl-dev zlib1g-dev
   libseccomp-dev  # cc-wrap: the seccomp layer and the write supervisor
+  libicu-dev      # cc-pushgate: ref names as a reader sees them (confusables)
   musl-tools      # cc-wrap-init: a static musl binary (its start is on every launch)
   catch2          # the test binaries are part of the default build
 )

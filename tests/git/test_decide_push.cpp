@@ -289,3 +289,52 @@ TEST_CASE("decide_push: under the built-in policy a tag, once pushed, never move
     CHECK(plan.refs[1].verdict.reason == "a tag, once pushed, never moves or goes");
     CHECK(plan.refs[2].verdict.decision == Decision::deny);
 }
+
+// Look-alikes from Unicode's own data (ICU): compatibility forms
+// (fullwidth, mathematical), letters of other scripts drawn like Latin ones,
+// and characters nobody sees, however they are spelt.
+TEST_CASE("decide_push: look-alikes and unseen characters are found with Unicode's data, not a hand list") {
+    // Mathematical bold m (U+1D426), Armenian oh (U+0585), Cherokee/Latin
+    // mixes, a ligature: each reads as ASCII.
+    CHECK(lookalike("refs/heads/\xF0\x9D\x90\xA6" "ain") == "refs/heads/main");
+    CHECK(lookalike("refs/heads/d\xD6\x85" "cs") == "refs/heads/docs");
+    CHECK(lookalike("refs/heads/\xEF\xAC\x81x") == "refs/heads/fix");  // U+FB01 fi ligature
+    CHECK(lookalike("refs/heads/ma\xD0\x86n") == "refs/heads/main");    // Cyrillic capital I reads as i
+    CHECK(lookalike("refs/heads/caf\xC3\xA9") == "refs/heads/caf\xC3\xA9");  // an accent shows: kept
+    // Unseen: a soft hyphen, a Hangul filler, a variation selector, a tag
+    // character, a no-break space, a Mongolian vowel separator. A byte that
+    // is not UTF-8 (a Latin-1 name) is a name like another.
+    CHECK(invisible_char("refs/heads/ma\xC2\xADin") == "U+00AD");
+    CHECK(invisible_char("refs/heads/ma\xE3\x85\xA4in") == "U+3164");
+    CHECK(invisible_char("refs/heads/main\xEF\xB8\x8F") == "U+FE0F");
+    CHECK(invisible_char("refs/heads/main\xF3\xA0\x81\xA1") == "U+E0061");
+    CHECK(invisible_char("refs/heads/ma\xC2\xA0in") == "U+00A0");
+    CHECK(invisible_char("refs/heads/ma\xE1\xA0\x8Ein") == "U+180E");
+    CHECK(invisible_char("refs/heads/caf\xE9") == "");
+    CHECK(invisible_char("refs/heads/caf\xC3\xA9") == "");
+    CHECK(lookalike("refs/heads/ma\xC2\xADin") == "refs/heads/main");
+
+    auto plan = decide_push(request({{Z, A, "refs/heads/ma\xC2\xADin"}}), context());
+    CHECK(plan.refs[0].denied());
+    CHECK(plan.refs[0].verdict.reason == "ref name has an invisible or bidi control character (U+00AD)");
+}
+
+// A name drawn like a protected one in another script is judged as that
+// name; one that differs only in ASCII case is another ref (git and the
+// hosts keep them apart) and is only reported.
+TEST_CASE("decide_push: a name drawn like a protected one in another script is judged as that name") {
+    auto plan = decide_push(request({{A, Z, "refs/heads/m\xD0\xB0in"}, {A, Z, "refs/heads/MAIN"},
+                                     {A, Z, "refs/heads/\xF0\x9D\x90\xA6" "ain"}}),
+                            context());
+    REQUIRE(plan.refs.size() == 3);
+    CHECK(plan.refs[0].denied());
+    CHECK(plan.refs[0].verdict.reason == "looks like refs/heads/main: main is protected");
+    CHECK(plan.refs[0].looks_like == "refs/heads/main");
+    CHECK(plan.refs[1].allowed());
+    CHECK(plan.refs[1].looks_like == "refs/heads/main");
+    CHECK(plan.refs[2].denied());
+    // A look-alike of a name judged no more strictly is judged as itself.
+    auto other = decide_push(request({{A, Z, "refs/heads/\xCE\xBF" "ther"}}), context());
+    CHECK(other.refs[0].allowed());
+    CHECK(other.refs[0].looks_like.empty());
+}

@@ -450,7 +450,7 @@ TEST_CASE("a client that sends half a head is cut at --head-timeout") {
     ::close(fd);
 }
 
-TEST_CASE("a ref name with an invisible or bidi character is denied; one that looks like a protected ref is reported") {
+TEST_CASE("a ref name with an invisible or bidi character is denied; one drawn like a protected ref is judged as it") {
     NEED_RIG();
     upstream().create_repo("acme/demo");
     std::string dir = agent_repo("bidi", gateway());
@@ -475,6 +475,23 @@ TEST_CASE("a ref name with an invisible or bidi character is denied; one that lo
     CHECK(upper.status == 0);
     ev = events(gateway(), "push");
     CHECK(ev.back()["refs"][0]["decision"] == "allow");
+    CHECK(ev.back()["refs"][0]["looksLike"] == "refs/heads/main");
+    // A Cyrillic a (U+0430) is drawn like a Latin one: the name is judged as
+    // main, whose deletion the policy refuses. Straight to the upstream the
+    // deletion goes through; through the gateway it is refused and the ref
+    // stays.
+    const std::string cyr = "refs/heads/m\xD0\xB0in";
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:" + cyr}, dir).status == 0);
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), ":" + cyr}, dir).status == 0);
+    REQUIRE(upstream().ref("acme/demo", cyr).empty());
+    REQUIRE(git({"push", "-q", upstream().write_url("acme/demo"), "HEAD:" + cyr}, dir).status == 0);
+    auto del = git({"push", "origin", ":" + cyr}, dir);
+    INFO(del.err);
+    CHECK(del.status == 1);
+    CHECK(del.err.find("(Control Center policy: looks like refs/heads/main: ") != std::string::npos);
+    CHECK(!upstream().ref("acme/demo", cyr).empty());
+    ev = events(gateway(), "push");
+    CHECK(ev.back()["refs"][0]["decision"] == "deny");
     CHECK(ev.back()["refs"][0]["looksLike"] == "refs/heads/main");
 }
 

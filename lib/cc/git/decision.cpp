@@ -1,90 +1,11 @@
 #include "cc/git/decision.hpp"
 
 #include <algorithm>
-#include <cctype>
-#include <cstdio>
 
 namespace cc::git {
 
 using policy::Decision;
 using policy::Verdict;
-
-std::string invisible_char(std::string_view ref) {
-    for (std::size_t i = 0; i + 1 < ref.size(); ++i) {
-        auto b = [&](std::size_t k) { return static_cast<unsigned char>(ref[k]); };
-        unsigned cp = 0;
-        if (b(i) == 0xD8 && b(i + 1) == 0x9C) cp = 0x061C;  // ARABIC LETTER MARK
-        if (i + 2 < ref.size()) {
-            unsigned c3 = ((b(i) & 0x0F) << 12) | ((b(i + 1) & 0x3F) << 6) | (b(i + 2) & 0x3F);
-            // Zero-width characters, bidi embeddings and overrides, isolates, BOM.
-            if ((b(i) & 0xF0) == 0xE0 &&
-                ((c3 >= 0x200B && c3 <= 0x200F) || (c3 >= 0x202A && c3 <= 0x202E) || (c3 >= 0x2060 && c3 <= 0x2069) ||
-                 c3 == 0xFEFF))
-                cp = c3;
-        }
-        if (cp) {
-            char buf[16];
-            std::snprintf(buf, sizeof buf, "U+%04X", cp);
-            return buf;
-        }
-    }
-    return "";
-}
-
-namespace {
-
-// The Latin letter a Cyrillic, Greek or fullwidth letter is drawn like, 0 for none.
-char confusable(unsigned cp) {
-    if (cp >= 0xFF01 && cp <= 0xFF5E) return static_cast<char>(std::tolower(static_cast<int>(cp - 0xFF01 + 0x21)));
-    static const std::pair<unsigned, char> table[] = {
-        // Cyrillic
-        {0x0405, 's'}, {0x0406, 'i'}, {0x0408, 'j'}, {0x0410, 'a'}, {0x0412, 'b'}, {0x0415, 'e'}, {0x041A, 'k'},
-        {0x041C, 'm'}, {0x041D, 'h'}, {0x041E, 'o'}, {0x0420, 'p'}, {0x0421, 'c'}, {0x0422, 't'}, {0x0425, 'x'},
-        {0x0430, 'a'}, {0x0435, 'e'}, {0x043E, 'o'}, {0x0440, 'p'}, {0x0441, 'c'}, {0x0443, 'y'}, {0x0445, 'x'},
-        {0x0455, 's'}, {0x0456, 'i'}, {0x0458, 'j'}, {0x04BB, 'h'}, {0x0501, 'd'}, {0x051B, 'q'}, {0x051D, 'w'},
-        // Greek
-        {0x0391, 'a'}, {0x0392, 'b'}, {0x0395, 'e'}, {0x0396, 'z'}, {0x0397, 'h'}, {0x0399, 'i'}, {0x039A, 'k'},
-        {0x039C, 'm'}, {0x039D, 'n'}, {0x039F, 'o'}, {0x03A1, 'p'}, {0x03A4, 't'}, {0x03A5, 'y'}, {0x03A7, 'x'},
-        {0x03B1, 'a'}, {0x03B9, 'i'}, {0x03BA, 'k'}, {0x03BD, 'v'}, {0x03BF, 'o'}, {0x03C1, 'p'}, {0x03C4, 't'},
-        {0x03C5, 'u'}, {0x03C7, 'x'},
-        // Latin
-        {0x0131, 'i'},
-    };
-    for (const auto& [c, l] : table)
-        if (c == cp) return l;
-    return 0;
-}
-
-}  // namespace
-
-std::string lookalike(std::string_view ref) {
-    std::string out;
-    for (std::size_t i = 0; i < ref.size();) {
-        auto c = static_cast<unsigned char>(ref[i]);
-        if (c >= 0xC0 && !invisible_char(ref.substr(i, 3)).empty()) {
-            i += c == 0xD8 ? 2 : 3;
-            continue;
-        }
-        // A two- or three-byte letter drawn like a Latin one stands for it.
-        auto b = [&](std::size_t k) { return static_cast<unsigned char>(ref[i + k]); };
-        if ((c & 0xE0) == 0xC0 && i + 1 < ref.size() && (b(1) & 0xC0) == 0x80) {
-            if (char l = confusable(((c & 0x1F) << 6) | (b(1) & 0x3F))) {
-                out.push_back(l);
-                i += 2;
-                continue;
-            }
-        } else if ((c & 0xF0) == 0xE0 && i + 2 < ref.size() && (b(1) & 0xC0) == 0x80 && (b(2) & 0xC0) == 0x80) {
-            if (char l = confusable(((c & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F))) {
-                out.push_back(l);
-                i += 3;
-                continue;
-            }
-        }
-        out.push_back(static_cast<char>(std::tolower(c)));
-        ++i;
-    }
-    return out;
-}
 
 std::string policy_reason(const Verdict& v, std::string_view label) {
     return std::string(label) + " policy: " + v.reason;
@@ -186,12 +107,24 @@ PushPlan decide_push(const PushRequest& req, const PushContext& ctx) {
                 r.if_force.reset();
             }
         }
-        // A name that only looks like another (case, invisible characters) is
-        // reported with the name it looks like, when that one would be judged
-        // more strictly.
+        // A name that only looks like another (case, unseen characters,
+        // letters of other scripts drawn like Latin ones) is reported with the
+        // name it looks like, when that one would be judged more strictly; and
+        // judged as that name when the likeness is not only of case (git and
+        // the hosts keep refs/heads/MAIN apart from main, but a reader cannot
+        // tell a Cyrillic a from a Latin one).
         std::string like = lookalike(cmd.ref);
-        if (ctx.linked && like != cmd.ref && judge(ctx, like, r.kind).decision > judge(ctx, cmd.ref, r.kind).decision)
-            r.looks_like = like;
+        if (ctx.linked && like != cmd.ref) {
+            Verdict lv = judge(ctx, like, r.kind);
+            if (lv.decision > judge(ctx, cmd.ref, r.kind).decision) {
+                r.looks_like = like;
+                if (lookalike_by_script(cmd.ref, like) && lv.decision > r.verdict.decision) {
+                    r.verdict = lv;
+                    r.verdict.reason = "looks like " + like + ": " + lv.reason;
+                    r.if_force.reset();
+                }
+            }
+        }
         r.content_rules = ctx.linked && r.kind != "delete" && policy::has_content_rules(*ctx.policy, ctx.mode);
         plan.refs.push_back(std::move(r));
     }

@@ -109,12 +109,18 @@ PushOutcome outcome(const PushPlan& plan, bool atomic, std::string_view label = 
 // The policy's reason as git shows it: "<label> policy: <reason>".
 std::string policy_reason(const policy::Verdict& v, std::string_view label = default_reject_label);
 
-// Invisible and direction-changing characters (UTF-8) in a ref name, the
-// first as "U+XXXX", or "".
+// The first character of a ref name a reader does not see or sees as a
+// space (Unicode's default-ignorable code points, bidi controls, other
+// format characters, C1 controls, spaces other than ASCII's) as "U+XXXX",
+// or "" (refname.cpp). Bytes that are not UTF-8 are not looked at.
 std::string invisible_char(std::string_view ref);
-// The name a ref could be mistaken for: ASCII lower case, invisible
-// characters dropped, Cyrillic, Greek and fullwidth letters drawn like Latin
-// ones replaced by those. Equal to the ref when there is nothing to mistake.
+// The name a ref could be mistaken for: ASCII lower case, unseen characters
+// left out, and each other character whose confusable skeleton (ICU,
+// Unicode's confusables table) is ASCII replaced by it: Cyrillic, Greek,
+// Armenian, Cherokee, fullwidth and mathematical letters drawn like Latin
+// ones. Equal to the ref when there is nothing to mistake.
 std::string lookalike(std::string_view ref);
+// Whether `like` (lookalike(ref)) differs from ref in more than ASCII case.
+bool lookalike_by_script(std::string_view ref, std::string_view like);
 
 }  // namespace cc::git
