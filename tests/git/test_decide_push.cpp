@@ -218,28 +218,41 @@ TEST_CASE("content rules: paths, sizeOver and filesOver are read only once the c
     CHECK_FALSE(plan.refs[1].needs_content());  // a delete brings nothing
 
     RefPlan r = plan.refs[0];
-    settle_content(r, cc::Result<cc::policy::PushContent>(cc::policy::PushContent{{"src/a.c", "docs/CODEOWNERS"}, 10, 2}), ctx);
+    settle_content(r, cc::Result<cc::policy::PushContent>(cc::policy::PushContent{{"src/a.c", "docs/CODEOWNERS"}, 10, 2, {}}), ctx);
     CHECK(r.denied());
     CHECK(r.verdict.reason == "workflows and owners are changed by people");
     CHECK_FALSE(r.needs_content());
 
     r = plan.refs[0];
-    settle_content(r, cc::Result<cc::policy::PushContent>(cc::policy::PushContent{{".github/workflows/ci.yml"}, 10, 1}), ctx);
+    settle_content(r, cc::Result<cc::policy::PushContent>(cc::policy::PushContent{{".github/workflows/ci.yml"}, 10, 1, {}}), ctx);
     CHECK(r.denied());
 
     r = plan.refs[0];
-    settle_content(r, cc::Result<cc::policy::PushContent>(cc::policy::PushContent{{"src/big.bin"}, 1001, 1}), ctx);
+    settle_content(r, cc::Result<cc::policy::PushContent>(cc::policy::PushContent{{"src/big.bin"}, 1001, 1, {}}), ctx);
     CHECK(r.denied());
     CHECK(r.verdict.reason == "no files over 1000 bytes");
 
     r = plan.refs[0];
-    settle_content(r, cc::Result<cc::policy::PushContent>(cc::policy::PushContent{{"a", "b", "c", "d"}, 1000, 4}), ctx);
+    settle_content(r, cc::Result<cc::policy::PushContent>(cc::policy::PushContent{{"a", "b", "c", "d"}, 1000, 4, {}}), ctx);
     CHECK(r.allowed());  // 1000 is not over 1000; filesOver applies to creates only
     CHECK(r.content->files == 4);
 
     auto created = decide_push(request({{Z, A, "refs/heads/new"}}), ctx);
-    settle_content(created.refs[0], cc::Result<cc::policy::PushContent>(cc::policy::PushContent{{"a", "b", "c", "d"}, 1, 4}), ctx);
+    settle_content(created.refs[0], cc::Result<cc::policy::PushContent>(cc::policy::PushContent{{"a", "b", "c", "d"}, 1, 4, {}}), ctx);
     CHECK(created.refs[0].verdict.decision == Decision::ask);
+
+    // A submodule the update adds at .github may bring workflows.
+    r = plan.refs[0];
+    settle_content(r, cc::Result<cc::policy::PushContent>(cc::policy::PushContent{{".github"}, 10, 1, {".github"}}), ctx);
+    CHECK(r.denied());
+    // Anywhere else too: a CODEOWNERS file (a name in any directory) may be in it.
+    r = plan.refs[0];
+    settle_content(r, cc::Result<cc::policy::PushContent>(cc::policy::PushContent{{"vendor/x"}, 10, 1, {"vendor/x"}}), ctx);
+    CHECK(r.denied());
+    // The same path as a plain file is only itself.
+    r = plan.refs[0];
+    settle_content(r, cc::Result<cc::policy::PushContent>(cc::policy::PushContent{{"vendor/x"}, 10, 1, {}}), ctx);
+    CHECK(r.allowed());
 
     // Content that could not be read is refused.
     r = plan.refs[0];
@@ -265,6 +278,15 @@ TEST_CASE("content rules: only push rules take them; a pattern without '/' names
     CHECK_FALSE(cc::policy::path_matches(".github/workflows/*", "src/.github/workflows/ci.yml"));
     CHECK_FALSE(cc::policy::path_matches("*.pem", "src/key.pem.txt"));
     CHECK(cc::policy::path_matches("*.pem", "src/key.pem"));
+    // Case as a case-insensitive checkout or host reads it.
+    CHECK(cc::policy::path_matches(".github/workflows/*", ".GitHub/Workflows/ci.yml"));
+    CHECK(cc::policy::path_matches("CODEOWNERS", "docs/codeowners"));
+    // Below a submodule any name may appear.
+    CHECK(cc::policy::path_could_match_below(".github/workflows/*", ".github"));
+    CHECK(cc::policy::path_could_match_below(".github/workflows/*", ".GITHUB/workflows/sub"));
+    CHECK(cc::policy::path_could_match_below("CODEOWNERS", "vendor/lib"));
+    CHECK_FALSE(cc::policy::path_could_match_below(".github/workflows/*", "vendor/lib"));
+    CHECK_FALSE(cc::policy::path_could_match_below(".github/workflows/*", ".githubx"));
 }
 
 TEST_CASE("decide_push: a ref denied for an invisible character still names what it looks like") {

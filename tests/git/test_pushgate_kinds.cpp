@@ -14,6 +14,7 @@
 #include <atomic>
 #include <thread>
 #include <chrono>
+#include <functional>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -267,6 +268,68 @@ TEST_CASE("content rules: a push that changes a workflow or CODEOWNERS is refuse
     ev = events(content_gateway(), "push");
     CHECK(ev.back()["refs"][0]["content"]["files"] == 1);
     CHECK(ev.back()["result"] == "forwarded");
+}
+
+// Four ways to bring a workflow past a check that compares only the old and
+// new tips, case-sensitively, by the paths the push names: a commit that adds
+// it with a later one that takes it out again (it stays in the upstream's
+// history), another case (a case-insensitive checkout or host reads it as
+// the same path), a symbolic link that makes it appear there, and a
+// submodule mounted there. Each goes through a gateway without content rules
+// (the push is otherwise fine) and is refused with them, the branch absent
+// from the upstream.
+TEST_CASE("content rules: every commit, any case, symbolic links and submodules are read") {
+    NEED_RIG();
+    struct Way {
+        std::string name;
+        std::function<void(const std::string&)> make;
+    };
+    const std::vector<Way> ways = {
+        {"history",
+         [](const std::string& d) {
+             fs::create_directories(d + "/.github/workflows");
+             commit(d, ".github/workflows/ci.yml", "on: push\n");
+             REQUIRE(git({"rm", "-q", "-r", ".github"}, d).status == 0);
+             REQUIRE(git({"commit", "-q", "-m", "gone again"}, d).status == 0);
+             // Tip against base: nothing of it.
+             CHECK(git({"diff", "--name-only", "HEAD~2", "HEAD"}, d).out == "");
+         }},
+        {"case",
+         [](const std::string& d) {
+             fs::create_directories(d + "/.GitHub/Workflows");
+             commit(d, ".GitHub/Workflows/ci.yml", "on: push\n");
+         }},
+        {"symlink",
+         [](const std::string& d) {
+             fs::create_directories(d + "/ci/workflows");
+             fs::create_symlink("ci", d + "/.github");
+             REQUIRE(git({"add", ".github"}, d).status == 0);
+             commit(d, "ci/workflows/ci.yml", "on: push\n");
+         }},
+        {"submodule",
+         [](const std::string& d) {
+             REQUIRE(git({"update-index", "--add", "--cacheinfo", "160000," + head(d) + ",.github"}, d).status == 0);
+             REQUIRE(git({"commit", "-q", "-m", "a submodule at .github"}, d).status == 0);
+         }},
+    };
+    for (const auto& w : ways) {
+        INFO(w.name);
+        std::string plain = repo_on_main("content-" + w.name + "-plain", gateway());
+        w.make(plain);
+        auto ok = git({"push", "origin", "HEAD:refs/heads/" + w.name}, plain);
+        INFO(ok.err);
+        REQUIRE(ok.status == 0);
+        REQUIRE(upstream().ref("acme/demo", "refs/heads/" + w.name) == head(plain));
+
+        std::string dir = repo_on_main("content-" + w.name, content_gateway());
+        w.make(dir);
+        auto r = git({"push", "origin", "HEAD:refs/heads/" + w.name}, dir);
+        INFO(r.err);
+        CHECK(r.status == 1);
+        CHECK(r.err.find(" ! [remote rejected] HEAD -> " + w.name +
+                         " (Control Center policy: workflows and owners are changed by people)") != std::string::npos);
+        CHECK(upstream().ref("acme/demo", "refs/heads/" + w.name).empty());
+    }
 }
 
 TEST_CASE("content rules: a file over sizeOver is refused, one at the limit goes") {

@@ -22,6 +22,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <set>
 #include <future>
 #include <fstream>
 
@@ -518,6 +519,33 @@ Result<bool> Quarantine::is_ancestor(const std::string& old_oid, const std::stri
                                           ": " + one_line(err, 200), 0);
 }
 
+namespace {
+
+// A symbolic link's target as a path of the same tree (no "." or ".."
+// left), or nullopt when it points outside it (absolute, or above the top).
+std::optional<std::string> link_target(const std::string& link, const std::string& target) {
+    if (target.empty() || target[0] == '/') return std::nullopt;
+    std::vector<std::string> parts;
+    auto slash = link.rfind('/');
+    std::string whole = (slash == std::string::npos ? "" : link.substr(0, slash + 1)) + target;
+    std::istringstream in(whole);
+    for (std::string part; std::getline(in, part, '/');) {
+        if (part.empty() || part == ".") continue;
+        if (part == "..") {
+            if (parts.empty()) return std::nullopt;
+            parts.pop_back();
+            continue;
+        }
+        parts.push_back(part);
+    }
+    if (parts.empty()) return std::nullopt;
+    std::string out;
+    for (const auto& p : parts) out += (out.empty() ? "" : "/") + p;
+    return out;
+}
+
+}  // namespace
+
 Result<policy::PushContent> Quarantine::content(const std::string& base, const std::string& new_oid,
                                                 bool from_merge_base) const {
     auto env = git_env(impl_->mirror);
@@ -542,13 +570,84 @@ Result<policy::PushContent> Quarantine::content(const std::string& base, const s
     auto rc = run_git_io(paths_args, env, "", out, &err);
     if (!rc) return rc.error();
     if (*rc != 0) return fail(paths_args[0]);
+    std::set<std::string> changed;
+    auto take_paths = [&] {
+        for (std::size_t pos = 0; pos < out.size();) {
+            auto end = out.find('\0', pos);
+            if (end == std::string::npos) end = out.size();
+            if (end > pos) changed.insert(out.substr(pos, end - pos));
+            pos = end + 1;
+        }
+    };
+    take_paths();
+    // And every commit on the way: a file added in one commit and removed in
+    // the next still lands in the upstream's history. Merges against each
+    // parent.
+    std::vector<std::string> log_args = {"log", "-z", "--format=", "--name-only", "--no-renames", "-m", new_oid};
+    if (!from.empty()) log_args.insert(log_args.end(), {"--not", from});
+    rc = run_git_io(log_args, env, "", out, &err);
+    if (!rc) return rc.error();
+    if (*rc != 0) return fail("log");
+    take_paths();
+    c.files = changed.size();
+    // The new tree's symbolic links and submodules: a link makes what lies
+    // at its target appear at its own path too (".github -> ci" puts
+    // ci/workflows/x.yml at .github/workflows/x.yml), and a submodule the
+    // update adds or moves brings files the push does not carry.
+    rc = run_git_io({"ls-tree", "-r", "-z", "--full-tree", new_oid}, env, "", out, &err);
+    if (!rc) return rc.error();
+    if (*rc != 0) return fail("ls-tree");
+    std::vector<std::pair<std::string, std::string>> links;  // path, blob
     for (std::size_t pos = 0; pos < out.size();) {
         auto end = out.find('\0', pos);
         if (end == std::string::npos) end = out.size();
-        if (end > pos) c.paths.push_back(out.substr(pos, end - pos));
+        std::string entry = out.substr(pos, end - pos);
         pos = end + 1;
+        auto tab = entry.find('\t');
+        if (tab == std::string::npos || entry.size() < 7) continue;
+        std::string mode = entry.substr(0, 6), path = entry.substr(tab + 1);
+        if (mode == "160000" && changed.count(path)) c.opaque.push_back(path);
+        if (mode == "120000") {
+            auto sp = entry.rfind(' ', tab);
+            if (sp != std::string::npos) links.emplace_back(path, entry.substr(sp + 1, tab - sp - 1));
+        }
     }
-    c.files = c.paths.size();
+    if (!links.empty()) {
+        std::string in;
+        for (const auto& l : links) in += l.second + "\n";
+        std::string body;
+        rc = run_git_io({"cat-file", "--batch"}, env, in, body, &err);
+        if (!rc) return rc.error();
+        if (*rc != 0) return fail("cat-file");
+        std::vector<std::pair<std::string, std::string>> resolved;  // link path, target path in the tree
+        std::size_t pos = 0;
+        for (const auto& l : links) {
+            auto nl = body.find('\n', pos);
+            if (nl == std::string::npos) break;
+            std::istringstream head(body.substr(pos, nl - pos));
+            std::string oid, type;
+            std::size_t size = 0;
+            if (!(head >> oid >> type >> size) || nl + 1 + size > body.size()) break;
+            std::string target = body.substr(nl + 1, size);
+            pos = nl + 1 + size + 1;
+            if (auto t = link_target(l.first, target)) resolved.emplace_back(l.first, *t);
+        }
+        // Links to links: followed a few times over.
+        for (int round = 0; round < 8; ++round) {
+            std::vector<std::string> more;
+            for (const auto& [link, target] : resolved)
+                for (const auto& p : changed)
+                    if (p.size() > target.size() && p.compare(0, target.size(), target) == 0 && p[target.size()] == '/') {
+                        std::string alias = link + p.substr(target.size());
+                        if (!changed.count(alias)) more.push_back(alias);
+                    } else if (p == target && !changed.count(link)) {
+                        more.push_back(link);
+                    }
+            if (more.empty()) break;
+            changed.insert(more.begin(), more.end());
+        }
+    }
+    c.paths.assign(changed.begin(), changed.end());
     std::vector<std::string> objects_args = {"rev-list", "--objects", "--no-object-names", new_oid};
     if (!from.empty()) objects_args.insert(objects_args.end(), {"--not", from});
     rc = run_git_io(objects_args, env, "", out, &err);

@@ -300,9 +300,24 @@ bool path_matches(const std::string& pattern, const std::string& path) {
     if (pattern.find('/') == std::string::npos) {
         auto slash = path.rfind('/');
         std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-        return ::fnmatch(pattern.c_str(), base.c_str(), 0) == 0;
+        return ::fnmatch(pattern.c_str(), base.c_str(), FNM_CASEFOLD) == 0;
     }
-    return ::fnmatch(pattern.c_str(), path.c_str(), 0) == 0;
+    return ::fnmatch(pattern.c_str(), path.c_str(), FNM_CASEFOLD) == 0;
+}
+
+bool path_could_match_below(const std::string& pattern, const std::string& dir) {
+    if (pattern.find('/') == std::string::npos) return true;
+    // The pattern's literal start, up to its first glob character: a path
+    // below dir can match when one of the two begins with the other.
+    std::string lit = pattern.substr(0, pattern.find_first_of("*?[\\"));
+    std::string below = dir + "/";
+    auto lower = [](std::string t) {
+        for (auto& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        return t;
+    };
+    lit = lower(lit);
+    below = lower(below);
+    return below.compare(0, std::min(lit.size(), below.size()), lit, 0, std::min(lit.size(), below.size())) == 0;
 }
 
 bool has_content_rules(const Policy& policy, Mode mode) {
@@ -319,6 +334,10 @@ bool content_matches(const Rule& rule, const PushContent& c) {
         bool hit = std::any_of(c.paths.begin(), c.paths.end(), [&](const std::string& p) {
             return std::any_of(rule.paths.begin(), rule.paths.end(),
                                [&](const std::string& pat) { return path_matches(pat, p); });
+        });
+        hit = hit || std::any_of(c.opaque.begin(), c.opaque.end(), [&](const std::string& d) {
+            return std::any_of(rule.paths.begin(), rule.paths.end(),
+                               [&](const std::string& pat) { return path_could_match_below(pat, d); });
         });
         if (!hit) return false;
     }

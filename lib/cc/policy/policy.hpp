@@ -111,11 +111,15 @@ bool command_matches(const std::vector<std::vector<std::string>>& pattern, const
 std::optional<Verdict> decide_command(const Policy& policy, const std::vector<std::string>& argv, Mode mode);
 
 // What an update brings, read from its objects: the paths it changes (added,
-// modified, deleted), its largest new file and how many files it changes.
+// modified, deleted) in any of its commits, and where a symbolic link of the
+// new tree makes one of them appear too; its largest new file and how many
+// files it changes; the submodules (gitlinks) it adds or moves, below which
+// any path may appear in a checkout.
 struct PushContent {
     std::vector<std::string> paths;
     std::uint64_t largest = 0;
     std::uint64_t files = 0;
+    std::vector<std::string> opaque;
 };
 
 // What a push question knows besides the ref: the kind of change, the
@@ -141,8 +145,13 @@ bool ref_matches(const std::string& pattern, const std::string& ref,
 
 // A path pattern (content rules): fnmatch, '*' crossing '/', so
 // ".github/workflows/*" covers every file below it; a pattern without '/'
-// matches a file of that name in any directory ("CODEOWNERS").
+// matches a file of that name in any directory ("CODEOWNERS"). Case is
+// ignored: hosts and checkouts on macOS and Windows read ".GitHub/Workflows"
+// as ".github/workflows".
 bool path_matches(const std::string& pattern, const std::string& path);
+// Could a path below directory `dir` (a submodule, whose files are not in
+// the push) match the pattern? A pattern without '/' always could.
+bool path_could_match_below(const std::string& pattern, const std::string& dir);
 // Does any push rule (for this mode) have content conditions? Then updates
 // must be read before they are decided.
 bool has_content_rules(const Policy& policy, Mode mode);
