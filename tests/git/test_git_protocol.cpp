@@ -8,7 +8,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <zlib.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -549,6 +551,120 @@ TEST_CASE("pack scanner: a cut pack, bytes after the trailer and a wrong size ar
     auto sz = size.feed(grown);
     REQUIRE(!sz);
     CHECK(sz.error().one_line().find("inflates") != std::string::npos);
+}
+
+namespace {
+
+// A pack of a 64 KiB commit and `n` deltas on it, each a kilobyte of copy
+// instructions (one byte copies 64 KiB) that makes 64 MiB: a few kilobytes
+// of push that expand past anything a gateway should hold.
+std::string expanding_pack(int n, bool by_id = false) {
+    std::string p = "PACK";
+    auto put32 = [&](std::uint32_t v) {
+        for (int sh = 24; sh >= 0; sh -= 8) p.push_back(static_cast<char>((v >> sh) & 0xff));
+    };
+    put32(2);
+    put32(static_cast<std::uint32_t>(n + 1));
+    std::string base_id;  // the commit's id (20 bytes), for deltas naming it
+    auto entry = [&](int type, const std::string& data, std::uint64_t ofs) {
+        std::uint64_t size = data.size();
+        unsigned char c = static_cast<unsigned char>((type << 4) | (size & 15));
+        size >>= 4;
+        while (size) {
+            p.push_back(static_cast<char>(c | 0x80));
+            c = size & 0x7f;
+            size >>= 7;
+        }
+        p.push_back(static_cast<char>(c));
+        if (type == 6) {  // git's offset encoding
+            unsigned char buf[16];
+            int pos = 15;
+            buf[pos] = ofs & 127;
+            while (ofs >>= 7) buf[--pos] = static_cast<unsigned char>(128 | (--ofs & 127));
+            p.append(reinterpret_cast<char*>(buf + pos), static_cast<std::size_t>(16 - pos));
+        } else if (type == 7) {
+            p += base_id;
+        }
+        uLongf len = compressBound(static_cast<uLong>(data.size()));
+        std::string z(len, '\0');
+        compress2(reinterpret_cast<Bytef*>(z.data()), &len, reinterpret_cast<const Bytef*>(data.data()),
+                  static_cast<uLong>(data.size()), 9);
+        p.append(z.data(), len);
+    };
+    const std::uint64_t base_at = p.size();
+    const std::string commit = "tree " + std::string(40, '0') + "\n" + std::string(65536 - 46, 'x');
+    {
+        std::string obj = "commit " + std::to_string(commit.size()) + std::string(1, '\0') + commit;
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned int mdn = 0;
+        EVP_Digest(obj.data(), obj.size(), md, &mdn, EVP_sha1(), nullptr);
+        base_id.assign(reinterpret_cast<char*>(md), mdn);
+    }
+    entry(1, commit, 0);
+    std::string delta;
+    for (std::uint64_t v : {std::uint64_t{65536}, std::uint64_t{64} << 20})
+        for (; ; v >>= 7) {
+            if (v < 0x80) { delta.push_back(static_cast<char>(v)); break; }
+            delta.push_back(static_cast<char>(0x80 | (v & 0x7f)));
+        }
+    delta.append(1024, '\x80');  // copy 64 KiB from offset 0, 1024 times
+    for (int i = 0; i < n; ++i) entry(by_id ? 7 : 6, delta, p.size() - base_at);
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdn = 0;
+    EVP_Digest(p.data(), p.size(), md, &mdn, EVP_sha1(), nullptr);
+    p.append(reinterpret_cast<char*>(md), mdn);
+    return p;
+}
+
+}  // namespace
+
+// The cap on what a checked push's commits may hold is the memory the scan
+// really takes: a delta's result is counted before it is made. Measured as
+// the peak RSS of a child process that scans the pack.
+TEST_CASE("pack scanner: deltas that expand a few kilobytes to hundreds of MiB stay under the cap") {
+    // The delta itself is well formed: under a cap that allows it, it makes 64 MiB.
+    {
+        PackScanner roomy(80u << 20);
+        REQUIRE(roomy.feed(expanding_pack(1)));
+        REQUIRE(roomy.finish());
+        REQUIRE(roomy.objects().size() == 2);
+        CHECK(roomy.objects()[1].data.size() == std::size_t{64} << 20);
+        CHECK(!roomy.incomplete());
+    }
+    // Deltas on an earlier entry are applied as they come; deltas naming
+    // their base by id wait and are applied at the end.
+    const bool by_id = GENERATE(false, true);
+    INFO((by_id ? "by id" : "by offset"));
+    const std::string pack = expanding_pack(7, by_id);
+    CHECK(pack.size() < 64 * 1024);
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::close(fds[0]);
+        PackScanner s;
+        auto f = s.feed(pack);
+        auto g = f ? s.finish() : f;
+        if (g) s.resolve([](const std::vector<std::string>&) { return std::map<std::string, PackObject>(); });
+        std::string said = !g ? "error: " + g.error().one_line()
+                              : std::to_string(s.objects().size()) + " kept; " + s.incomplete_reason();
+        ssize_t w = ::write(fds[1], said.data(), said.size());
+        (void)w;
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::string said;
+    char buf[512];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) said.append(buf, static_cast<std::size_t>(n));
+    ::close(fds[0]);
+    int st = 0;
+    rusage ru{};
+    REQUIRE(::wait4(pid, &st, 0, &ru) == pid);
+    CHECK(WIFEXITED(st));
+    CHECK(said == "1 kept; the pack's commits are over the 16 MiB the check holds");
+    INFO("child peak RSS " << ru.ru_maxrss << " KiB");
+    CHECK(ru.ru_maxrss < 48 * 1024);
 }
 
 TEST_CASE("apply_delta copies and inserts, and refuses a delta for another base") {

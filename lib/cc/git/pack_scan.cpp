@@ -40,6 +40,14 @@ bool delta_size(std::string_view d, std::size_t& pos, std::uint64_t& out) {
     }
 }
 
+// The size a delta says its result has, before anything is applied.
+std::optional<std::uint64_t> delta_result_size(std::string_view d) {
+    std::size_t pos = 0;
+    std::uint64_t base_len = 0, out_len = 0;
+    if (!delta_size(d, pos, base_len) || !delta_size(d, pos, out_len)) return std::nullopt;
+    return out_len;
+}
+
 }  // namespace
 
 std::optional<std::string> apply_delta(std::string_view base, std::string_view d) {
@@ -118,6 +126,37 @@ void PackScanner::set_incomplete(const std::string& why) {
     if (incomplete_.empty()) incomplete_ = why;
 }
 
+// Whether `n` more bytes fit under the cap: a delta's result is counted
+// before it is made (a few bytes of copy instructions can describe 64 MiB),
+// so a push of a few kilobytes cannot make the scan hold more than the cap.
+bool PackScanner::room_for(std::uint64_t n) {
+    if (held_ + n <= hold_cap_) return true;
+    set_incomplete("the pack's commits are over the " + std::to_string(hold_cap_ >> 20) + " MiB the check holds");
+    return false;
+}
+
+// A delta applied to a kept commit or tag: kept as what it makes, counted
+// first; the delta's own bytes are let go. false when it does not apply.
+// `base` may be an element of objects_: it is not read once keep() ran.
+bool PackScanner::apply_kept(std::uint64_t offset, const PackObject& base, std::string& delta) {
+    auto n = delta_result_size(delta);
+    if (!n) return false;
+    const std::size_t delta_bytes = delta.size();
+    if (!room_for(*n)) {
+        held_ -= std::min(held_, delta_bytes);
+        std::string().swap(delta);
+        return true;  // not kept: the scan is incomplete, and says why
+    }
+    auto got = apply_delta(base.data, delta);
+    if (!got) return false;
+    held_ += got->size();
+    held_ -= std::min(held_, delta_bytes);
+    std::string().swap(delta);
+    int t = base.type;
+    keep(offset, t, std::move(*got));
+    return true;
+}
+
 void PackScanner::keep(std::uint64_t offset, int type, std::string data) {
     at_[offset] = objects_.size();
     objects_.push_back({type, std::move(data)});
@@ -140,10 +179,7 @@ Status PackScanner::start_entry() {
     } else if (type_ != 2 && type_ != 3) {
         return input_error("pack", "an entry of unknown type " + std::to_string(type_));
     }
-    if (keep_ && held_ + size_ > hold_cap_) {
-        keep_ = false;
-        set_incomplete("the pack's commits are over the " + std::to_string(hold_cap_ >> 20) + " MiB the check holds");
-    }
+    if (keep_ && !room_for(size_)) keep_ = false;
     if (keep_) {
         held_ += size_;
         out_.clear();
@@ -166,12 +202,7 @@ Status PackScanner::end_entry() {
         if (type_ == 1 || type_ == 4) {
             keep(entry_offset_, type_, std::move(out_));
         } else if (type_ == 6 && at_.count(base_offset_)) {
-            const PackObject& base = objects_[at_[base_offset_]];
-            auto got = apply_delta(base.data, out_);
-            if (!got) return input_error("pack", "a delta does not apply to its base");
-            int t = base.type;
-            held_ += got->size();
-            keep(entry_offset_, t, std::move(*got));
+            if (!apply_kept(entry_offset_, objects_[at_[base_offset_]], out_)) return input_error("pack", "a delta does not apply to its base");
         } else {
             Pending p;
             if (type_ == 6)
@@ -372,14 +403,13 @@ void PackScanner::resolve(const Lookup& lookup) {
             progress = true;
             std::uint64_t offset = it->first;
             if (base->type == 1 || base->type == 4) {
-                auto got = apply_delta(base->data, p.delta);
-                int type = base->type;
-                if (got) {
-                    keep(offset, type, std::move(*got));
-                    by_oid[oid_of(objects_.back())] = objects_.size() - 1;
-                } else {
+                const std::size_t before = objects_.size();
+                if (!apply_kept(offset, *base, it->second.delta))
                     set_incomplete("a delta does not apply to its base");
-                }
+                else if (objects_.size() > before)
+                    by_oid[oid_of(objects_.back())] = objects_.size() - 1;
+            } else {
+                held_ -= std::min(held_, it->second.delta.size());
             }
             it = pending_.erase(it);
         }

@@ -77,6 +77,8 @@ private:
     Status start_entry();
     Status end_entry();
     void keep(std::uint64_t offset, int type, std::string data);
+    bool room_for(std::uint64_t n);
+    bool apply_kept(std::uint64_t offset, const PackObject& base, std::string& delta);
     void set_incomplete(const std::string& why);
 
     State state_ = State::header;
