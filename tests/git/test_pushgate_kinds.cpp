@@ -128,6 +128,43 @@ TEST_CASE("a force push is told from a fast-forward by the pack itself and refus
     CHECK(ev.back()["result"] == "forwarded");
 }
 
+// The mirror is the gateway's, but an agent of the same uid may find a way
+// to write it: a replace ref planted there makes the rewritten commit read as
+// a child of the old tip. git on the mirror ignores replace refs.
+TEST_CASE("a replace ref planted in the mirror does not turn a force push into an update") {
+    NEED_RIG();
+    upstream().create_repo("acme/demo");
+    std::string dir = diverged("force-replace", "feature");
+    const std::string old_tip = upstream().ref("acme/demo", "refs/heads/feature");
+    const std::string rewritten = head(dir);
+    // A first try makes the mirror and brings the old tip into it.
+    auto first = git({"push", "--force", "origin", "HEAD:refs/heads/feature"}, dir);
+    REQUIRE(first.status == 1);
+    const std::string mirror = mirror_dir() + "/github.com/acme/demo.git";
+    REQUIRE(fs::exists(mirror + "/objects"));
+    // The plant: a commit with the rewritten one's tree and the old tip as
+    // parent, put in place of the rewritten commit.
+    std::string tree = git({"rev-parse", "HEAD^{tree}"}, dir).out.substr(0, 40);
+    std::string body = "tree " + tree + "\nparent " + old_tip +
+                       "\nauthor a <a@b> 0 +0000\ncommitter a <a@b> 0 +0000\n\nplanted\n";
+    auto made = run({"git", "--git-dir", mirror, "hash-object", "-t", "commit", "-w", "--stdin"}, body);
+    REQUIRE(made.status == 0);
+    const std::string fake = made.out.substr(0, 40);
+    REQUIRE(git({"--git-dir", mirror, "update-ref", "refs/replace/" + rewritten, fake}, dir).status == 0);
+    // It works on git as git reads it by default; not with replace refs off.
+    std::map<std::string, std::string> with_objects = {{"GIT_ALTERNATE_OBJECT_DIRECTORIES", dir + "/.git/objects"}};
+    CHECK(git({"--git-dir", mirror, "merge-base", "--is-ancestor", old_tip, rewritten}, dir, with_objects).status == 0);
+    with_objects["GIT_NO_REPLACE_OBJECTS"] = "1";
+    CHECK(git({"--git-dir", mirror, "merge-base", "--is-ancestor", old_tip, rewritten}, dir, with_objects).status == 1);
+    // Through the gateway: still a force push, refused, the branch unchanged.
+    auto r = git({"push", "--force", "origin", "HEAD:refs/heads/feature"}, dir);
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.find(" ! [remote rejected] HEAD -> feature (Control Center policy: force push (") != std::string::npos);
+    CHECK(upstream().ref("acme/demo", "refs/heads/feature") == old_tip);
+    REQUIRE(git({"--git-dir", mirror, "update-ref", "-d", "refs/replace/" + rewritten}, dir).status == 0);
+}
+
 TEST_CASE("a force push to the agent's own ${conversation} namespace is allowed, another conversation's is not") {
     NEED_RIG();
     upstream().create_repo("acme/demo");
