@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <future>
+#include <set>
 #include <sstream>
 
 using namespace egress_fixture;
@@ -22,6 +23,7 @@ std::string write_policy(const std::string& dir) {
 }
 
 // Answers by host: slow.test after 2 s, hang.test never (sleeps), no.test deny, the rest allow.
+// Every question is appended to `log`.
 std::string write_approver(const std::string& dir, const std::string& log) {
     std::string p = dir + "/approver.sh";
     std::ofstream(p) << "#!/bin/sh\nq=$(cat)\nprintf '%s\\n' \"$q\" >> " << log << "\n"
@@ -263,4 +265,112 @@ TEST_CASE("egress metrics: an OpenMetrics page on a Unix socket, read with curl 
     CHECK(http_code(nf) == "404");
     CHECK(eg.stop() == 0);
     CHECK(::access(sock.c_str(), F_OK) != 0);  // removed at exit
+}
+
+namespace {
+
+// openssl s_server on 127.0.0.1 with a throw-away certificate.
+struct TlsOrigin {
+    std::string dir = cc::test::scratch_dir();
+    std::uint16_t port = 0;
+    bp::child child;
+    bool start() {
+        if (cc::test::run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-days",
+                           "1", "-keyout", dir + "/k.pem", "-out", dir + "/c.pem"})
+                .status != 0)
+            return false;
+        port = free_port();
+        child = bp::child(bp::search_path("openssl"), "s_server", "-accept", "127.0.0.1:" + std::to_string(port), "-cert",
+                          dir + "/c.pem", "-key", dir + "/k.pem", "-www", "-quiet", bp::std_out > bp::null,
+                          bp::std_err > bp::null, bp::std_in < bp::null);
+        return wait_listening(port);
+    }
+    ~TlsOrigin() {
+        if (child.valid() && child.running()) {
+            ::kill(child.id(), SIGTERM);
+            child.wait();
+        }
+    }
+};
+
+}  // namespace
+
+// The approver is asked last: a name whose address the checks refuse is
+// refused without a question (the approver never approves what would be
+// refused anyway). And a tunnel the approver allowed for one name carries no
+// TLS server name it refused or was never asked about.
+TEST_CASE("egress ask: addresses are checked before the approver is asked; a tunnel carries only approved server names") {
+    if (!cc::test::have_program("openssl")) CC_SKIP("openssl missing");
+    TlsOrigin tls;
+    REQUIRE(tls.start());
+    Origin origin;
+    Dns dns({{"fast.test", "127.0.0.1"}, {"other.test", "127.0.0.1"}, {"no.test", "127.0.0.1"},
+             {"meta.test", "169.254.169.254"}});
+    std::string dir = cc::test::scratch_dir();
+    std::string log = dir + "/approver-order.jsonl";
+    const std::string p = std::to_string(tls.port);
+    std::vector<std::string> args = {"--policy", write_policy(dir), "--approver", write_approver(dir, log), "--allow",
+                                     "*.test:*", "--allow", "127.0.0.1:*", "--no-baseline", "--dns-server", dns.server()};
+    auto https = [&](const Egress& e, const std::string& sni) {
+        // CONNECT fast.test, the TLS server name `sni` (curl names the URL's host).
+        return curl({"-k", "-sS", "-x", "http://" + e.http(), "--connect-to", sni + ":" + p + ":fast.test:" + p,
+                     "https://" + sni + ":" + p + "/"});
+    };
+    {
+        // Without the SNI check the tunnel for fast.test carries other.test.
+        auto off = args;
+        off.push_back("--no-sni-check");
+        Egress eg(off);
+        REQUIRE(https(eg, "fast.test").status == 0);
+        auto carried = https(eg, "other.test");
+        CHECK(carried.status == 0);
+        CHECK_THAT(carried.out, Catch::Contains("s_server"));
+        CHECK(eg.stop() == 0);
+    }
+    ::unlink(log.c_str());
+    Egress eg(args);
+    // meta.test resolves to the metadata address: refused, never asked.
+    auto meta = curl({"-x", "http://" + eg.http(), "-o", "/dev/null", "-w", "%{http_code}",
+                      "http://meta.test:" + std::to_string(origin.port) + "/hello"});
+    CHECK(http_code(meta) == "403");
+    // fast.test is asked and approved; its tunnel works.
+    auto fast = https(eg, "fast.test");
+    CHECK(fast.status == 0);
+    CHECK_THAT(fast.out, Catch::Contains("s_server"));
+    // The same tunnel with other.test inside: never asked, refused.
+    auto other = https(eg, "other.test");
+    CHECK(other.status != 0);
+    CHECK(other.out.find("s_server") == std::string::npos);
+    // no.test is refused by the approver: a tunnel for fast.test does not carry it either.
+    auto no = curl({"-x", "http://" + eg.http(), "-o", "/dev/null", "-w", "%{http_code}",
+                    "http://no.test:" + p + "/"});
+    CHECK(http_code(no) == "403");
+    CHECK(https(eg, "no.test").status != 0);
+    // Once other.test is asked about and approved, the tunnel may carry it.
+    auto ask_other = curl({"-k", "-sS", "-x", "http://" + eg.http(), "https://other.test:" + p + "/"});
+    CHECK(ask_other.status == 0);
+    auto now_other = https(eg, "other.test");
+    CHECK(now_other.status == 0);
+    CHECK_THAT(now_other.out, Catch::Contains("s_server"));
+    CHECK(eg.stop() == 0);
+
+    std::set<std::string> asked;
+    for (const auto& q : read_lines(log)) asked.insert(q.value("host", ""));
+    CHECK(asked == std::set<std::string>{"fast.test", "no.test", "other.test"});
+    int meta_lines = 0, unapproved = 0;
+    for (const auto& l : eg.lines) {
+        if (l.value("host", "") == "meta.test") {
+            ++meta_lines;
+            CHECK(l["decision"] == "deny");
+            CHECK(l["rule"] != "ask");
+            CHECK_FALSE(l.contains("ask"));
+        }
+        if (l.value("sni", "") == "other.test" && l["decision"] == "deny") {
+            ++unapproved;
+            CHECK(l["rule"] == "ask");
+            CHECK(l["reason"] == "TLS server name other.test was not approved (the approver was asked about fast.test)");
+        }
+    }
+    CHECK(meta_lines == 1);
+    CHECK(unapproved == 1);
 }

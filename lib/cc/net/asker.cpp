@@ -226,6 +226,12 @@ Asker::~Asker() {
 
 bool Asker::has_approver() const { return !impl_->approver.argv.empty(); }
 
+bool Asker::approved(const std::string& key) const {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    auto it = impl_->entries.find(key);
+    return it != impl_->entries.end() && it->second.done && it->second.outcome.allow;
+}
+
 void Asker::ask(const std::string& key, nlohmann::json question, Done done) {
     if (!has_approver()) {
         done(AskOutcome{false, "ask without approver", false});

@@ -42,6 +42,9 @@ public:
     // the fields the Asker adds). `done` is called exactly once.
     void ask(const std::string& key, nlohmann::json question, Done done);
     bool has_approver() const;
+    // Whether the approver allowed `key` already (false: refused, still out,
+    // or never asked). Asks nothing.
+    bool approved(const std::string& key) const;
 
 private:
     struct Impl;

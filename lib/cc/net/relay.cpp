@@ -191,13 +191,31 @@ awaitable<void> pump_detached(Server* srv, std::shared_ptr<Conn> c, std::shared_
 namespace {
 
 // The server names of the ClientHellos the follower has seen: each must be
-// the tunnel's host, or allowed itself (protocols.md B3: CONNECT to an
-// allowed host carrying SNI for another one). False: refused and decided.
+// the tunnel's host, or allowed itself (a CONNECT to an allowed host can
+// carry the server name of another). With the network rule `ask`, another
+// name must also have been approved already for this port: a tunnel the
+// approver allowed for one name carries no name it refused or was never
+// asked about. False: refused and decided.
 bool hellos_pass(Server& srv, tls::Follower& f, const Target& t, Record& rec) {
     for (const auto& h : f.take_hellos()) {
         if (!h.has_sni) continue;
         if (!rec.j.contains("sni")) rec.j["sni"] = h.sni;
         Verdict v = srv.cfg.rules->check_sni(t, h.sni);
+        if (v.allow && srv.cfg.ask) {
+            auto n = canonical_target(h.sni);
+            if (n && n->host != t.host) {
+                bool ok = false;
+                {
+                    std::lock_guard<std::mutex> lock(srv.sh.asker_mu);
+                    ok = srv.sh.asker && srv.sh.asker->approved(ask_key(n->host, t.port, n->address && !n->address->v4()));
+                }
+                if (!ok)
+                    v = Verdict{false, "ask",
+                                "TLS server name " + n->host + " was not approved (the approver was asked about " +
+                                    t.host + ")",
+                                "http_request_denied"};
+            }
+        }
         if (srv.cfg.report) v = report_only(v);
         if (v.would_deny) rec.decide(v);
         if (!v.allow) {

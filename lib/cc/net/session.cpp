@@ -118,25 +118,27 @@ auto async_resolve(Server& s, std::string name, Token&& token) {
         token, std::move(name));
 }
 
+std::string ask_key(const std::string& host, std::uint16_t port, bool v6_literal) {
+    return (v6_literal ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
 awaitable<Vetting> vet(Server& srv, const Target& t, Record& rec) {
     Vetting v;
     v.verdict = srv.cfg.rules->check_target(t);
     if (srv.cfg.report) v.verdict = report_only(v.verdict);
     if (!v.verdict.allow) co_return v;
     if (srv.cfg.ask) {
-        // Asked before the name is resolved: a refused host is never looked up.
-        json q = srv.cfg.ask_question;
-        q["host"] = t.host;
-        q["port"] = t.port;
-        q["proto"] = rec.j.value("proto", "");
-        q["client"] = rec.j.value("client", "");
-        std::string key = (t.address && !t.address->v4() ? "[" + t.host + "]" : t.host) + ":" + std::to_string(t.port);
-        AskOutcome o = co_await async_ask(srv, key, std::move(q), use_awaitable);
-        rec.j["ask"] = o.allow ? "allow" : "deny";
-        if (o.cached) rec.j["askCached"] = true;
-        srv.sh.metrics.ask(o.cached ? "cached" : o.allow ? "allow" : "deny");
-        if (!o.allow) {
-            v.verdict = Verdict{false, "ask", o.reason, "http_request_denied"};
+        // Without an approver an ask is deny whatever the addresses: the
+        // name is never looked up.
+        bool can_ask = false;
+        {
+            std::lock_guard<std::mutex> lock(srv.sh.asker_mu);
+            can_ask = srv.sh.asker && srv.sh.asker->has_approver();
+        }
+        if (!can_ask) {
+            rec.j["ask"] = "deny";
+            srv.sh.metrics.ask("deny");
+            v.verdict = Verdict{false, "ask", "ask without approver", "http_request_denied"};
             co_return v;
         }
     }
@@ -154,21 +156,42 @@ awaitable<Vetting> vet(Server& srv, const Target& t, Record& rec) {
         // report mode still meets the address rules.
         if (v.verdict.would_deny && !vet_address(*t.address)) co_return v;
         v.addrs.push_back(*t.address);
-        co_return v;
+    } else {
+        auto asked = Clock::now();
+        Resolution r = co_await async_resolve(srv, t.host, use_awaitable);
+        srv.sh.metrics.resolved(std::chrono::duration<double>(Clock::now() - asked).count());
+        if (!r.ok) {
+            srv.sh.metrics.error("dns");
+            v.dns_failed = true;
+            v.verdict = Verdict{false, "dns", "cannot resolve " + t.host + ": " + r.error, "dns_error"};
+            co_return v;
+        }
+        for (const auto& a : r.addresses)
+            if (!vet_address(a)) co_return v;
+        v.addrs = std::move(r.addresses);  // (a would_deny name verdict stays, its addresses vetted)
     }
-    auto asked = Clock::now();
-    Resolution r = co_await async_resolve(srv, t.host, use_awaitable);
-    srv.sh.metrics.resolved(std::chrono::duration<double>(Clock::now() - asked).count());
-    if (!r.ok) {
-        srv.sh.metrics.error("dns");
-        v.dns_failed = true;
-        v.verdict = Verdict{false, "dns", "cannot resolve " + t.host + ": " + r.error, "dns_error"};
-        co_return v;
+    // Asked last, once every address passed: a name that resolves to a
+    // refused address is refused without asking (the approver never sees,
+    // and never approves, what the address checks would refuse). Only
+    // targets the rules let through are asked, so looking the name up first
+    // tells the resolver nothing a connection would not.
+    if (srv.cfg.ask) {
+        json q = srv.cfg.ask_question;
+        q["host"] = t.host;
+        q["port"] = t.port;
+        q["proto"] = rec.j.value("proto", "");
+        q["client"] = rec.j.value("client", "");
+        AskOutcome o = co_await async_ask(srv, ask_key(t.host, t.port, t.address && !t.address->v4()), std::move(q),
+                                          use_awaitable);
+        rec.j["ask"] = o.allow ? "allow" : "deny";
+        if (o.cached) rec.j["askCached"] = true;
+        srv.sh.metrics.ask(o.cached ? "cached" : o.allow ? "allow" : "deny");
+        if (!o.allow) {
+            v.verdict = Verdict{false, "ask", o.reason, "http_request_denied"};
+            v.addrs.clear();
+        }
     }
-    for (const auto& a : r.addresses)
-        if (!vet_address(a)) co_return v;
-    v.addrs = std::move(r.addresses);
-    co_return v;  // (a would_deny name verdict stays, its addresses vetted)
+    co_return v;
 }
 
 awaitable<Dialed> dial(Server& srv, std::shared_ptr<Conn> c, const std::vector<Address>& addrs, std::uint16_t port) {

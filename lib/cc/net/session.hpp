@@ -281,9 +281,12 @@ struct Vetting {
     std::vector<Address> addrs;
 };
 
-// With the network rule `ask`, a target the rules allow is put to the
-// approver (once per host:port) and `rec` says how it was answered.
+// With the network rule `ask`, a target the rules allow, once its
+// addresses passed, is put to the approver (once per host:port) and `rec`
+// says how it was answered.
 awaitable<Vetting> vet(Server& srv, const Target& t, Record& rec);
+// The approver's key for a target: "host:port" ("[v6]:port" for a literal).
+std::string ask_key(const std::string& host, std::uint16_t port, bool v6_literal);
 
 // A failure the proxy recovers from (a leg reset, a write to a client that
 // left, a listener's accept failing): counted by kind for the metrics, and
