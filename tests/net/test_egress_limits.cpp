@@ -218,3 +218,65 @@ TEST_CASE("egress limits: tunnels a client left without a byte free its place at
     CHECK(served);
     CHECK(eg.stop() == 0);
 }
+
+// Run out of descriptors for real: cc-egress under a hard RLIMIT_NOFILE of
+// 128, one client asking for hundreds of tunnels to an upstream that never
+// answers. Past what fits, each gets a 503 at once (never silence); when the
+// client lets go, a new client is served at once. Both with the caps
+// cc-egress derives from the limit and with caps set far above it (the
+// descriptors themselves then run out, and the reserve still answers).
+TEST_CASE("egress limits: at a hard descriptor limit of 128, excess is refused and the proxy recovers") {
+    if (!cc::test::have_program("prlimit")) CC_SKIP("prlimit (util-linux) missing");
+    struct Silent {
+        int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        std::uint16_t port = bind_loopback(fd);
+        Silent() { ::listen(fd, 512); }
+        ~Silent() { ::close(fd); }
+    } origin;
+    const bool explicit_caps = GENERATE(false, true);
+    INFO((explicit_caps ? "--max-connections 1000" : "derived caps"));
+    std::vector<std::string> args = {"--allow", "127.0.0.1:*", "--no-baseline", "--threads", "1",
+                                     "--first-byte-timeout", "60"};
+    if (explicit_caps) args.insert(args.end(), {"--max-connections", "1000", "--max-client-connections", "1000"});
+    Egress eg(args, {}, {"prlimit", "--nofile=128:128"});
+    REQUIRE(eg.ready.is_object());
+    CHECK(eg.ready["descriptorLimit"] == 128);
+    CHECK(eg.ready["maxConnections"] == 16);
+    if (explicit_caps) CHECK(eg.ready["maxConnectionsAsked"] == 1000);
+    else CHECK_FALSE(eg.ready.contains("maxConnectionsAsked"));
+    std::uint16_t hp = port_of(eg.http());
+    const std::string connect = "CONNECT 127.0.0.1:" + std::to_string(origin.port) + " HTTP/1.1\r\n\r\n";
+    std::vector<int> fds;
+    int served = 0, refused = 0, silent = 0;
+    for (int i = 0; i < 300; ++i) {
+        int fd = connect_to(hp);
+        if (fd < 0) {
+            ++silent;
+            continue;
+        }
+        std::string head = ask(fd, connect);
+        if (head.rfind("HTTP/1.1 200", 0) == 0) ++served;
+        else if (head.rfind("HTTP/1.1 503", 0) == 0) ++refused;
+        else ++silent;
+        fds.push_back(fd);
+    }
+    INFO("served " << served << ", refused " << refused << ", no answer " << silent);
+    CHECK(served > 0);
+    CHECK(served < 128);
+    CHECK(refused > 0);
+    CHECK(silent == 0);
+    for (int fd : fds) ::close(fd);
+    // The load gone: a new client is served within a second.
+    bool again = false;
+    for (int i = 0; i < 20 && !again; ++i) {
+        ::usleep(50000);
+        int fd = hold_tunnel("127.0.0.1", hp, origin.port);
+        again = fd >= 0;
+        if (fd >= 0) ::close(fd);
+    }
+    CHECK(again);
+    CHECK(eg.stop() == 0);
+    if (explicit_caps)
+        CHECK_THAT(eg.stderr_text(), Catch::Contains("--max-connections 1000 does not fit the descriptor limit (128): "
+                                                     "16 connections at once"));
+}

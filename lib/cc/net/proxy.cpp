@@ -60,8 +60,15 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
     // So the upstream socket of every admitted connection has a descriptor.
     std::size_t reserve = 256 + 128 * n;
     std::size_t fit = nofile > reserve + 64 ? (nofile - reserve) / 4 : 16;
-    sh.max_connections = cfg.max_connections > 0 ? cfg.max_connections : fit;
-    sh.max_client = cfg.max_client_connections > 0 ? cfg.max_client_connections
+    // Caps asked for above what the descriptors hold are held to what they
+    // hold: past it the proxy would run out of descriptors and stop
+    // answering (accept fails), where within it the excess gets a 503.
+    std::string clamped;
+    sh.max_connections = cfg.max_connections > 0 ? std::min<std::size_t>(cfg.max_connections, fit) : fit;
+    if (cfg.max_connections > fit)
+        clamped = "--max-connections " + std::to_string(cfg.max_connections) + " does not fit the descriptor limit (" +
+                  std::to_string(nofile) + "): " + std::to_string(fit) + " connections at once";
+    sh.max_client = cfg.max_client_connections > 0 ? std::min<std::size_t>(cfg.max_client_connections, sh.max_connections)
                                                    : std::min<std::size_t>(1024, std::max<std::size_t>(8, sh.max_connections / 2));
     for (std::size_t i = 0; i < n; ++i) sh.loops.push_back(std::make_unique<Server>(sh, i));
     Server& srv = *sh.loops[0];
@@ -150,6 +157,11 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
     }
     ready["threads"] = n;
     ready["maxConnections"] = sh.max_connections;
+    ready["descriptorLimit"] = nofile;
+    if (!clamped.empty()) {
+        srv.log(clamped);
+        ready["maxConnectionsAsked"] = cfg.max_connections;
+    }
     ready["maxClientConnections"] = sh.max_client;
     ready["firstByteTimeoutMs"] = cfg.first_byte_timeout_ms;
     for (auto& [k, v] : cfg.ready.items()) ready[k] = v;
