@@ -17,9 +17,29 @@
 # a shared-memory backend). Both flavours build virtio-mmio and virtio as
 # modules, so the initramfs carries them either way.
 # Idempotent: quiet when DEST already holds the package's version.
+#
+# Installed as libexec/cc/cc-vm-kernel, its default DEST is the data
+# directory the installed cc-wrap looks in (PREFIX/share/cc/microvm, derived
+# from where it is installed): run it once, as root, after installing.
 set -euo pipefail
 
-dest=${1:-build/microvm}
+self=$(readlink -f "$0" 2>/dev/null || echo "$0")
+case $self in
+  */libexec/cc/cc-vm-kernel) default_dest="${self%/libexec/cc/cc-vm-kernel}/share/cc/microvm" ;;
+  */cc-vm-kernel) default_dest= ;;  # installed elsewhere: DEST must be given
+  *) default_dest=build/microvm ;;
+esac
+case ${1:-} in
+  -h|--help)
+    echo "usage: $(basename "$0") [DEST]"
+    echo "Fetches Debian's linux-image-amd64 (not installed on the host) and puts the guest kernel of"
+    echo "cc-wrap's microvm backend in DEST (default $default_dest): vmlinuz, vmlinux, version,"
+    echo "modules/. Needs apt-get, apt-cache and dpkg-deb; writing DEST may need root."
+    exit 0 ;;
+  -*) echo "$(basename "$0"): unknown option '$1' (usage: $(basename "$0") [DEST])" >&2; exit 2 ;;
+esac
+dest=${1:-$default_dest}
+[ -n "$dest" ] || { echo "$(basename "$0"): give DEST (cc-wrap looks in DATADIR/cc/microvm)" >&2; exit 2; }
 flavour=${CC_MICROVM_FLAVOUR:-amd64}
 want=(virtio_mmio virtio_console failover net_failover virtio_net 9pnet_virtio 9p)
 

@@ -76,6 +76,33 @@ try:
                            capture_output=True, text=True, env=dict(os.environ, CC_DATA_DIR=share))
         if r.returncode != 0:
             fail(f"installed cc-classify with the installed command data: status {r.returncode}, {r.stderr.strip()}")
+    # The microvm backend's guest kernel helper: installed in libexec/cc, its
+    # default destination the data directory the installed cc-wrap reads.
+    helper = os.path.join(base, opts["libexecdir"], "cc", "cc-vm-kernel")
+    if not os.access(helper, os.X_OK):
+        fail("cc-vm-kernel not installed in libexec/cc/")
+    else:
+        r = subprocess.run([helper, "--help"], capture_output=True, text=True)
+        want = os.path.join(base, opts["datadir"], "cc", "microvm")
+        if r.returncode != 0 or f"(default {want})" not in r.stdout:
+            fail(f"cc-vm-kernel --help: status {r.returncode}, does not name {want}: {r.stdout.strip()[:300]}")
+        bad = subprocess.run([helper, "--bogus"], capture_output=True, text=True)
+        if bad.returncode != 2 or "unknown option '--bogus'" not in bad.stderr:
+            fail(f"cc-vm-kernel --bogus: status {bad.returncode}, {bad.stderr.strip()}")
+    # With no guest kernel where the installed tools look, cc-probe names the
+    # missing piece and the command that puts it there.
+    if "cc-probe" in tools and not os.path.exists(os.path.join(opts["prefix"], opts["datadir"], "cc", "microvm")):
+        env = {k: v for k, v in os.environ.items() if k != "CC_MICROVM_DIR"}
+        r = subprocess.run([os.path.join(base, opts["bindir"], "cc-probe"), "--diagnose", "--backend", "microvm",
+                            "--json"], capture_output=True, text=True, env=env)
+        try:
+            checks = {c["name"]: c for c in json.loads(r.stdout)["diagnostics"]["checks"]}
+            vk = checks["vm-kernel"]
+            libexec_helper = os.path.join(opts["prefix"], opts["libexecdir"], "cc", "cc-vm-kernel")
+            if vk["status"] != "fail" or not vk.get("required") or f"run {libexec_helper} once, as root" not in vk.get("hint", ""):
+                fail(f"installed cc-probe --diagnose --backend microvm: vm-kernel is {vk}")
+        except (ValueError, KeyError) as e:
+            fail(f"installed cc-probe --diagnose --json: {e}: {r.stdout[:300]} {r.stderr[:300]}")
     print(f"ok   {len(tools)} tools, man pages, share/cc and doc/cc installed under {opts['prefix']}")
 finally:
     shutil.rmtree(dest, ignore_errors=True)

@@ -1,4 +1,5 @@
 #include "cc/probe/diagnose.hpp"
+#include "cc/sandbox/microvm.hpp"
 #include "cc/core/child.hpp"
 
 #include "cc/core/io.hpp"
@@ -317,6 +318,30 @@ Check check_vm_runtime(const ProbeResult& p, int timeout_ms) {
     return c;
 }
 
+// The microvm backend's guest kernel, where cc-wrap looks for one.
+Check check_vm_kernel() {
+    Check c{"vm-kernel", CheckStatus::fail, "", "", false};
+    std::string looked;
+    for (const auto& k : sandbox::vm_kernel_candidates()) {
+        if (::access(k.c_str(), R_OK) == 0) {
+            auto dir = std::filesystem::path(k).parent_path();
+            if (::access((dir / "modules" / "order").c_str(), R_OK) != 0) {
+                c.detail = k + " has no modules/order beside it";
+                break;
+            }
+            c.status = CheckStatus::ok;
+            c.detail = k;
+            return c;
+        }
+        looked += (looked.empty() ? "" : ", ") + k;
+    }
+    if (c.detail.empty()) c.detail = "no guest kernel (looked for " + looked + ")";
+    c.hint = "run " + sandbox::vm_kernel_helper() +
+             " once, as root: it fetches Debian's linux-image-amd64 (not installed on the host) and extracts its "
+             "kernel where cc-wrap looks; or give cc-wrap --vm-kernel FILE";
+    return c;
+}
+
 }  // namespace
 
 std::string_view to_string(CheckStatus s) {
@@ -372,6 +397,11 @@ Result<Diagnosis> diagnose(const ProbeResult& p, const DiagnoseOptions& opts) {
     Check v = check_vm_runtime(p, opts.timeout_ms);
     v.required = d.backend == spec::Backend::microvm;
     d.checks.push_back(v);
+    if (linux) {
+        Check vk = check_vm_kernel();
+        vk.required = d.backend == spec::Backend::microvm;
+        d.checks.push_back(vk);
+    }
 
     for (auto& c : d.checks)
         if (c.status == CheckStatus::ok) c.hint.clear();

@@ -79,6 +79,9 @@ Result<VmInput> resolve_vm(const VmOptions& o);
 // The default places a guest kernel is looked for: next to the build
 // (build/microvm), then the data directory (share/cc/microvm).
 std::vector<std::string> vm_kernel_candidates();
+// The command that puts a guest kernel where vm_kernel_candidates() looks:
+// LIBEXECDIR/cc-vm-kernel when installed, the make step in a build tree.
+std::string vm_kernel_helper();
 
 // The initramfs (cpio newc, uncompressed): /init, /cc/plan.json, the modules.
 Status write_initramfs(const VmPlan& vm, unsigned uid, unsigned gid, bool chown_to);

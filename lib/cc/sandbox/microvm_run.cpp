@@ -101,6 +101,14 @@ std::vector<std::string> vm_kernel_candidates() {
     return c;
 }
 
+std::string vm_kernel_helper() {
+    // A build tree: scripts/microvm-kernel.sh BUILD/microvm (make does it).
+    fs::path self = fs::path(detail::self_exe()).parent_path();
+    fs::path build = self.parent_path().parent_path();
+    if (fs::exists(build / "build.ninja")) return "make (scripts/microvm-kernel.sh " + (build / "microvm").string() + ")";
+    return std::string(CC_LIBEXECDIR) + "/cc-vm-kernel";
+}
+
 Result<VmInput> resolve_vm(const VmOptions& o) {
     VmInput vm;
     if (o.accel != "kvm" && o.accel != "tcg")
@@ -148,7 +156,8 @@ Result<VmInput> resolve_vm(const VmOptions& o) {
         for (const auto& t : tried) list += (list.empty() ? "" : ", ") + t;
         return unavailable_error(
             "backend microvm",
-            "no guest kernel (looked for " + list + "; scripts/microvm-kernel.sh extracts one, or --vm-kernel FILE)");
+            "no guest kernel (looked for " + list + "; run " + vm_kernel_helper() +
+                " once, as root, to fetch Debian's kernel, or give --vm-kernel FILE)");
     }
     fs::path dir = fs::path(vm.kernel).parent_path();
     vm.kernelVersion = first_line(slurp((dir / "version").string()));
