@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <thread>
@@ -706,4 +707,66 @@ TEST_CASE("--hook in a read-only mode: an allowed call runs with its pagers' esc
     // Chat mode is left as it was (a plain allow is no output for Codex).
     auto chat = run({bin("cc-classify"), "--hook", "codex"}, codex_call("Bash", call));
     CHECK(chat.out.empty());
+}
+
+// The operator's policy (/etc/cc/policy.json from the package; here
+// $CC_CONFIG_DIR/policy.json) is what every tool reads when it is given no
+// --policy; --policy beats it; one that cannot be read or parsed stops the
+// tool (exit 2, naming it), never a silent fall back to the built-in policy.
+TEST_CASE("the operator's policy file is read when no --policy is given, by cc-classify, cc-egress and cc-pushgate") {
+    std::string etc = cc::test::scratch_dir() + "/etc-cc";
+    std::string empty = cc::test::scratch_dir() + "/etc-cc-empty";
+    std::string broken = cc::test::scratch_dir() + "/etc-cc-broken";
+    for (const auto& d : {etc, empty, broken}) std::filesystem::create_directories(d);
+    std::ofstream(etc + "/policy.json")
+        << R"({"version":1,"rules":[{"action":"push","refs":["main"],"decision":"deny","reason":"main is released by CI"},)"
+        << R"({"action":"network_access","decision":"deny","reason":"this host is offline"}]})";
+    std::ofstream(broken + "/policy.json") << R"({"version":1,"rules":[{"action":"push","decision":"maybe"}]})";
+    auto with = [](const std::string& dir) {
+        cc::test::RunOptions o;
+        o.env["CC_CONFIG_DIR"] = dir;
+        return o;
+    };
+    // cc-classify: the operator's rule decides; without the file, the built-in answer.
+    auto denied = run({bin("cc-classify"), "git push origin main"}, with(etc));
+    CHECK(denied.status == 11);
+    CHECK(json::parse(denied.out)["reason"] == "main is released by CI");
+    CHECK(run({bin("cc-classify"), "git push origin main"}, with(empty)).status == 10);
+    std::string other = cc::test::scratch_dir() + "/other.json";
+    std::ofstream(other) << R"({"version":1,"rules":[{"action":"push","decision":"allow"}]})";
+    CHECK(run({bin("cc-classify"), "--policy", other, "git push origin main"}, with(etc)).status == 0);
+    auto bad = run({bin("cc-classify"), "ls"}, with(broken));
+    CHECK(bad.status == 2);
+    CHECK(bad.out.empty());
+    CHECK_THAT(bad.err, Catch::Contains(broken + "/policy.json") && Catch::Contains("unknown decision 'maybe'"));
+
+    // cc-egress: the network rule comes from it, and its plan names the file.
+    auto plan = [&](const std::string& dir, std::vector<std::string> extra = {}) {
+        std::vector<std::string> argv = {bin("cc-egress"), "--no-baseline", "--allow", "one.test:443", "--dry-run"};
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        return run(argv, with(dir));
+    };
+    auto p = plan(etc);
+    INFO(p.err);
+    REQUIRE(p.status == 0);
+    json pj = json::parse(p.out);
+    CHECK(pj["policy"] == etc + "/policy.json");
+    CHECK(pj["network"] == "off");
+    CHECK(pj["networkRule"]["reason"] == "this host is offline");
+    json builtin = json::parse(plan(empty).out);
+    CHECK(builtin["policy"] == "built-in");
+    CHECK(builtin["network"] == "on");
+    CHECK(json::parse(plan(etc, {"--policy", other}).out)["policy"] == other);
+    auto eb = plan(broken);
+    CHECK(eb.status == 2);
+    CHECK_THAT(eb.err, Catch::Contains(broken + "/policy.json"));
+
+    // cc-pushgate: no --policy needed; a broken operator file stops it before it listens.
+    std::ofstream(cc::test::scratch_dir() + "/token") << "t\n";
+    auto gb = run({bin("cc-pushgate"), "--upstream", "http://127.0.0.1:9", "--repo", "acme/demo", "--token-file",
+                   cc::test::scratch_dir() + "/token"},
+                  with(broken));
+    CHECK(gb.status == 2);
+    CHECK(gb.out.empty());
+    CHECK_THAT(gb.err, Catch::Contains(broken + "/policy.json"));
 }

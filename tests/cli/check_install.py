@@ -76,6 +76,14 @@ try:
                            capture_output=True, text=True, env=dict(os.environ, CC_DATA_DIR=share))
         if r.returncode != 0:
             fail(f"installed cc-classify with the installed command data: status {r.returncode}, {r.stderr.strip()}")
+    # The operator's policy: SYSCONFDIR/cc/policy.json (a conffile in the
+    # .deb: debhelper marks every file under /etc), the shipped default.
+    sysconf = opts["sysconfdir"] if os.path.isabs(opts["sysconfdir"]) else os.path.join(opts["prefix"], opts["sysconfdir"])
+    etc_policy = dest + os.path.join(sysconf, "cc", "policy.json")
+    if not os.path.exists(etc_policy):
+        fail(f"{os.path.join(sysconf, 'cc', 'policy.json')} not installed")
+    elif open(etc_policy).read() != open(os.path.join(root, "share", "cc", "policy", "default.json")).read():
+        fail("the installed operator's policy is not the shipped default")
     # The microvm backend's guest kernel helper: installed in libexec/cc, its
     # default destination the data directory the installed cc-wrap reads.
     helper = os.path.join(base, opts["libexecdir"], "cc", "cc-vm-kernel")

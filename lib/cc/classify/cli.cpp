@@ -16,15 +16,15 @@ cc::Result<Options> make_options(const std::string& mode_name, const std::string
     if (!mode) return input_error("", "--mode: unknown mode '" + mode_name + "' (chat, plan, review or orchestrate)");
     opts.mode = *mode;
     if (auto k = install_knowledge(knowledge_dir()); !k) return k.error();
-    if (!policy_path.empty()) {
-        auto p = policy::load(policy_path);
-        if (!p) return p.error();
-        if (auto e = check_command_rules(*p)) {
-            e->subject = "'" + policy_path + "': " + e->subject;
-            return *e;
-        }
-        opts.policy = std::move(*p);
+    // --policy, else the operator's file (/etc/cc/policy.json), else none.
+    std::string used;
+    auto p = policy::load_effective(policy_path, policy::Policy{}, &used);
+    if (!p) return p.error();
+    if (auto e = check_command_rules(*p)) {
+        e->subject = "'" + used + "': " + e->subject;
+        return *e;
     }
+    opts.policy = std::move(*p);
     return opts;
 }
 

@@ -38,6 +38,7 @@ struct GatewayConfig {
     std::string upstream;                    // BASE_URL; repo O/N is BASE_URL/O/N.git
     std::vector<std::string> repos;          // linked repositories, OWNER/NAME as the operator spelled them
     policy::Policy policy;
+    std::string policy_source;  // the policy file read (--policy or the operator's), or "built-in"
     policy::Mode mode = policy::Mode::chat;
     policy::Approver approver;               // empty: ask -> deny
     std::shared_ptr<TokenSource> tokens;

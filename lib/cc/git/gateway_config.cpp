@@ -157,11 +157,11 @@ Result<GatewayConfig> configure(const GatewayOptions& o) {
                                                  ", which no --repo names");
     }
     if (o.upstream.empty()) return input_error("--upstream", "is required");
-    if (o.policy_file.empty()) return input_error("--policy", "is required");
     auto mode = policy::parse_mode(mode_name);
     if (!mode) return input_error("--mode", "unknown mode '" + mode_name + "' (chat, plan, review or orchestrate)");
     cfg.mode = *mode;
-    auto pol = policy::load(o.policy_file);
+    // --policy, else the operator's file (/etc/cc/policy.json), else the built-in one.
+    auto pol = policy::load_effective(o.policy_file, policy::default_policy(), &cfg.policy_source);
     if (!pol) {
         Error e = pol.error();
         e.code = Errc::input;  // an unreadable policy is bad input: exit 2, nothing started
@@ -241,6 +241,7 @@ json ready_event(const std::string& url, const GatewayConfig& cfg) {
             {"url", base},
             {"pid", ::getpid()},
             {"mode", policy::to_string(cfg.mode)},
+            {"policy", cfg.policy_source},
             {"repos", repos},
             {"tokenSource", cfg.tokens ? cfg.tokens->kind() : ""},
             {"gitConfig", git_config_keys(base)},

@@ -27,7 +27,7 @@ using json = nlohmann::json;
 
 json Plan::to_json() const {
     return {{"sessionId", session_id}, {"network", network ? "on" : "off"}, {"networkRule", network_rule},
-            {"rules", rules.to_json()}};
+            {"policy", policy_source}, {"rules", rules.to_json()}};
 }
 
 Result<Plan> make_plan(const EgressOptions& o) {
@@ -51,12 +51,10 @@ Result<Plan> make_plan(const EgressOptions& o) {
         network = *o.network == "on";
         set_by = "--network";
     }
-    policy::Policy pol = policy::default_policy();
-    if (o.policy_path) {
-        auto p = policy::load(*o.policy_path);
-        if (!p) return p.error();
-        pol = *p;
-    }
+    // --policy, else the operator's file (/etc/cc/policy.json), else the built-in one.
+    auto loaded = policy::load_effective(o.policy_path.value_or(""), policy::default_policy(), &plan.policy_source);
+    if (!loaded) return loaded.error();
+    policy::Policy pol = std::move(*loaded);
     // The network rule is read once, here. deny -> off; allow -> on; ask ->
     // on, with each new host:port the rules allow put to the approver.
     policy::Verdict v = policy::decide(pol, {"network_access", mode, std::nullopt});
@@ -436,6 +434,7 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     cfg.ready = {{"sessionId", plan->session_id},
                  {"network", plan->network ? "on" : "off"},
                  {"networkRule", plan->network_rule},
+                 {"policy", plan->policy_source},
                  {"allowNames", rules->allow_names.size()},
                  {"allowAddresses", rules->allow_addresses.size()},
                  {"pid", static_cast<long>(::getpid())},

@@ -62,6 +62,7 @@ struct Plan {
     bool ask = false;
     policy::Verdict network_verdict;
     nlohmann::json network_rule;  // {"decision","source","reason"} from lib/cc/policy, plus what set it
+    std::string policy_source;    // the policy file read (--policy or the operator's), or "built-in"
     nlohmann::json to_json() const;
 };
 

@@ -1,6 +1,10 @@
 #include "cc/policy/policy.hpp"
 
 #include <fnmatch.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 #include <algorithm>
 #include <cctype>
@@ -231,6 +235,26 @@ Result<Policy> load(const std::string& path) {
     auto text = io::read_input(path);
     if (!text) return text.error();
     return parse(*text, path == "-" ? "stdin" : "'" + path + "'");
+}
+
+std::string operator_policy_path() {
+    if (const char* d = std::getenv("CC_CONFIG_DIR"); d && *d) return std::string(d) + "/policy.json";
+    return std::string(CC_SYSCONFDIR) + "/cc/policy.json";
+}
+
+Result<Policy> load_effective(const std::string& given, const Policy& fallback, std::string* used) {
+    if (!given.empty()) {
+        if (used) *used = given == "-" ? "stdin" : given;
+        return load(given);
+    }
+    const std::string mine = operator_policy_path();
+    struct stat st {};
+    if (::lstat(mine.c_str(), &st) == 0 || errno != ENOENT) {
+        if (used) *used = mine;
+        return load(mine);
+    }
+    if (used) *used = "built-in";
+    return fallback;
 }
 
 // Kept equal to share/cc/policy/default.json by a test.

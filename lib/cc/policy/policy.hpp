@@ -90,6 +90,17 @@ Result<Policy> load(const std::string& path);  // "-" is stdin
 // is the same policy written out (a test keeps the two equal).
 Policy default_policy();
 
+// The operator's policy file, read by every tool that is given no --policy:
+// $CC_CONFIG_DIR/policy.json when that variable is set, else
+// SYSCONFDIR/cc/policy.json (/etc/cc/policy.json from the package, a
+// conffile).
+std::string operator_policy_path();
+// The policy a tool runs with: `given` (--policy) when there is one, else
+// the operator's file when it exists, else `fallback` (the tool's built-in
+// policy). `used` gets which: the path, or "built-in". A file that exists
+// but cannot be read or parsed is an error (never a silent fall back).
+Result<Policy> load_effective(const std::string& given, const Policy& fallback, std::string* used = nullptr);
+
 struct Question {
     std::string action;              // an action class name
     Mode mode = Mode::chat;
