@@ -20,6 +20,7 @@
 #include "cc/core/output.hpp"
 #include "cc/core/tool.hpp"
 #include "cc/policy/approver.hpp"
+#include "cc/classify/hook_install.hpp"
 
 int main(int argc, char** argv) {
     return cc::tool::run("cc-classify", [&]() -> int {
@@ -49,12 +50,31 @@ int main(int argc, char** argv) {
         app.add_option("--approver-timeout", approver_timeout_ms,
                        "milliseconds to wait for the approver (default 30000; with --hook, half a second before the "
                        "hook's deadline)");
+        std::string install_cli, check_cli, scope = "user", settings_file;
+        app.add_option("--install-hook", install_cli, "write cc-classify into an agent CLI's settings as its pre-tool hook")
+            ->type_name("{claude,codex,gemini}");
+        app.add_option("--check-hook", check_cli, "say whether the cc-classify hook in a CLI's settings would run (exit 1: no)")
+            ->type_name("{claude,codex,gemini}");
+        app.add_option("--scope", scope, "--install-hook/--check-hook: user (default), project or managed")
+            ->type_name("{user,project,managed}");
+        app.add_option("--settings", settings_file, "--install-hook/--check-hook: this settings file instead of the scope's");
         app.add_option("line", words, "the command line (several words are joined with spaces)");
         if (auto rc = cc::tool::parse(app, argc, argv, "cc-classify")) return *rc;
         auto usage = [](const std::string& msg) {
             std::cerr << "cc-classify: " << msg << '\n';
             return cc::tool::exit_usage;
         };
+        if (!install_cli.empty() || !check_cli.empty()) {
+            if (!install_cli.empty() && !check_cli.empty()) return usage("give one of --install-hook and --check-hook");
+            if (!hook.empty() || jsonl || !words.empty())
+                return usage("--install-hook and --check-hook take no command line, --jsonl or --hook");
+            auto spec = cc::classify::hook_install_spec(install_cli.empty() ? check_cli : install_cli, mode_name,
+                                                        policy_path, wrap_spec, emit_ask, approver_cmd, deadline_ms);
+            if (!spec) return cc::tool::report("cc-classify", spec.error(), cc::tool::exit_usage);
+            auto rc = cc::classify::install_or_check(!install_cli.empty(), *spec, scope, settings_file, std::cout);
+            if (!rc) return cc::tool::report("cc-classify", rc.error(), cc::tool::exit_usage);
+            return *rc;
+        }
         cc::classify::HookFlags flags;
         flags.protocol = hook;
         flags.emit_ask = emit_ask;

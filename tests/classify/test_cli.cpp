@@ -770,3 +770,87 @@ TEST_CASE("the operator's policy file is read when no --policy is given, by cc-c
     CHECK(gb.out.empty());
     CHECK_THAT(gb.err, Catch::Contains(broken + "/policy.json"));
 }
+
+// --install-hook writes cc-classify into an agent CLI's own settings file
+// (absolute path, the CLI's timeout beside --deadline), keeping everything
+// else there; --check-hook says whether that hook would run and bound the
+// CLI, and exits 1 when not.
+TEST_CASE("--install-hook and --check-hook: each CLI's settings, merged, checked, never half-written") {
+    std::string dir = cc::test::scratch_dir() + "/hooks";
+    std::filesystem::create_directories(dir);
+    const std::string claude = dir + "/claude.json";
+    std::ofstream(claude) << R"({"model":"m","hooks":{"PreToolUse":[{"matcher":"Edit","hooks":[{"type":"command","command":"lint.sh"}]}]}})";
+    auto inst = run({bin("cc-classify"), "--install-hook", "claude", "--settings", claude, "--mode", "plan", "--deadline", "20000"});
+    INFO(inst.err);
+    REQUIRE(inst.status == 0);
+    json said = json::parse(inst.out);
+    CHECK(said["event"] == "hook-installed");
+    json s = json::parse(std::ifstream(claude));
+    CHECK(s["model"] == "m");
+    REQUIRE(s["hooks"]["PreToolUse"].size() == 2);
+    CHECK(s["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "lint.sh");  // another hook stays
+    json mine = s["hooks"]["PreToolUse"][1];
+    CHECK(mine["matcher"] == "Bash");
+    std::string cmd = mine["hooks"][0]["command"];
+    CHECK(cmd.rfind("/", 0) == 0);  // absolute: a CLI that resets PATH still finds it
+    CHECK_THAT(cmd, Catch::EndsWith("/cc-classify --hook claude --mode plan --deadline 20000"));
+    CHECK(mine["hooks"][0]["timeout"] == 20);  // seconds, for Claude Code
+    auto check = run({bin("cc-classify"), "--check-hook", "claude", "--settings", claude});
+    CHECK(check.status == 0);
+    CHECK(json::parse(check.out)["runs"] == true);
+    // Installed again: replaced, not doubled.
+    REQUIRE(run({bin("cc-classify"), "--install-hook", "claude", "--settings", claude}).status == 0);
+    CHECK(json::parse(std::ifstream(claude))["hooks"]["PreToolUse"].size() == 2);
+
+    // What the check catches: a timeout under the deadline (the CLI gives up
+    // first and runs the call), a bare program name.
+    s = json::parse(std::ifstream(claude));
+    s["hooks"]["PreToolUse"][1]["hooks"][0]["timeout"] = 5;
+    std::ofstream(claude) << s.dump();
+    auto short_timeout = run({bin("cc-classify"), "--check-hook", "claude", "--settings", claude});
+    CHECK(short_timeout.status == 1);
+    CHECK(json::parse(short_timeout.out)["problems"][0] ==
+          "the CLI gives the hook 5000 ms, less than its --deadline 30000: a timed-out hook is no opinion to the CLI, and "
+          "the call runs");
+    s["hooks"]["PreToolUse"][1]["hooks"][0] = {{"type", "command"}, {"command", "cc-classify --hook claude"}, {"timeout", 30}};
+    std::ofstream(claude) << s.dump();
+    auto bare = run({bin("cc-classify"), "--check-hook", "claude", "--settings", claude});
+    CHECK(bare.status == 1);
+    CHECK_THAT(json::parse(bare.out)["problems"][0].get<std::string>(), Catch::Contains("by name"));
+
+    // Gemini: BeforeTool, run_shell_command, milliseconds.
+    const std::string gemini = dir + "/gemini/settings.json";  // its directory is made
+    REQUIRE(run({bin("cc-classify"), "--install-hook", "gemini", "--settings", gemini}).status == 0);
+    json g = json::parse(std::ifstream(gemini));
+    CHECK(g["hooks"]["BeforeTool"][0]["matcher"] == "run_shell_command");
+    CHECK(g["hooks"]["BeforeTool"][0]["hooks"][0]["timeout"] == 30000);
+    CHECK(run({bin("cc-classify"), "--check-hook", "gemini", "--settings", gemini}).status == 0);
+
+    // Codex: written, but outside its managed layers it runs only once trusted in /hooks.
+    const std::string codex = dir + "/codex-hooks.json";
+    REQUIRE(run({bin("cc-classify"), "--install-hook", "codex", "--settings", codex}).status == 0);
+    auto cx = run({bin("cc-classify"), "--check-hook", "codex", "--settings", codex});
+    CHECK(cx.status == 1);
+    CHECK_THAT(json::parse(cx.out)["problems"][0].get<std::string>(), Catch::Contains("trusted"));
+    auto managed = run({bin("cc-classify"), "--install-hook", "codex", "--scope", "managed"});
+    CHECK(managed.status == 2);
+    CHECK_THAT(managed.err, Catch::Contains("requirements.toml"));
+
+    // A settings file that is not JSON is left as it is: exit 2, naming it.
+    const std::string broken = dir + "/broken.json";
+    std::ofstream(broken) << "{not json";
+    auto bad = run({bin("cc-classify"), "--install-hook", "claude", "--settings", broken});
+    CHECK(bad.status == 2);
+    CHECK(bad.out.empty());
+    CHECK_THAT(bad.err, Catch::Contains("'" + broken + "': is not a JSON object; left as it is"));
+    std::ifstream bf(broken);
+    CHECK(std::string(std::istreambuf_iterator<char>(bf), {}) == "{not json");
+    // The scope's own file, under HOME.
+    cc::test::RunOptions home;
+    home.env["HOME"] = dir + "/home";
+    auto user = run({bin("cc-classify"), "--install-hook", "claude"}, home);
+    CHECK(user.status == 0);
+    CHECK(json::parse(user.out)["settings"] == dir + "/home/.claude/settings.json");
+    CHECK(run({bin("cc-classify"), "--install-hook", "cursor"}).status == 2);
+    CHECK(run({bin("cc-classify"), "--install-hook", "claude", "ls"}).status == 2);
+}
