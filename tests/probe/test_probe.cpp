@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cc/probe/command.hpp"
+#include "cc/probe/confinement.hpp"
 #include "cc/probe/diagnose.hpp"
 #include "cc/probe/probe.hpp"
 
@@ -387,4 +388,78 @@ TEST_CASE("cc-probe --json feeds cc-wrap --probe as written, layers included") {
     INFO(wrap.err);
     CHECK(wrap.status == 0);
     CHECK(nlohmann::json::parse(wrap.out)["backend"] == "native");
+}
+
+// Inside a container the failing layer is named with the restriction that
+// stops it and the setting that lifts it. The runtime's seccomp profile is
+// reproduced around cc-probe (unshare and clone with CLONE_NEWUSER refused,
+// as Docker's and Podman's default profiles refuse them without
+// CAP_SYS_ADMIN), so this runs without a container runtime.
+TEST_CASE("cc-probe --diagnose under a container's seccomp profile names it and the setting that lifts it") {
+    const std::string filter = cc::test::bin("cc-test-container-seccomp");
+    auto checks_of = [](const cc::test::RunResult& r) {
+        std::map<std::string, nlohmann::json> by;
+        const nlohmann::json doc = nlohmann::json::parse(r.out);
+        for (const auto& c : doc["diagnostics"]["checks"]) by[c["name"].get<std::string>()] = c;
+        return by;
+    };
+    // Without the filter a user namespace is made (this host allows it).
+    auto free_run = cc::test::run({cc::test::bin("cc-probe"), "--diagnose", "--json"});
+    auto free_checks = checks_of(free_run);
+    REQUIRE(free_checks["userns"]["status"] == "ok");
+    CHECK(free_checks.count("confinement") == 1);
+    // Under it: refused, and said why.
+    auto r = cc::test::run({filter, cc::test::bin("cc-probe"), "--diagnose", "--json"});
+    INFO(r.out << r.err);
+    CHECK(r.status == 1);
+    auto by = checks_of(r);
+    CHECK(by["userns"]["status"] == "fail");
+    CHECK(by["userns"]["detail"] == "unshare(CLONE_NEWUSER) failed: Operation not permitted");
+    const std::string hint = by["userns"]["hint"];
+    // (This machine may itself look like a container: the runtime, when
+    // one is found, is named first, and only its settings follow.)
+    CHECK_THAT(hint, Catch::Contains("a seccomp filter (Seccomp: 2)"));
+    CHECK_THAT(hint, Catch::Contains(" stops it: a seccomp profile that allows unshare and clone with CLONE_NEWUSER"));
+    CHECK_THAT(hint, Catch::Contains("--security-opt seccomp=PROFILE.json") || Catch::Contains("seccompProfile"));
+    CHECK_THAT(by["confinement"]["detail"].get<std::string>(), Catch::Contains("a seccomp filter (Seccomp: 2)"));
+    CHECK(by["bwrap"]["status"] == "fail");
+    CHECK_THAT(by["bwrap"]["hint"].get<std::string>(), Catch::Contains("--security-opt seccomp=PROFILE.json"));
+}
+
+// Docker's other restrictions, read from a prepared /proc: a masked /proc
+// (what stops bubblewrap mounting a new one), its AppArmor profile, no
+// CAP_SYS_ADMIN; and the runtime's own setting for each.
+TEST_CASE("confinement: the runtime, masked /proc, AppArmor and capabilities are read, with each runtime's fix") {
+    std::string root = cc::test::scratch_dir() + "/fake-container";
+    std::filesystem::create_directories(root + "/proc/self/attr/apparmor");
+    std::ofstream(root + "/.dockerenv") << "";
+    std::ofstream(root + "/proc/self/status") << "Name:\tcc-probe\nSeccomp:\t2\nCapEff:\t00000000a80425fb\n";
+    std::ofstream(root + "/proc/self/attr/apparmor/current") << "docker-default (enforce)\n";
+    std::ofstream(root + "/proc/self/cgroup") << "0::/\n";
+    std::ofstream(root + "/proc/self/mountinfo")
+        << "600 550 0:60 / / rw,relatime - overlay overlay rw\n"
+        << "601 600 0:63 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw\n"
+        << "602 601 0:63 /bus /proc/bus ro,nosuid,nodev,noexec,relatime - proc proc rw\n"
+        << "603 601 0:64 / /proc/acpi ro,relatime - tmpfs tmpfs ro\n"
+        << "604 601 0:65 /null /proc/kcore rw,nosuid - tmpfs tmpfs rw\n";
+    auto c = cc::probe::read_confinement(root);
+    CHECK(c.runtime == "docker");
+    CHECK(c.seccomp);
+    CHECK(c.apparmor == "docker-default (enforce)");
+    CHECK_FALSE(c.cap_sys_admin);
+    CHECK(c.proc_masked);
+    CHECK(cc::probe::describe(c) ==
+          "inside docker; a seccomp filter (Seccomp: 2); AppArmor profile docker-default (enforce); masked /proc "
+          "(/proc/bus (read-only), /proc/acpi, /proc/kcore); no CAP_SYS_ADMIN");
+    CHECK(cc::probe::container_fix(c, "proc") == "docker run --security-opt systempaths=unconfined (unmasks /proc)");
+    std::string userns = cc::probe::container_fix(c, "userns");
+    CHECK_THAT(userns, Catch::Contains("--security-opt seccomp=PROFILE.json"));
+    CHECK_THAT(userns, Catch::Contains("--security-opt apparmor=unconfined"));
+    CHECK(userns.find("Kubernetes") == std::string::npos);  // docker's settings only
+    c.runtime = "kubernetes";
+    CHECK_THAT(cc::probe::container_fix(c, "proc"), Catch::Contains("procMount: Unmasked, which needs hostUsers: false"));
+    // Outside any container nothing is said.
+    cc::probe::Confinement none;
+    CHECK(cc::probe::describe(none).empty());
+    CHECK(cc::probe::container_fix(none, "userns").empty());
 }

@@ -15,7 +15,7 @@ mkdir -p "$stage/bin" "$stage/summary"
 for tool in "$CC_BIN_DIR"/cmd/cc-*/cc-*; do
   [ -x "$tool" ] && [ -f "$tool" ] && cp "$tool" "$stage/bin/"
 done
-for tool in "$CC_BIN_DIR"/tests/sandbox/cc-test-*; do  # test probes (cc-test-syscall)
+for tool in "$CC_BIN_DIR"/tests/sandbox/cc-test-* "$CC_BIN_DIR"/tests/probe/cc-test-*; do  # test probes (cc-test-syscall, ...)
   [ -x "$tool" ] && [ -f "$tool" ] && cp "$tool" "$stage/bin/"
 done
 cp "$test_bin" "$stage/test"

@@ -26,7 +26,7 @@ std::string bin(const std::string& tool) {
     const char* dir = std::getenv("CC_BIN_DIR");
     std::string base = dir ? dir : "build";
     for (const auto& cand : {base + "/cmd/" + tool + "/" + tool, base + "/" + tool, base + "/tests/sandbox/" + tool,
-                            base + "/cmd/cc-wrap/" + tool})
+                            base + "/tests/probe/" + tool, base + "/cmd/cc-wrap/" + tool})
         if (::access(cand.c_str(), X_OK) == 0) return cand;
     return base + "/cmd/" + tool + "/" + tool;
 }

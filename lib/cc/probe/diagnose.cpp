@@ -1,5 +1,6 @@
 #include "cc/probe/diagnose.hpp"
 #include "cc/sandbox/microvm.hpp"
+#include "cc/probe/confinement.hpp"
 #include "cc/core/child.hpp"
 
 #include "cc/core/io.hpp"
@@ -126,8 +127,15 @@ Check check_userns() {
         c.hint = "unprivileged user namespaces are disabled: sysctl kernel.unprivileged_userns_clone=1";
     else if (read_trimmed("/proc/sys/user/max_user_namespaces").value_or("1") == "0")
         c.hint = "user namespaces are disabled: sysctl user.max_user_namespaces=15000";
-    else
-        c.hint = "user namespaces are unavailable (container seccomp profile or kernel config?)";
+    else {
+        // In a container: which of its restrictions, and the setting that lifts it.
+        Confinement conf = read_confinement();
+        std::string fix = container_fix(conf, "userns");
+        if (!fix.empty())
+            c.hint = describe(conf) + " stops it: " + fix;
+        else
+            c.hint = "user namespaces are unavailable (kernel config: CONFIG_USER_NS, or a seccomp or LSM policy)";
+    }
     return c;
 }
 
@@ -155,11 +163,21 @@ Check check_bwrap(const ProbeResult& p, int timeout_ms) {
     c.detail = "bwrap exited " + std::to_string(r.status) + ": " + first_line(r.err);
     if (read_trimmed("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").value_or("0") == "1")
         c.hint = apparmor_fix();  // the namespace is made, its capabilities are not there
-    else if (r.err.find("setting up uid map") != std::string::npos || r.err.find("No permissions to creat") != std::string::npos ||
-        r.err.find("Operation not permitted") != std::string::npos)
-        c.hint = "bwrap cannot create namespaces here; see the userns check";
-    else
+    else if (r.err.find("mount proc") != std::string::npos || r.err.find("/proc") != std::string::npos) {
+        // A new /proc cannot be mounted over a masked one.
+        Confinement conf = read_confinement();
+        std::string fix = container_fix(conf, "proc");
+        c.hint = fix.empty() ? "bwrap cannot mount a new /proc here (a masked /proc in a container?)"
+                             : describe(conf) + " stops it: " + fix;
+    } else if (r.err.find("setting up uid map") != std::string::npos || r.err.find("No permissions to creat") != std::string::npos ||
+               r.err.find("Operation not permitted") != std::string::npos) {
+        Confinement conf = read_confinement();
+        std::string fix = container_fix(conf, "userns");
+        c.hint = fix.empty() ? "bwrap cannot create namespaces here; see the userns check"
+                             : describe(conf) + " stops it: " + fix;
+    } else {
         c.hint = "run the bwrap command by hand to see why";
+    }
     return c;
 }
 
@@ -368,6 +386,13 @@ Result<Diagnosis> diagnose(const ProbeResult& p, const DiagnoseOptions& opts) {
     bool linux = p.platform == "linux" || p.platform == "wsl2";
 
     if (linux) {
+        // What confines this process, said first: the checks below name it
+        // when it is what stops them.
+        Confinement conf = read_confinement();
+        std::string what = describe(conf);
+        d.checks.push_back({"confinement", CheckStatus::ok,
+                            what.empty() ? "no container, seccomp filter, AppArmor profile or masked /proc found" : what,
+                            "", false});
         Check u = check_userns();
         // As root bwrap does not need an unprivileged user namespace; a normal user does.
         u.required = linux_native && ::geteuid() != 0;
