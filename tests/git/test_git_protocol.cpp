@@ -567,15 +567,7 @@ std::string expanding_pack(int n, bool by_id = false) {
     put32(static_cast<std::uint32_t>(n + 1));
     std::string base_id;  // the commit's id (20 bytes), for deltas naming it
     auto entry = [&](int type, const std::string& data, std::uint64_t ofs) {
-        std::uint64_t size = data.size();
-        unsigned char c = static_cast<unsigned char>((type << 4) | (size & 15));
-        size >>= 4;
-        while (size) {
-            p.push_back(static_cast<char>(c | 0x80));
-            c = size & 0x7f;
-            size >>= 7;
-        }
-        p.push_back(static_cast<char>(c));
+        p += pack_entry_header(type, data.size());
         if (type == 6) {  // git's offset encoding
             unsigned char buf[16];
             int pos = 15;

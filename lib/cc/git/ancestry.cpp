@@ -23,6 +23,7 @@
 #include <optional>
 #include <sstream>
 #include <set>
+#include <functional>
 #include <future>
 #include <fstream>
 
@@ -35,6 +36,23 @@ namespace bp = boost::process;
 namespace fs = std::filesystem;
 
 namespace {
+
+// `git cat-file --batch` output, "<oid> <type> <size>\n<content>\n" for
+// each object in the order asked: `each(oid, type, content)` for every whole
+// one, until one is cut short.
+void each_batch_object(const std::string& body,
+                       const std::function<void(const std::string&, const std::string&, std::string)>& each) {
+    for (std::size_t pos = 0; pos < body.size();) {
+        auto end = body.find('\n', pos);
+        if (end == std::string::npos) break;
+        std::istringstream head(body.substr(pos, end - pos));
+        std::string oid, type;
+        std::size_t size = 0;
+        if (!(head >> oid >> type >> size) || end + 1 + size > body.size()) break;
+        each(oid, type, body.substr(end + 1, size));
+        pos = end + 1 + size + 1;
+    }
+}
 
 std::string base64(std::string_view in) {
     static const char* abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -447,16 +465,9 @@ Status Quarantine::finish(const std::vector<std::string>& tips) {
         std::string body;
         auto b = run_git_io({"cat-file", "--batch"}, env, wanted, body, nullptr);
         if (!b || *b != 0) return found;
-        for (std::size_t pos = 0; pos < body.size();) {
-            auto end = body.find('\n', pos);
-            if (end == std::string::npos) break;
-            std::istringstream head(body.substr(pos, end - pos));
-            std::string oid, type;
-            std::size_t size = 0;
-            if (!(head >> oid >> type >> size) || end + 1 + size > body.size()) break;
-            found[oid] = PackObject{type == "commit" ? 1 : 4, body.substr(end + 1, size)};
-            pos = end + 1 + size + 1;
-        }
+        each_batch_object(body, [&](const std::string& oid, const std::string& type, std::string data) {
+            found[oid] = PackObject{type == "commit" ? 1 : 4, std::move(data)};
+        });
         return found;
     });
     if (!impl_->whole && !impl_->scan.objects().empty()) {
@@ -620,18 +631,12 @@ Result<policy::PushContent> Quarantine::content(const std::string& base, const s
         if (!rc) return rc.error();
         if (*rc != 0) return fail("cat-file");
         std::vector<std::pair<std::string, std::string>> resolved;  // link path, target path in the tree
-        std::size_t pos = 0;
-        for (const auto& l : links) {
-            auto nl = body.find('\n', pos);
-            if (nl == std::string::npos) break;
-            std::istringstream head(body.substr(pos, nl - pos));
-            std::string oid, type;
-            std::size_t size = 0;
-            if (!(head >> oid >> type >> size) || nl + 1 + size > body.size()) break;
-            std::string target = body.substr(nl + 1, size);
-            pos = nl + 1 + size + 1;
-            if (auto t = link_target(l.first, target)) resolved.emplace_back(l.first, *t);
-        }
+        std::size_t k = 0;
+        each_batch_object(body, [&](const std::string&, const std::string&, std::string target) {
+            if (k >= links.size()) return;
+            const std::string& link = links[k++].first;
+            if (auto t = link_target(link, target)) resolved.emplace_back(link, *t);
+        });
         // Links to links: followed a few times over.
         for (int round = 0; round < 8; ++round) {
             std::vector<std::string> more;

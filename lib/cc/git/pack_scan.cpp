@@ -86,6 +86,19 @@ std::optional<std::string> apply_delta(std::string_view base, std::string_view d
     return out;
 }
 
+std::string pack_entry_header(int type, std::uint64_t size) {
+    std::string h;
+    unsigned char c = static_cast<unsigned char>((type << 4) | (size & 15));
+    size >>= 4;
+    while (size) {
+        h.push_back(static_cast<char>(c | 0x80));
+        c = size & 0x7f;
+        size >>= 7;
+    }
+    h.push_back(static_cast<char>(c));
+    return h;
+}
+
 std::string commit_pack(const std::vector<PackObject>& objects) {
     std::string p = "PACK";
     auto put32 = [&](std::uint32_t v) {
@@ -94,15 +107,7 @@ std::string commit_pack(const std::vector<PackObject>& objects) {
     put32(2);
     put32(static_cast<std::uint32_t>(objects.size()));
     for (const auto& o : objects) {
-        std::uint64_t size = o.data.size();
-        unsigned char c = static_cast<unsigned char>((o.type << 4) | (size & 15));
-        size >>= 4;
-        while (size) {
-            p.push_back(static_cast<char>(c | 0x80));
-            c = size & 0x7f;
-            size >>= 7;
-        }
-        p.push_back(static_cast<char>(c));
+        p += pack_entry_header(o.type, o.data.size());
         uLongf len = compressBound(static_cast<uLong>(o.data.size()));
         std::string z(len, '\0');
         compress2(reinterpret_cast<Bytef*>(z.data()), &len, reinterpret_cast<const Bytef*>(o.data.data()),

@@ -106,6 +106,9 @@ private:
 // Applies a git delta to `base`; nullopt when the delta is malformed.
 std::optional<std::string> apply_delta(std::string_view base, std::string_view delta);
 
+// A pack entry's header: its type and inflated size (git's varint).
+std::string pack_entry_header(int type, std::uint64_t size);
+
 // A pack of `objects` (undeltified, zlib-compressed) with its SHA-1 trailer.
 std::string commit_pack(const std::vector<PackObject>& objects);
 
