@@ -216,7 +216,7 @@ cc::Result<int> install_or_check(bool install, const HookInstallSpec& spec, cons
     auto parent = std::filesystem::path(path).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent, ec);
     if (ec) return io_error("'" + parent.string() + "'", ec.message(), ec.value());
-    if (auto w = io::write_file_atomic(path, merged->dump(2) + "\n", 0644); !w) return w.error();
+    if (auto w = io::write_file_atomic(path, cc::json::write(*merged, 2) + "\n", 0644); !w) return w.error();
     out << cc::json::write(nlohmann::json{{"event", "hook-installed"}, {"cli", spec.cli}, {"settings", path},
                                       {"command", hook_command(spec)}})
         << '\n';
