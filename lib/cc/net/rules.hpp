@@ -9,7 +9,7 @@
 //   for (auto& a : resolved) v = rules->check_resolved(*t, a);   // DNS rebinding checks
 //   nlohmann::json plan = rules->to_json();
 //
-// Order (protocols.md B3): normalise; network off denies all; always-deny
+// Order: normalise; network off denies all; always-deny
 // names and addresses beat every allow; then the allowlist (names by
 // pattern, IP literals only by an entry for that exact address, each entry
 // for its ports: "port not allowed" when a host is listed but not with the

@@ -118,7 +118,7 @@ Parse parse_request(std::string_view b, Request& out) {
         std::memcpy(a.bytes.data(), addr.data(), 16);
         out.host = a.to_string();
     } else {
-        // Names are UTF-8 or refused; never read as latin-1 (protocols.md B1).
+        // Names are UTF-8 or refused; never read as latin-1.
         if (addr.find('\0') != std::string_view::npos || !valid_utf8(addr)) return Parse::bad;
         out.host = std::string(addr);
     }
