@@ -54,6 +54,17 @@ int hold_tunnel(const std::string& from, std::uint16_t proxy, std::uint16_t orig
     return fd;
 }
 
+// An upstream that holds every connection open and never reads or answers
+// (the kernel completes up to `backlog` handshakes; nobody accepts them).
+struct Silent {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    std::uint16_t port = bind_loopback(fd);
+    explicit Silent(int backlog) { ::listen(fd, backlog); }
+    ~Silent() { ::close(fd); }
+    Silent(const Silent&) = delete;
+    Silent& operator=(const Silent&) = delete;
+};
+
 // A new tunnel is served within a second (asked every 50 ms).
 bool served_within_a_second(std::uint16_t proxy, std::uint16_t origin) {
     for (int i = 0; i < 20; ++i) {
@@ -197,14 +208,7 @@ TEST_CASE("egress limits: a tunnel on which nothing moves is closed after --firs
 // closes them all: its place is free at once, not when each upstream hangs
 // up or the first-byte deadline passes.
 TEST_CASE("egress limits: tunnels a client left without a byte free its place at once") {
-    // An upstream that holds every connection open and never reads or
-    // answers (the kernel completes the handshakes; nobody accepts them).
-    struct Silent {
-        int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        std::uint16_t port = bind_loopback(fd);
-        Silent() { ::listen(fd, 64); }
-        ~Silent() { ::close(fd); }
-    } origin;
+    Silent origin(64);
     Egress eg({"--allow", "127.0.0.1:*", "--no-baseline", "--max-client-connections", "8", "--first-byte-timeout", "60"});
     std::uint16_t hp = port_of(eg.http());
     std::vector<int> held;
@@ -233,12 +237,7 @@ TEST_CASE("egress limits: tunnels a client left without a byte free its place at
 // descriptors themselves then run out, and the reserve still answers).
 TEST_CASE("egress limits: at a hard descriptor limit of 128, excess is refused and the proxy recovers") {
     if (!cc::test::have_program("prlimit")) CC_SKIP("prlimit (util-linux) missing");
-    struct Silent {
-        int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        std::uint16_t port = bind_loopback(fd);
-        Silent() { ::listen(fd, 512); }
-        ~Silent() { ::close(fd); }
-    } origin;
+    Silent origin(512);
     const bool explicit_caps = GENERATE(false, true);
     INFO((explicit_caps ? "--max-connections 1000" : "derived caps"));
     std::vector<std::string> args = {"--allow", "127.0.0.1:*", "--no-baseline", "--threads", "1",
