@@ -19,22 +19,16 @@ namespace cc::classify {
 
 using policy::Decision;
 
-namespace {
-
-struct Protocol {
-    const char* name;
-    const char* event;  // hook_event_name of the pre-tool event
-    const char* shell;  // tool_name of the shell tool
-};
-
 const Protocol& protocol(HookProtocol p) {
     static const Protocol table[] = {
-        {"claude", "PreToolUse", "Bash"},
-        {"codex", "PreToolUse", "Bash"},
-        {"gemini", "BeforeTool", "run_shell_command"},
+        {"claude", "PreToolUse", "Bash", false},
+        {"codex", "PreToolUse", "Bash", false},
+        {"gemini", "BeforeTool", "run_shell_command", true},
     };
     return table[static_cast<int>(p)];
 }
+
+namespace {
 
 std::string quoted(std::string_view s) {
     std::string out = "'";
@@ -64,15 +58,28 @@ std::optional<HookProtocol> parse_hook_protocol(std::string_view name) {
 const char* const pager_guard =
     "export LESSSECURE=1 PAGER=cat GIT_PAGER=cat MANPAGER=cat SYSTEMD_PAGER=cat BAT_PAGER=cat DELTA_PAGER=cat\n";
 
+std::string shell_word(std::string_view s) {
+    if (!s.empty() &&
+        s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,@%+") == std::string_view::npos)
+        return std::string(s);
+    return quoted(s);
+}
+
 std::string wrap_command(std::string_view exe, std::string_view spec, std::string_view command) {
     return quoted(exe) + " --spec " + quoted(spec) + " -- bash -c " + quoted(command);
 }
 
-std::optional<std::string> sibling_program(std::string_view name) {
+std::optional<std::string> self_program() {
     char self[4096];
     ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) return std::nullopt;
-    std::string dir(self, static_cast<std::size_t>(n));
+    return std::string(self, static_cast<std::size_t>(n));
+}
+
+std::optional<std::string> sibling_program(std::string_view name) {
+    auto self = self_program();
+    if (!self) return std::nullopt;
+    std::string dir = *self;
     dir.resize(dir.rfind('/'));
     std::string parent = dir.substr(0, dir.rfind('/'));
     for (const std::string& c : {dir + "/" + std::string(name), parent + "/" + std::string(name) + "/" + std::string(name)})

@@ -31,6 +31,15 @@ namespace cc::classify {
 enum class HookProtocol { claude, codex, gemini };
 std::optional<HookProtocol> parse_hook_protocol(std::string_view name);
 
+// What a CLI's settings say of its pre-tool hook (hook_install.hpp writes them).
+struct Protocol {
+    const char* name;
+    const char* event;  // hook_event_name of the pre-tool event
+    const char* shell;  // tool_name of the shell tool
+    bool timeout_ms;    // the CLI gives hook timeouts in milliseconds (else seconds)
+};
+const Protocol& protocol(HookProtocol p);
+
 struct HookOptions {
     HookProtocol protocol = HookProtocol::claude;
     // claude: an ask is answered "ask" (the CLI asks its user) instead of
@@ -52,6 +61,13 @@ extern const char* const pager_guard;
 // `'EXE' --spec 'SPEC' -- bash -c 'COMMAND'`, each quoted for the shell the
 // CLI runs it with (single quotes; a quote inside is '\'').
 std::string wrap_command(std::string_view exe, std::string_view spec, std::string_view command);
+
+// A word for the shell the CLI runs a hook command with: as it is when no
+// character in it needs quoting, else in single quotes (as wrap_command).
+std::string shell_word(std::string_view s);
+
+// This program's own absolute path (/proc/self/exe); nullopt when unreadable.
+std::optional<std::string> self_program();
 
 // The absolute path of another of the project's programs installed beside
 // this one (the same directory, or its own directory next to this one's in

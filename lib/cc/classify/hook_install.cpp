@@ -1,4 +1,5 @@
 #include "cc/classify/hook_install.hpp"
+#include "cc/classify/hook.hpp"
 
 #include <unistd.h>
 
@@ -11,31 +12,9 @@ namespace {
 
 using json = nlohmann::json;
 
-struct Cli {
-    const char* event;    // the pre-tool event
-    const char* matcher;  // the shell tool's name
-    bool milliseconds;    // the timeout's unit
-};
-
-std::optional<Cli> cli_of(const std::string& cli) {
-    if (cli == "claude") return Cli{"PreToolUse", "Bash", false};
-    if (cli == "codex") return Cli{"PreToolUse", "Bash", false};
-    if (cli == "gemini") return Cli{"BeforeTool", "run_shell_command", true};
-    return std::nullopt;
-}
-
 std::string home() {
     const char* h = std::getenv("HOME");
     return h && *h ? h : "";
-}
-
-std::string shell_quote(const std::string& w) {
-    if (!w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,@%+") ==
-                          std::string::npos)
-        return w;
-    std::string q = "'";
-    for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
 }
 
 // The first word of a hook command (unquoted as a shell would, for the
@@ -68,7 +47,7 @@ bool is_ours(const json& h) {
 }  // namespace
 
 cc::Result<std::string> settings_path(const std::string& cli, const std::string& scope) {
-    if (!cli_of(cli)) return input_error("--install-hook", "unknown agent CLI '" + cli + "' (claude, codex or gemini)");
+    if (!parse_hook_protocol(cli)) return input_error("--install-hook", "unknown agent CLI '" + cli + "' (claude, codex or gemini)");
     if (scope != "user" && scope != "project" && scope != "managed")
         return input_error("--scope", "unknown scope '" + scope + "' (user, project or managed)");
     const std::string dir = cli == "claude" ? ".claude" : cli == "codex" ? ".codex" : ".gemini";
@@ -89,15 +68,16 @@ cc::Result<std::string> settings_path(const std::string& cli, const std::string&
 }
 
 std::string hook_command(const HookInstallSpec& spec) {
-    std::string cmd = shell_quote(spec.program) + " --hook " + spec.cli;
-    for (const auto& a : spec.args) cmd += " " + shell_quote(a);
+    std::string cmd = shell_word(spec.program) + " --hook " + spec.cli;
+    for (const auto& a : spec.args) cmd += " " + shell_word(a);
     cmd += " --deadline " + std::to_string(spec.deadline_ms);
     return cmd;
 }
 
 cc::Result<json> install_hook(json settings, const HookInstallSpec& spec) {
-    auto c = cli_of(spec.cli);
-    if (!c) return input_error("--install-hook", "unknown agent CLI '" + spec.cli + "' (claude, codex or gemini)");
+    auto which = parse_hook_protocol(spec.cli);
+    if (!which) return input_error("--install-hook", "unknown agent CLI '" + spec.cli + "' (claude, codex or gemini)");
+    const Protocol* c = &protocol(*which);
     if (spec.program.empty() || spec.program[0] != '/')
         return input_error("--install-hook", "cc-classify's own path is not absolute ('" + spec.program + "')");
     if (settings.is_null()) settings = json::object();
@@ -121,8 +101,8 @@ cc::Result<json> install_hook(json settings, const HookInstallSpec& spec) {
         }
         kept.push_back(g);
     }
-    const int timeout = c->milliseconds ? spec.deadline_ms : (spec.deadline_ms + 999) / 1000;
-    kept.push_back({{"matcher", c->matcher},
+    const int timeout = c->timeout_ms ? spec.deadline_ms : (spec.deadline_ms + 999) / 1000;
+    kept.push_back({{"matcher", c->shell},
                     {"hooks", json::array({{{"type", "command"}, {"command", hook_command(spec)}, {"timeout", timeout}}})}});
     groups = kept;
     return settings;
@@ -130,8 +110,9 @@ cc::Result<json> install_hook(json settings, const HookInstallSpec& spec) {
 
 std::vector<std::string> check_hook(const json& settings, const std::string& cli, const std::string& scope) {
     std::vector<std::string> why;
-    auto c = cli_of(cli);
-    if (!c) return {"unknown agent CLI '" + cli + "'"};
+    auto which = parse_hook_protocol(cli);
+    if (!which) return {"unknown agent CLI '" + cli + "'"};
+    const Protocol* c = &protocol(*which);
     const json* found = nullptr;
     std::string matcher;
     if (settings.is_object() && settings.contains("hooks") && settings["hooks"].is_object() &&
@@ -145,8 +126,8 @@ std::vector<std::string> check_hook(const json& settings, const std::string& cli
                 }
         }
     if (!found) return {std::string("no cc-classify hook under hooks.") + c->event};
-    if (matcher != c->matcher && matcher != "*" && !matcher.empty())
-        why.push_back("the hook's matcher is '" + matcher + "', not the shell tool '" + c->matcher + "'");
+    if (matcher != c->shell && matcher != "*" && !matcher.empty())
+        why.push_back("the hook's matcher is '" + matcher + "', not the shell tool '" + c->shell + "'");
     const std::string cmd = (*found)["command"].get<std::string>();
     const std::string prog = first_word(cmd);
     if (prog.empty() || prog[0] != '/')
@@ -161,7 +142,7 @@ std::vector<std::string> check_hook(const json& settings, const std::string& cli
     if (!found->contains("timeout") || !(*found)["timeout"].is_number())
         why.push_back("the hook has no timeout: the CLI's default may be shorter than --deadline " + std::to_string(deadline));
     else {
-        double t = (*found)["timeout"].get<double>() * (c->milliseconds ? 1 : 1000);
+        double t = (*found)["timeout"].get<double>() * (c->timeout_ms ? 1 : 1000);
         if (t < static_cast<double>(deadline))
             why.push_back("the CLI gives the hook " + std::to_string(static_cast<long>(t)) +
                           " ms, less than its --deadline " + std::to_string(deadline) +
@@ -232,10 +213,9 @@ cc::Result<HookInstallSpec> hook_install_spec(const std::string& cli, const std:
                                           int deadline_ms) {
     HookInstallSpec spec;
     spec.cli = cli;
-    char buf[4096];
-    ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0) return io_error("/proc/self/exe", "cannot read cc-classify's own path");
-    spec.program.assign(buf, static_cast<std::size_t>(n));
+    auto self = self_program();
+    if (!self) return io_error("/proc/self/exe", "cannot read cc-classify's own path");
+    spec.program = *self;
     if (deadline_ms < 0) return input_error("--deadline", "must be a positive number of milliseconds");
     spec.deadline_ms = deadline_ms > 0 ? deadline_ms : 30000;
     auto absolute = [](const std::string& p) {
