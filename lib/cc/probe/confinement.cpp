@@ -1,21 +1,19 @@
 #include "cc/probe/confinement.hpp"
+#include "cc/core/io.hpp"
 
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 namespace cc::probe {
 
 namespace {
 
+// A file's text, or "" when it is not there or cannot be read.
 std::string slurp(const std::string& path) {
-    std::ifstream f(path);
-    if (!f) return "";
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
+    auto text = io::read_input(path);
+    return text ? *text : std::string();
 }
 
 std::string field(const std::string& status, const std::string& key) {

@@ -97,7 +97,7 @@ std::string apparmor_fix() {
                  "kernel.apparmor_restrict_unprivileged_userns=0 (for every program)";
 }
 
-Check check_userns() {
+Check check_userns(const Confinement& conf) {
     Check c{"userns", CheckStatus::fail, "", "", false};
     // Fork so the calling process keeps its namespaces; the child reports errno.
     pid_t pid = ::fork();
@@ -129,7 +129,6 @@ Check check_userns() {
         c.hint = "user namespaces are disabled: sysctl user.max_user_namespaces=15000";
     else {
         // In a container: which of its restrictions, and the setting that lifts it.
-        Confinement conf = read_confinement();
         std::string fix = container_fix(conf, "userns");
         if (!fix.empty())
             c.hint = describe(conf) + " stops it: " + fix;
@@ -139,7 +138,7 @@ Check check_userns() {
     return c;
 }
 
-Check check_bwrap(const ProbeResult& p, int timeout_ms) {
+Check check_bwrap(const ProbeResult& p, int timeout_ms, const Confinement& conf) {
     Check c{"bwrap", CheckStatus::fail, "", "", false};
     if (!p.bwrap) {
         c.detail = "bwrap not found on PATH";
@@ -165,13 +164,11 @@ Check check_bwrap(const ProbeResult& p, int timeout_ms) {
         c.hint = apparmor_fix();  // the namespace is made, its capabilities are not there
     else if (r.err.find("mount proc") != std::string::npos || r.err.find("/proc") != std::string::npos) {
         // A new /proc cannot be mounted over a masked one.
-        Confinement conf = read_confinement();
         std::string fix = container_fix(conf, "proc");
         c.hint = fix.empty() ? "bwrap cannot mount a new /proc here (a masked /proc in a container?)"
                              : describe(conf) + " stops it: " + fix;
     } else if (r.err.find("setting up uid map") != std::string::npos || r.err.find("No permissions to creat") != std::string::npos ||
                r.err.find("Operation not permitted") != std::string::npos) {
-        Confinement conf = read_confinement();
         std::string fix = container_fix(conf, "userns");
         c.hint = fix.empty() ? "bwrap cannot create namespaces here; see the userns check"
                              : describe(conf) + " stops it: " + fix;
@@ -393,11 +390,11 @@ Result<Diagnosis> diagnose(const ProbeResult& p, const DiagnoseOptions& opts) {
         d.checks.push_back({"confinement", CheckStatus::ok,
                             what.empty() ? "no container, seccomp filter, AppArmor profile or masked /proc found" : what,
                             "", false});
-        Check u = check_userns();
+        Check u = check_userns(conf);
         // As root bwrap does not need an unprivileged user namespace; a normal user does.
         u.required = linux_native && ::geteuid() != 0;
         d.checks.push_back(u);
-        Check b = check_bwrap(p, opts.timeout_ms);
+        Check b = check_bwrap(p, opts.timeout_ms, conf);
         b.required = linux_native;
         d.checks.push_back(b);
         Check s = check_socat(p, opts.timeout_ms);
