@@ -160,3 +160,24 @@ TEST_CASE("child: a descriptor passed on is the child's 3, and only that one", "
     REQUIRE(r);
     CHECK(r->out == "s3cret\n0 1 2 3 ");
 }
+
+// A child that exits without reading its input (an approver that answers at
+// once): the write fails with EPIPE, and the caller, which here does not
+// ignore SIGPIPE, is not killed by the signal that comes with it.
+TEST_CASE("child: input a child never reads does not kill the caller with SIGPIPE", "[core][child]") {
+    auto before = ::signal(SIGPIPE, SIG_DFL);
+    auto s = sh("echo allow");
+    s.input = std::string(1 << 20, 'q');  // more than a pipe holds
+    for (int i = 0; i < 20; ++i) {
+        auto r = cc::child::run(s);
+        REQUIRE(r);
+        CHECK(r->status == 0);
+        CHECK(r->out == "allow\n");
+    }
+    // The signal is not left pending for this thread either.
+    sigset_t pending;
+    sigemptyset(&pending);
+    ::sigpending(&pending);
+    CHECK_FALSE(sigismember(&pending, SIGPIPE));
+    ::signal(SIGPIPE, before);
+}

@@ -118,6 +118,27 @@ Result<Outcome> run(const Spec& s) {
         ::kill(-pid, SIGKILL);
         ::kill(pid, SIGKILL);
     });
+    // A child that exits without reading its input makes the write fail
+    // with EPIPE, and the SIGPIPE that comes with it is this thread's: it is
+    // blocked while run() writes (after the child started, which must not
+    // inherit the mask) and taken back after, so a caller that does not
+    // ignore SIGPIPE (a library user, a test) is not killed by it.
+    struct PipeGuard {
+        sigset_t pipe, old;
+        PipeGuard() {
+            sigemptyset(&pipe);
+            sigaddset(&pipe, SIGPIPE);
+            pthread_sigmask(SIG_BLOCK, &pipe, &old);
+        }
+        ~PipeGuard() {
+            if (!sigismember(&old, SIGPIPE)) {
+                timespec zero{0, 0};
+                while (sigtimedwait(&pipe, nullptr, &zero) > 0) {
+                }
+            }
+            pthread_sigmask(SIG_SETMASK, &old, nullptr);
+        }
+    } pipe_guard;
     out.read();
     err.read();
     boost::system::error_code ignored;
