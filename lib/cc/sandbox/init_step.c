@@ -437,7 +437,7 @@ static void hand_serve(int sock) {
  * stderr unless it still has something to say there, are /dev/null. */
 static void stand_aside(const char* name, int keep_stderr) {
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    prctl(PR_SET_NAME, name, 0, 0, 0);
+    if (name) prctl(PR_SET_NAME, name, 0, 0, 0);
     int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (devnull < 0) return;
     dup2(devnull, 0);
@@ -456,12 +456,16 @@ static int start_hand(int sock, char* err, size_t err_len) {
         return 0;
     }
     if (mid == 0) {
+        /* Named before the hand exists (it inherits the name and, from
+         * main, not being dumpable): when this returns, no process in the
+         * sandbox shows another name or opens for anyone. */
+        prctl(PR_SET_NAME, "cc-wrap-hand", 0, 0, 0);
         pid_t hand = fork();
         if (hand < 0) _exit(1);
         if (hand > 0) _exit(0);
         /* No controlling terminal, not dumpable, only the socket. */
         setsid();
-        stand_aside("cc-wrap-hand", 0);
+        stand_aside(NULL, 0);
         if (sock != 3) {
             if (dup2(sock, 3) < 0) _exit(1);
             sock = 3;
@@ -738,6 +742,9 @@ static void pid1_signals(sigset_t* set) {
 static int run_as_pid1(char* const* argv, int pty, const sigset_t* old) {
     sigset_t wait_for;
     pid1_signals(&wait_for);
+    /* Named before the command exists: it never sees PID 1 otherwise (the
+     * command's exec gives it its own name). */
+    prctl(PR_SET_NAME, "cc-wrap-init", 0, 0, 0);
     pid_t cmd = fork();
     if (cmd < 0) return fail("fork: %s", strerror(errno));
     if (cmd == 0) {
@@ -746,7 +753,7 @@ static int run_as_pid1(char* const* argv, int pty, const sigset_t* old) {
     }
     /* Nothing of the command's streams held here but stderr (for the
      * lines above): a pipe the command closes is closed. */
-    stand_aside("cc-wrap-init", 1);
+    stand_aside(NULL, 1);
     syscall(SYS_close_range, 3, ~0U, 0);
     for (;;) {
         siginfo_t si;
@@ -804,6 +811,12 @@ int cc_init_step_main(int argc, char* const* argv) {
         else return fail("unknown option '%s'", a);
     }
     if (i >= argc) return fail("no command");
+    /* Not dumpable from the first moment, and so neither is anything forked
+     * from here (the hand, a FIFO helper): the command, started later in
+     * the same domain with the same uid, can never open this process's
+     * memory, environment or descriptors, not even in the instant after
+     * its fork. The command's exec makes it dumpable again, as usual. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     sigset_t pid1_set, old_mask;
     if (pid1) {
         pid1_signals(&pid1_set);
