@@ -2,7 +2,7 @@
 # cc-egress whole-process figures, side by side with tinyproxy (HTTP) and
 # microsocks (SOCKS5), all on 127.0.0.1 against lighttpd serving a sparse
 # 1 GiB file. Bounded: 3 runs per transfer path, 2,000 short requests per
-# path with 1 and with 4 concurrent clients (BENCH_CLIENTS), 1,000 tunnels.
+# path with 1, 4 and 16 concurrent clients (BENCH_CLIENTS), 1,000 tunnels.
 # Prints medians and ratios.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -86,6 +86,9 @@ transfer() {  # name pid curl-args...
   cpu[$name]=$(awk -v t=$((c1 - c0)) -v hz="$hz" 'BEGIN {printf "%.2f", t/hz/3}')
 }
 echo "cc-egress: $(head -n 1 "$dir/egress.out" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j.get("threads", 1), "event loop(s)")'); $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+# BENCH_SHORT_ONLY=1: only the short-request figures (no 1 GiB transfers, no
+# tunnel memory), for comparing two builds quickly.
+if [ "${BENCH_SHORT_ONLY:-0}" != 1 ]; then
 echo "1 GiB transfers (median of 3, MiB/s; proxy CPU seconds per GiB):"
 transfer direct - 
 transfer egress-connect "$eg" -p -x "http://127.0.0.1:$eh"
@@ -107,6 +110,7 @@ printf '  ratios: egress CONNECT / tinyproxy CONNECT %.2fx; egress SOCKS5 / micr
 [ -n "$sc" ] && printf '  egress CONNECT / splice ceiling (bare splice relay, the cost of the hop itself) %.2fx\n' \
   "$(awk -v a="${speed[egress-connect]}" -v b="${speed[splice-ceiling]}" 'BEGIN {print a/b}')"
 [ -n "$sc" ] && [ -z "${sm:-}" ] && echo "  sockmap ceiling (in-kernel redirect, no user space in the path): skipped: $(head -c 200 "$dir/sockmap.err")"
+fi
 
 declare -A rate cpureq runs_of ticks
 one_run() {  # name mode port pid clients
@@ -122,8 +126,8 @@ report() {
   cpureq[$1]=$(awk -v t="${ticks[$1]}" -v hz="$hz" 'BEGIN {printf "%.0f", t/hz/6000*1e6}')
   printf '  %-22s %8.0f req/s   proxy cpu %4s us/req   (runs:%s)\n' "$1" "${rate[$1]}" "${cpureq[$1]}" "${runs_of[$1]}"
 }
-# BENCH_CLIENTS: the concurrent clients of each short-request run (default: 1, then 4).
-for clients in ${BENCH_CLIENTS:-1 4}; do
+# BENCH_CLIENTS: the concurrent clients of each short-request run (default: 1, 4, then 16).
+for clients in ${BENCH_CLIENTS:-1 4 16}; do
   echo "short requests (1 KiB, new connection each, 2,000 per path, $clients client(s); median of 3 runs,"
   echo "                each cc-egress run followed by its peer's so both see the same load; proxy CPU"
   echo "                from /proc utime+stime over the 6,000 requests, the steadier figure):"
@@ -145,6 +149,7 @@ for clients in ${BENCH_CLIENTS:-1 4}; do
     "$(awk -v a="${rate[egress-socks5/$clients]}" -v b="${rate[microsocks-socks5/$clients]}" 'BEGIN {print a/b}')"
 done
 
+[ "${BENCH_SHORT_ONLY:-0}" = 1 ] && exit 0
 echo "memory:"
 printf '  cc-egress idle RSS: %s KiB\n' "$idle_rss"
 for mode in connect socks; do
