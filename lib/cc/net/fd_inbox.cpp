@@ -110,7 +110,7 @@ awaitable<void> serve_inbox_client(Server& srv, Sock s) {
     try {
         std::string reply;
         {
-            Deadline deadline(srv.io, c, srv.cfg.handshake_timeout_ms);
+            Deadline deadline(srv, c, srv.cfg.handshake_timeout_ms);
             c->client.native_non_blocking(true);
             char data[8192];
             alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 64)];

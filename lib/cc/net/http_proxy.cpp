@@ -19,7 +19,7 @@ awaitable<void> send_error(Server& srv, std::shared_ptr<Conn> c, int status, con
         co_await write_all(c->client, http::error_response(status, proxy_error, reason, "cc-egress: " + reason));
         ErrorCode ec;
         c->client.shutdown(Sock::shutdown_send, ec);
-        Deadline deadline(srv.io, c, 2000);
+        Deadline deadline(srv, c, 2000);
         std::string sink;
         for (std::size_t total = 0; total < (1u << 20);) {
             sink.clear();
@@ -323,7 +323,7 @@ awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string cli
                 if (ec) co_return;
             }
             try {
-                Deadline deadline(srv.io, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
+                Deadline deadline(srv, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
                 head = co_await read_head(c->client, buf, too_big);
             } catch (const std::exception& e) {
                 if (c->closed != Closed::header_timeout) note_error(srv, "client_read", e);
@@ -340,7 +340,7 @@ awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string cli
             }
             if (head.empty()) co_return;
             first = false;
-            watch_idle(srv.io, c, srv.cfg.idle_timeout_ms);
+            watch_idle(srv, c, srv.cfg.idle_timeout_ms);
             auto h = http::parse_request_head(head);
             if (!h) {
                 Record rec(srv, c, "http", client);

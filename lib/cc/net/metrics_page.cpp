@@ -24,7 +24,7 @@ awaitable<void> serve_metrics(Server& srv, Sock sock) {
     std::uint64_t id = srv.next_id++;
     srv.live[id] = c;  // closed on shutdown like any connection
     try {
-        Deadline deadline(srv.io, c, 5000);
+        Deadline deadline(srv, c, 5000);
         std::string buf;
         std::size_t n = 0;
         while ((n = http::head_length(buf)) == 0 && buf.size() <= max_metrics_head)

@@ -6,33 +6,35 @@
 
 namespace cc::net::detail {
 
-void watch_idle(asio::io_context& io, const std::shared_ptr<Conn>& c, int ms) {
-    if (ms <= 0 || c->idle_timer) return;
-    c->idle_timer.emplace(io);
-    auto step = std::chrono::milliseconds(std::max(1, ms / 8));
-    struct Tick {
-        std::weak_ptr<Conn> w;
-        std::chrono::milliseconds step, limit;
-        std::uint64_t seen;
-        Clock::time_point since;
-        void operator()(ErrorCode ec) {
-            if (ec) return;
-            auto c = w.lock();
-            if (!c || !c->idle_timer || !c->client.is_open()) return;  // finished or closed for another reason
-            auto now = Clock::now();
-            if (c->up + c->down != seen) {
-                seen = c->up + c->down;
-                since = now;
-            } else if (now - since >= limit) {
-                c->close(Closed::idle_timeout);
-                return;
-            }
-            c->idle_timer->expires_after(step);
-            c->idle_timer->async_wait(std::move(*this));
-        }
-    };
-    c->idle_timer->expires_after(step);
-    c->idle_timer->async_wait(Tick{c, step, std::chrono::milliseconds(ms), c->up + c->down, Clock::now()});
+Deadline::Deadline(Server& srv, const std::shared_ptr<Conn>& c, int ms, Closed why, bool only_if_silent) : srv_(srv) {
+    if (ms <= 0) return;
+    Timeout t;
+    t.kind = only_if_silent ? Timeout::Kind::first_byte : Timeout::Kind::deadline;
+    t.conn = c;
+    t.why = why;
+    t.seen = c->up + c->down;
+    t.armed = &armed_;
+    at_ = srv.add_timeout(Clock::now() + std::chrono::milliseconds(ms), std::move(t));
+    armed_ = true;
+}
+
+Deadline::~Deadline() {
+    if (armed_) srv_.drop_timeout(at_);
+}
+
+void watch_idle(Server& srv, const std::shared_ptr<Conn>& c, int ms) {
+    if (ms <= 0 || c->idle_home) return;
+    Timeout t;
+    t.kind = Timeout::Kind::idle;
+    t.conn = c;
+    t.why = Closed::idle_timeout;
+    t.seen = c->up + c->down;
+    t.since = Clock::now();
+    t.step = std::chrono::milliseconds(std::max(1, ms / 8));
+    t.limit = std::chrono::milliseconds(ms);
+    auto at = t.since + t.step;
+    c->idle_at = srv.add_timeout(at, std::move(t));
+    c->idle_home = &srv;
 }
 
 // Append up to `max` bytes to `buf`; 0 at end of stream. Reads go through one
@@ -240,18 +242,10 @@ awaitable<void> tunnel(Server& srv, std::shared_ptr<Conn> c, const Target& t, st
     auto finished = std::make_shared<bool>(false);
     std::shared_ptr<tls::Follower> follow;
     if (srv.cfg.sni_check) follow = std::make_shared<tls::Follower>();
-    watch_idle(srv.io, c, srv.cfg.idle_timeout_ms);
+    watch_idle(srv, c, srv.cfg.idle_timeout_ms);
     // A tunnel on which no byte moves either way is closed sooner than an
     // idle one: opened and left empty, it only holds two descriptors.
-    asio::steady_timer first_byte(srv.io);
-    if (srv.cfg.first_byte_timeout_ms > 0 && pending.empty()) {
-        first_byte.expires_after(std::chrono::milliseconds(srv.cfg.first_byte_timeout_ms));
-        first_byte.async_wait([w = std::weak_ptr<Conn>(c), up = c->up, down = c->down](ErrorCode ec) {
-            if (ec) return;
-            if (auto conn = w.lock(); conn && conn->up == up && conn->down == down)
-                conn->close(Closed::first_byte_timeout);
-        });
-    }
+    Deadline first_byte(srv, c, pending.empty() ? srv.cfg.first_byte_timeout_ms : 0, Closed::first_byte_timeout, true);
     asio::co_spawn(ex, pump_detached(&srv, c, done, finished, follow), srv.on_done("a tunnel's downstream pump"));
     try {
         bool cleared = true;  // every client byte read so far may go on
@@ -289,7 +283,7 @@ awaitable<void> tunnel(Server& srv, std::shared_ptr<Conn> c, const Target& t, st
                 if (follow->client_done()) break;
                 // The first ClientHello is due within the handshake timeout.
                 if (follow->hellos() == 0 && !pending.empty() && !deadline)
-                    deadline.emplace(srv.io, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
+                    deadline.emplace(srv, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
                 if (follow->hellos() > 0) deadline.reset();
                 std::size_t before = pending.size();
                 if (co_await read_more(c->client, pending, 16 * 1024) == 0) {

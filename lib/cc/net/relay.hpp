@@ -7,28 +7,26 @@
 
 namespace cc::net::detail {
 
-// Closes the connection if the deadline passes before it is destroyed.
-// A deadline of 0 ms (or less) is no deadline.
+// Closes the connection if the deadline passes before it is destroyed (with
+// `only_if_silent`, only if no byte has moved either way by then). A deadline
+// of 0 ms (or less) is no deadline. Kept in the loop's list of timeouts.
 class Deadline {
 public:
-    Deadline(asio::io_context& io, const std::shared_ptr<Conn>& c, int ms, Closed why = Closed::none) : timer_(io) {
-        if (ms <= 0) return;
-        timer_.expires_after(std::chrono::milliseconds(ms));
-        timer_.async_wait([w = std::weak_ptr<Conn>(c), why](ErrorCode ec) {
-            if (ec) return;
-            if (auto conn = w.lock()) conn->close(why);
-        });
-    }
-    ~Deadline() { timer_.cancel(); }
+    Deadline(Server& srv, const std::shared_ptr<Conn>& c, int ms, Closed why = Closed::none, bool only_if_silent = false);
+    ~Deadline();
+    Deadline(const Deadline&) = delete;
+    Deadline& operator=(const Deadline&) = delete;
 
 private:
-    asio::steady_timer timer_;
+    Server& srv_;
+    Timeouts::iterator at_;
+    bool armed_ = false;
 };
 
 // Closes the connection once no byte has been relayed either way for
-// `ms`. The timer looks at the byte counters a few times per period rather
+// `ms`. The loop looks at the byte counters a few times per period rather
 // than being re-armed on every read, so busy tunnels pay nothing.
-void watch_idle(asio::io_context& io, const std::shared_ptr<Conn>& c, int ms);
+void watch_idle(Server& srv, const std::shared_ptr<Conn>& c, int ms);
 
 // Append up to `max` bytes to `buf`; 0 at end of stream.
 awaitable<std::size_t> read_more(Sock& s, std::string& buf, std::size_t max = read_chunk);

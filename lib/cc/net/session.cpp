@@ -68,6 +68,81 @@ void Server::internal_error(const char* what, const std::exception_ptr& e) noexc
     }
 }
 
+Conn::~Conn() {
+    if (idle_home) idle_home->drop_timeout(idle_at);
+}
+
+// While the loop runs the timer is left as it is (it finds nothing due and
+// moves on); once it is stopping, the last entry gone lets the loop end.
+void Server::drop_timeout(Timeouts::iterator it) {
+    timeouts.erase(it);
+    if (stopping && timeouts.empty() && sweep) {
+        sweep->cancel();
+        sweep_at = Clock::time_point::max();
+    }
+}
+
+Timeouts::iterator Server::add_timeout(Clock::time_point at, Timeout t) {
+    auto it = timeouts.emplace(at, std::move(t));
+    if (at < sweep_at && sweep) {
+        sweep_at = at;
+        sweep->expires_at(at);  // a wait already armed ends with operation_aborted
+        sweep->async_wait([this](ErrorCode ec) {
+            if (!ec) sweep_timeouts();
+        });
+    }
+    return it;
+}
+
+// The due entries are taken out first and the connections closed after, so
+// that nothing a close sets off can touch the list while it is walked.
+void Server::sweep_timeouts() {
+    sweep_at = Clock::time_point::max();
+    const auto now = Clock::now();
+    std::vector<std::pair<std::shared_ptr<Conn>, Closed>> due;
+    while (!timeouts.empty() && timeouts.begin()->first <= now) {
+        auto node = timeouts.extract(timeouts.begin());
+        Timeout& t = node.mapped();
+        auto c = t.conn.lock();
+        switch (t.kind) {
+        case Timeout::Kind::deadline:
+            *t.armed = false;
+            if (c) due.emplace_back(std::move(c), t.why);
+            break;
+        case Timeout::Kind::first_byte:
+            *t.armed = false;
+            if (c && c->up + c->down == t.seen) due.emplace_back(std::move(c), t.why);
+            break;
+        case Timeout::Kind::idle: {
+            if (!c) break;  // (the connection takes its entry out when it goes)
+            if (!c->client.is_open()) {  // finished or closed for another reason
+                c->idle_home = nullptr;
+                break;
+            }
+            if (c->up + c->down != t.seen) {
+                t.seen = c->up + c->down;
+                t.since = now;
+            } else if (now - t.since >= t.limit) {
+                c->idle_home = nullptr;
+                due.emplace_back(std::move(c), t.why);
+                break;
+            }
+            node.key() = now + t.step;
+            c->idle_at = timeouts.insert(std::move(node));
+            break;
+        }
+        }
+    }
+    if (!timeouts.empty() && sweep) {
+        sweep_at = timeouts.begin()->first;
+        sweep->expires_at(sweep_at);
+        sweep->async_wait([this](ErrorCode ec) {
+            if (!ec) sweep_timeouts();
+        });
+    }
+    for (auto& [c, why] : due) c->close(why);
+}
+
 void Server::run() noexcept {
     for (;;) {
         try {

@@ -30,6 +30,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -68,22 +69,48 @@ enum class Closed { none, header_timeout, idle_timeout, first_byte_timeout, shut
 const char* to_string(Closed c);
 
 struct EventSink;
+struct Conn;
+struct Server;
+
+// One timeout of a loop's connection, kept in the loop's ordered list
+// (Server::timeouts) that a single timer sweeps: a connection's deadlines
+// cost no timer of their own, and so no timerfd update per connection (four
+// per proxied request before). Each entry is removed by its owner (a
+// Deadline, or the connection for its idle watch) or when it fires.
+struct Timeout {
+    enum class Kind {
+        deadline,    // close the connection (a handshake that takes too long)
+        first_byte,  // close it if no byte has moved since it was set
+        idle,        // close it once no byte has moved for `limit`; looked at every `step`
+    };
+    Kind kind = Kind::deadline;
+    std::weak_ptr<Conn> conn;
+    Closed why = Closed::none;
+    std::uint64_t seen = 0;  // first_byte, idle: the byte count when last looked at
+    Clock::time_point since{};
+    std::chrono::milliseconds step{}, limit{};
+    bool* armed = nullptr;  // deadline, first_byte: the owner's flag, cleared when it fires
+};
+using Timeouts = std::multimap<Clock::time_point, Timeout>;
 
 // Both legs of one client connection. Deadlines and shutdown close it by
 // weak reference, so a late timer never touches a finished connection.
 struct Conn {
     explicit Conn(Sock s) : client(std::move(s)) {}
+    ~Conn();
+    Conn(const Conn&) = delete;
+    Conn& operator=(const Conn&) = delete;
     Sock client;
     std::shared_ptr<EventSink> sink;  // accepted on a listener whose sender asked for its lines
     std::optional<Sock> upstream;
     std::string upstream_key;  // "host:port" of a kept-alive upstream (absolute-form)
     std::uint64_t up = 0, down = 0;
     Closed closed = Closed::none;
-    std::optional<asio::steady_timer> idle_timer;  // armed by watch_idle
+    Server* idle_home = nullptr;  // watch_idle: the loop whose list holds idle_at
+    Timeouts::iterator idle_at;
     void close(Closed why = Closed::none) {
         if (closed == Closed::none) closed = why;
         ErrorCode ec;
-        if (idle_timer) idle_timer->cancel();
         client.close(ec);
         if (upstream) upstream->close(ec);
     }
@@ -150,8 +177,15 @@ struct Server {
     Shared& sh;
     const ProxyConfig& cfg;
     std::size_t index = 0;
+    // Before io: handlers and coroutine frames the loop still holds when it
+    // is destroyed remove their entries from it.
+    Timeouts timeouts;
     asio::io_context io{1};
     asio::executor_work_guard<asio::io_context::executor_type> keep{io.get_executor()};  // until stop
+    // Due at the earliest entry of timeouts (or earlier); gone before io is
+    // destroyed (what io still holds may drop entries then).
+    std::optional<asio::steady_timer> sweep{std::in_place, io};
+    Clock::time_point sweep_at = Clock::time_point::max();
     std::vector<std::unique_ptr<Acceptor>> acceptors;
     std::unordered_map<std::uint64_t, std::weak_ptr<Conn>> live;
     std::uint64_t next_id = 0;
@@ -166,6 +200,7 @@ struct Server {
 
     Server(Shared& s, std::size_t i) : sh(s), cfg(s.cfg), index(i) {}
     ~Server() {
+        sweep.reset();
         for (auto& p : pipes) ::close(p.r), ::close(p.w);
     }
 
@@ -197,6 +232,10 @@ struct Server {
         stopping = true;
         keep.reset();
         ErrorCode ec;
+        if (timeouts.empty() && sweep) {  // an armed timer would keep the loop running
+            sweep->cancel();
+            sweep_at = Clock::time_point::max();
+        }
         for (auto& a : acceptors) a->close(ec);
         for (auto& [id, w] : live)
             if (auto c = w.lock()) c->close(Closed::shutdown);
@@ -205,6 +244,12 @@ struct Server {
     }
     // Every loop (callable from any loop's thread).
     void stop() { sh.stop_all(); }
+
+    // This loop's thread only: add a timeout due at `at` (the sweep timer is
+    // moved only when it is due later), and act on those that are due.
+    Timeouts::iterator add_timeout(Clock::time_point at, Timeout t);
+    void drop_timeout(Timeouts::iterator it);
+    void sweep_timeouts();
 
     // Runs this loop until it is stopped. A handler that throws is logged
     // and counted (internal_error) and the loop goes on serving: no input

@@ -22,7 +22,7 @@ awaitable<void> serve_socks(Server& srv, std::shared_ptr<Conn> c, std::string cl
     Record rec(srv, c, "socks5", client);
     std::string buf;
     try {
-        std::optional<Deadline> deadline(std::in_place, srv.io, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
+        std::optional<Deadline> deadline(std::in_place, srv, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
         socks5::Greeting g;
         Parse p;
         while ((p = socks5::parse_greeting(buf, g)) == Parse::more)
