@@ -18,6 +18,9 @@ int main(int argc, char** argv) {
         app.add_option("--backend", o.backend, "parse a stored backend name and show what this host gives for it");
         app.add_flag("--diagnose", o.diagnose, "exercise every mechanism for real and report each check");
         app.add_option("--data-dir", o.data_dir, "directory whose filesystem is checked for reflink (with --diagnose)");
+        app.add_option("--container-seccomp", o.container_seccomp,
+                       "print this Docker/Podman seccomp profile (a file, or - for stdin) with the calls cc-wrap's "
+                       "sandbox needs allowed");
         if (auto rc = cc::tool::parse(app, argc, argv, "cc-probe")) return *rc;
         if (const char* env = std::getenv("CC_SERVER_SANDBOX")) o.sandbox_env = env;
         return cc::probe::run_command(o, *cc::probe::real_host(), std::cout, std::cerr);

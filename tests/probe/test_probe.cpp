@@ -13,6 +13,7 @@
 
 #include "cc/probe/command.hpp"
 #include "cc/probe/confinement.hpp"
+#include "cc/probe/container_profile.hpp"
 #include "cc/probe/diagnose.hpp"
 #include "cc/probe/probe.hpp"
 
@@ -419,11 +420,12 @@ TEST_CASE("cc-probe --diagnose under a container's seccomp profile names it and 
     // (This machine may itself look like a container: the runtime, when
     // one is found, is named first, and only its settings follow.)
     CHECK_THAT(hint, Catch::Contains("a seccomp filter (Seccomp: 2)"));
-    CHECK_THAT(hint, Catch::Contains(" stops it: a seccomp profile that allows unshare and clone with CLONE_NEWUSER"));
-    CHECK_THAT(hint, Catch::Contains("--security-opt seccomp=PROFILE.json") || Catch::Contains("seccompProfile"));
+    CHECK_THAT(hint, Catch::Contains(" stops it: a seccomp profile that allows the sandbox's unshare, clone and mount: "
+                                     "cc-probe --container-seccomp DEFAULT.json > cc-seccomp.json"));
+    CHECK_THAT(hint, Catch::Contains("--security-opt seccomp=cc-seccomp.json") || Catch::Contains("localhostProfile: cc-seccomp.json"));
     CHECK_THAT(by["confinement"]["detail"].get<std::string>(), Catch::Contains("a seccomp filter (Seccomp: 2)"));
     CHECK(by["bwrap"]["status"] == "fail");
-    CHECK_THAT(by["bwrap"]["hint"].get<std::string>(), Catch::Contains("--security-opt seccomp=PROFILE.json"));
+    CHECK_THAT(by["bwrap"]["hint"].get<std::string>(), Catch::Contains("--security-opt seccomp=cc-seccomp.json"));
 }
 
 // Docker's other restrictions, read from a prepared /proc: a masked /proc
@@ -453,7 +455,12 @@ TEST_CASE("confinement: the runtime, masked /proc, AppArmor and capabilities are
           "(/proc/bus (read-only), /proc/acpi, /proc/kcore); no CAP_SYS_ADMIN");
     CHECK(cc::probe::container_fix(c, "proc") == "docker run --security-opt systempaths=unconfined (unmasks /proc)");
     std::string userns = cc::probe::container_fix(c, "userns");
-    CHECK_THAT(userns, Catch::Contains("--security-opt seccomp=PROFILE.json"));
+    CHECK_THAT(userns, Catch::Contains("docker/podman run --security-opt seccomp=cc-seccomp.json"));
+    CHECK(cc::probe::container_fix(c, "hostname") ==
+          "a seccomp profile that allows the sandbox's sethostname: cc-probe --container-seccomp DEFAULT.json > "
+          "cc-seccomp.json (DEFAULT.json: the runtime's default profile, /usr/share/containers/seccomp.json for "
+          "Podman, moby's profiles/seccomp/default.json for Docker), then docker/podman run --security-opt "
+          "seccomp=cc-seccomp.json");
     CHECK_THAT(userns, Catch::Contains("--security-opt apparmor=unconfined"));
     CHECK(userns.find("Kubernetes") == std::string::npos);  // docker's settings only
     c.runtime = "kubernetes";
@@ -462,4 +469,86 @@ TEST_CASE("confinement: the runtime, masked /proc, AppArmor and capabilities are
     cc::probe::Confinement none;
     CHECK(cc::probe::describe(none).empty());
     CHECK(cc::probe::container_fix(none, "userns").empty());
+}
+
+// A runtime's profile (the shape of Docker's and Podman's defaults): the
+// sandbox's calls come out of every rule that conditions or refuses them and
+// into one unconditional allow; everything else stays as it was.
+TEST_CASE("container seccomp: the runtime's profile with only the sandbox's calls allowed") {
+    auto base = nlohmann::json::parse(R"({
+      "defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 1,
+      "syscalls": [
+        {"names": ["read", "write", "landlock_create_ruleset"], "action": "SCMP_ACT_ALLOW"},
+        {"names": ["clone"], "action": "SCMP_ACT_ALLOW",
+         "args": [{"index": 0, "value": 2114060288, "op": "SCMP_CMP_MASKED_EQ"}], "excludes": {"caps": ["CAP_SYS_ADMIN"]}},
+        {"names": ["bpf", "sethostname", "setns"], "action": "SCMP_ACT_ALLOW", "includes": {"caps": ["CAP_SYS_ADMIN"]}},
+        {"names": ["bpf", "sethostname", "setns"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1,
+         "excludes": {"caps": ["CAP_SYS_ADMIN"]}},
+        {"name": "mount", "action": "SCMP_ACT_ALLOW", "includes": {"caps": ["CAP_SYS_ADMIN"]}},
+        {"name": "chroot", "action": "SCMP_ACT_ALLOW", "includes": {"caps": ["CAP_SYS_CHROOT"]}}
+      ]})");
+    auto out = cc::probe::container_seccomp_profile(base);
+    REQUIRE(out);
+    const auto& rules = (*out)["syscalls"];
+    CHECK((*out)["defaultAction"] == "SCMP_ACT_ERRNO");
+    CHECK((*out)["defaultErrnoRet"] == 1);
+    REQUIRE(rules.size() == 5);  // clone's and mount's own rules are gone, one is added
+    CHECK(rules[0]["names"] == nlohmann::json({"read", "write"}));
+    CHECK(rules[1]["names"] == nlohmann::json({"bpf"}));  // still only with CAP_SYS_ADMIN
+    CHECK(rules[1]["includes"]["caps"] == nlohmann::json({"CAP_SYS_ADMIN"}));
+    CHECK(rules[2]["names"] == nlohmann::json({"bpf"}));
+    CHECK(rules[2]["action"] == "SCMP_ACT_ERRNO");
+    CHECK(rules[3]["name"] == "chroot");
+    CHECK(rules[4]["action"] == "SCMP_ACT_ALLOW");
+    CHECK_FALSE(rules[4].contains("includes"));
+    CHECK_FALSE(rules[4].contains("args"));
+    CHECK(rules[4]["names"] == nlohmann::json(cc::probe::container_sandbox_calls()));
+    CHECK(rules[4]["names"] == nlohmann::json({"clone", "unshare", "mount", "umount2", "pivot_root", "sethostname",
+                                              "setns", "landlock_create_ruleset", "landlock_add_rule",
+                                              "landlock_restrict_self"}));
+    // Each sandbox call is named by exactly one rule: no runtime sees two
+    // actions for one call.
+    for (const auto& call : cc::probe::container_sandbox_calls()) {
+        int n = 0;
+        for (const auto& r : rules)
+            if (r.contains("names") ? std::find(r["names"].begin(), r["names"].end(), call) != r["names"].end()
+                                    : r["name"] == call)
+                ++n;
+        CHECK(n == 1);
+    }
+
+    // Not a profile: said, naming what is wrong.
+    auto no_default = cc::probe::container_seccomp_profile(nlohmann::json::parse(R"({"syscalls": []})"));
+    REQUIRE_FALSE(no_default);
+    CHECK(no_default.error().one_line() ==
+          "seccomp profile: no defaultAction: not a Docker or Podman seccomp profile");
+    auto bad_names = cc::probe::container_seccomp_profile(
+        nlohmann::json::parse(R"({"defaultAction": "SCMP_ACT_ERRNO", "syscalls": [{"names": "clone"}]})"));
+    REQUIRE_FALSE(bad_names);
+    CHECK(bad_names.error().one_line() == "seccomp profile: syscalls[0].names is not an array");
+    CHECK_FALSE(cc::probe::container_seccomp_profile(nlohmann::json::array()));
+}
+
+TEST_CASE("cc-probe --container-seccomp: the adapted profile on stdout, bad input exit 2") {
+    std::string dir = cc::test::scratch_dir() + "/container-seccomp";
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/base.json")
+        << R"({"defaultAction": "SCMP_ACT_ERRNO", "syscalls": [{"names": ["read", "sethostname"], "action": "SCMP_ACT_ALLOW"}]})";
+    auto r = cc::test::run({cc::test::bin("cc-probe"), "--container-seccomp", dir + "/base.json"});
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.err.empty());
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["syscalls"][0]["names"] == nlohmann::json({"read"}));
+    CHECK(j["syscalls"][1]["names"][5] == "sethostname");
+
+    std::ofstream(dir + "/not.json") << R"({"defaultAction": "SCMP_ACT_ERRNO"})";
+    auto bad = cc::test::run({cc::test::bin("cc-probe"), "--container-seccomp", dir + "/not.json"});
+    CHECK(bad.status == 2);
+    CHECK(bad.out.empty());
+    CHECK(bad.err == "cc-probe: " + dir + "/not.json: seccomp profile: no syscalls list: not a Docker or Podman seccomp profile\n");
+    auto missing = cc::test::run({cc::test::bin("cc-probe"), "--container-seccomp", dir + "/absent.json"});
+    CHECK(missing.status == 2);
+    CHECK(missing.out.empty());
+    CHECK_THAT(missing.err, Catch::StartsWith("cc-probe: ") && Catch::Contains("absent.json"));
 }

@@ -4,13 +4,36 @@
 #include <iterator>
 #include <ostream>
 
+#include "cc/probe/container_profile.hpp"
 #include "cc/probe/diagnose.hpp"
+#include "cc/core/io.hpp"
+#include "cc/core/json_reader.hpp"
 #include "cc/sandbox/microvm.hpp"
 #include "cc/core/json_writer.hpp"
 
 namespace cc::probe {
 
 int run_command(const CommandOptions& opts, const HostFacts& host, std::ostream& out, std::ostream& err) {
+    if (opts.container_seccomp) {
+        // Nothing of the host is looked at: the profile in, the profile out.
+        auto text = io::read_input(*opts.container_seccomp);
+        if (!text) {
+            err << "cc-probe: " << text.error().one_line() << '\n';
+            return 2;
+        }
+        auto doc = cc::json::parse(*text, *opts.container_seccomp);
+        if (!doc) {
+            err << "cc-probe: " << doc.error().one_line() << '\n';
+            return 2;
+        }
+        auto adapted = container_seccomp_profile(*doc);
+        if (!adapted) {
+            err << "cc-probe: " << *opts.container_seccomp << ": " << adapted.error().one_line() << '\n';
+            return 2;
+        }
+        out << cc::json::write(*adapted, 2) << '\n';
+        return 0;
+    }
     auto sw = resolve_switch(opts.sandbox, opts.sandbox_env);
     if (!sw) {
         err << "cc-probe: " << sw.error().one_line() << '\n';

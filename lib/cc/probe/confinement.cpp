@@ -87,16 +87,22 @@ std::string container_fix(const Confinement& c, const std::string& what) {
     const bool any = c.runtime.empty();
     std::string fix;
     auto add = [&](const std::string& s) { fix += (fix.empty() ? "" : "; ") + s; };
-    if (what == "userns") {
+    if (what == "userns" || what == "hostname") {
         if (c.seccomp) {
+            // The runtime's own default profile with only the sandbox's calls
+            // added (cc-probe --container-seccomp), not the filter lifted whole.
+            const std::string make =
+                "cc-probe --container-seccomp DEFAULT.json > cc-seccomp.json (DEFAULT.json: the runtime's default "
+                "profile, /usr/share/containers/seccomp.json for Podman, moby's profiles/seccomp/default.json for "
+                "Docker)";
             if (any || c.runtime == "docker" || c.runtime == "podman")
-                add("a seccomp profile that allows unshare and clone with CLONE_NEWUSER: docker/podman run "
-                    "--security-opt seccomp=PROFILE.json (seccomp=unconfined lifts the filter whole)");
+                add("a seccomp profile that allows the sandbox's " + std::string(what == "hostname" ? "sethostname" : "unshare, clone and mount") +
+                    ": " + make + ", then docker/podman run --security-opt seccomp=cc-seccomp.json");
             if (any || c.runtime == "kubernetes")
-                add("Kubernetes: securityContext.seccompProfile {type: Localhost, localhostProfile: PROFILE.json} "
-                    "(or type: Unconfined)");
+                add("Kubernetes: the same profile on the node, securityContext.seccompProfile {type: Localhost, "
+                    "localhostProfile: cc-seccomp.json}");
         }
-        if (!c.apparmor.empty()) {
+        if (!c.apparmor.empty() && what == "userns") {
             if (any || c.runtime == "docker" || c.runtime == "podman")
                 add("AppArmor profile " + c.apparmor + " refuses mounts in a new namespace: --security-opt apparmor=unconfined "
                     "(or a profile that allows userns and mount)");

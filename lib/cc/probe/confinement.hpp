@@ -27,7 +27,8 @@ Confinement read_confinement(const std::string& root = "");
 std::string describe(const Confinement& c);
 
 // The settings that lift what stops the layer `what` ("userns": a user
-// namespace cannot be made; "proc": bubblewrap cannot mount a new /proc),
+// namespace cannot be made; "hostname": the host name cannot be set; "proc":
+// bubblewrap cannot mount a new /proc),
 // for the runtime found (all runtimes when none was), or "".
 std::string container_fix(const Confinement& c, const std::string& what);
 

@@ -145,10 +145,15 @@ Check check_bwrap(const ProbeResult& p, int timeout_ms, const Confinement& conf)
         c.hint = "install bubblewrap";
         return c;
     }
-    // The namespaces cc-wrap uses: user (when unprivileged), pid, ipc, uts, net, cgroup.
+    // What cc-wrap asks of bubblewrap: a user namespace always (as root
+    // too), pid, ipc, uts, net and cgroup, nested user namespaces refused,
+    // and its own host name (sethostname, which a container's seccomp
+    // profile may refuse where the namespaces themselves are fine).
     auto r = run(*p.bwrap,
-                 {"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/", "/",
-                  "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--", "/bin/sh", "-c", "echo cc-probe-ok"},
+                 {"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+                  "--unshare-net", "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+                  "--hostname", "cc-sandbox", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs",
+                  "/tmp", "--", "/bin/sh", "-c", "echo cc-probe-ok"},
                  timeout_ms);
     if (r.timed_out) {
         c.detail = "bwrap did not finish within " + std::to_string(timeout_ms) + " ms";
@@ -156,7 +161,7 @@ Check check_bwrap(const ProbeResult& p, int timeout_ms, const Confinement& conf)
     }
     if (r.status == 0 && r.out.find("cc-probe-ok") != std::string::npos) {
         c.status = CheckStatus::ok;
-        c.detail = *p.bwrap + " ran a command with --unshare-all (user, pid, ipc, uts, net, cgroup)";
+        c.detail = *p.bwrap + " ran a command in the namespaces cc-wrap uses (user, pid, ipc, uts, net, cgroup)";
         return c;
     }
     c.detail = "bwrap exited " + std::to_string(r.status) + ": " + first_line(r.err);
@@ -167,9 +172,18 @@ Check check_bwrap(const ProbeResult& p, int timeout_ms, const Confinement& conf)
         std::string fix = container_fix(conf, "proc");
         c.hint = fix.empty() ? "bwrap cannot mount a new /proc here (a masked /proc in a container?)"
                              : describe(conf) + " stops it: " + fix;
+    } else if (r.err.find("set hostname") != std::string::npos) {
+        // The namespaces were made; the container's seccomp profile refuses
+        // sethostname to a process without CAP_SYS_ADMIN.
+        std::string fix = container_fix(conf, "hostname");
+        // bubblewrap mounts /proc next: a masked one is the following refusal.
+        if (!fix.empty() && conf.proc_masked) fix += "; and then " + container_fix(conf, "proc");
+        c.hint = fix.empty() ? "bwrap cannot set the sandbox's host name here (a seccomp profile refusing sethostname?)"
+                             : describe(conf) + " stops it: " + fix;
     } else if (r.err.find("setting up uid map") != std::string::npos || r.err.find("No permissions to creat") != std::string::npos ||
                r.err.find("Operation not permitted") != std::string::npos) {
         std::string fix = container_fix(conf, "userns");
+        if (!fix.empty() && conf.proc_masked) fix += "; and then " + container_fix(conf, "proc");
         c.hint = fix.empty() ? "bwrap cannot create namespaces here; see the userns check"
                              : describe(conf) + " stops it: " + fix;
     } else {
