@@ -20,8 +20,9 @@ runtime=(bubblewrap socat git)
 # line, a reflink filesystem for cc-worktree.
 demo=(curl jq lighttpd python3 xfsprogs util-linux)
 # The test tiers: real peers (TLS servers, netcat, ssh), network namespaces,
-# schema and man-page checks.
-test=(openssl netcat-openbsd openssh-client iproute2 procps man-db groff-base python3-jsonschema)
+# schema and man-page checks, and a real container runtime (Podman, with runc
+# beside crun for hosts whose cgroups crun refuses).
+test=(openssl netcat-openbsd openssh-client iproute2 procps man-db groff-base python3-jsonschema podman runc)
 # The microvm backend: the VM monitor (qemu -M microvm). The guest kernel is
 # not installed: scripts/microvm-kernel.sh extracts Debian's into build/microvm.
 microvm=(qemu-system-x86)
