@@ -244,6 +244,20 @@ int Runner::run() {
         }
     }
     if (supervisor_) {
+        // Killed (a timeout, a signal's grace period), bubblewrap exits at
+        // once while the sandbox's PID 1 is still dying; the kernel kills
+        // the rest of its PID namespace only on the way. Until then the
+        // listener is kept: closed earlier, a call the command is waiting
+        // in would come back (ENOSYS) and the command run on for a moment.
+        if (pid1_fd_) {
+            pollfd p{pid1_fd_.get(), POLLIN, 0};
+            int left = 5000;  // SIGKILLed: this is milliseconds
+            auto t0 = std::chrono::steady_clock::now();
+            while (::poll(&p, 1, left) < 0 && errno == EINTR)
+                left = std::max(0, 5000 - static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                               std::chrono::steady_clock::now() - t0)
+                                                               .count()));
+        }
         // Its last refusals were posted to the loop: reported before `exit`.
         supervisor_->stop();
         io_.restart();

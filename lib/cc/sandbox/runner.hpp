@@ -117,6 +117,9 @@ private:
     std::array<char, 512> status_buf_{};
     std::string status_text_;
     pid_t pid_ = -1, pid1_ = -1;
+    // The sandbox's PID 1 (pidfd_open): readable once it and, through it,
+    // every process of the sandbox's PID namespace are gone.
+    cc::fs::UniqueFd pid1_fd_;
     int status_ = exit_own_failure;
     std::optional<int> failure_;
     int inbox_conn_ = -1;  // held open while the sandbox runs (fd-handover)

@@ -3,6 +3,7 @@
 // Seatbelt log's refusals.
 
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -135,8 +136,16 @@ void Runner::status_loop() {
 json Runner::adopt_status_line(const std::string& line) {
     json j = json::parse(line, nullptr, false);
     pid_t p = j.is_object() ? j.value("child-pid", -1) : -1;
+    // A pidfd first, then the parent checked: the descriptor names the
+    // process that was checked, not a later holder of its number.
+#ifdef SYS_pidfd_open
+    cc::fs::UniqueFd pfd{p > 0 ? static_cast<int>(::syscall(SYS_pidfd_open, p, 0)) : -1};
+#else
+    cc::fs::UniqueFd pfd;  // (no pidfd: nothing is awaited before the supervisor stops)
+#endif
     if (p > 0 && parent_of(p) == pid_) {
         pid1_ = p;
+        pid1_fd_ = std::move(pfd);
         if (rq_.events) emit(ev_.line("ready", {{"pid", pid_}}));
     }
     return j;
