@@ -40,7 +40,7 @@ printf '%s\n' '{"sessionId": "s1", "workspaceId": "ws", "guestWorkdir": "/work/w
 chmod 0644 "$root/cc/spec.json"
 
 common=(--log-level=error run --rm --ulimit nofile=4096:4096 --ulimit nproc=4096:4096
-        -v /usr:/usr:ro -v /etc:/etc:ro --user 65534:65534 --workdir /work/ws
+        -v /usr:/usr:ro -v /etc:/etc:ro --workdir /work/ws
         -e CC_DATA_DIR=/cc/share -e CC_CONFIG_DIR=/cc/etc -e PATH=/cc/bin:/usr/bin:/bin)
 # The OCI runtime that starts a container here: Podman's default (crun), else
 # runc with its own tmpfs on /sys/fs/cgroup (crun refuses hybrid cgroups, and
@@ -57,7 +57,8 @@ else
   echo "skipped: Podman cannot start a container on this host: ${out//$'\n'/ } ${out2:-}"
   exit 77
 fi
-pod() { timeout 120 podman "${runtime[@]}" "${common[@]}" "$@"; }
+pod() { timeout 120 podman "${runtime[@]}" "${common[@]}" --user 65534:65534 "$@"; }
+pod_root() { timeout 120 podman "${runtime[@]}" "${common[@]}" "$@"; }
 documented=(--security-opt "seccomp=$w/cc-seccomp.json" --security-opt unmask=ALL)
 
 # The attack, in the documented container without cc-wrap: uid 65534 writes
@@ -95,6 +96,14 @@ ok '[ $rc = 0 ]' "documented: cc-wrap exits with the command's status ($rc: $out
 ok '[ "$(cat "$root/work/ws/note.txt" 2>/dev/null)" = hello ]' "documented: the workspace is written ($out)"
 ok '[[ "$out" == *$'"'"'hello\nSeccomp:\t2\n'"'"'* ]]' "documented: the command runs under a filter ($out)"
 ok '[[ "$out" == *"sh: 1: cannot create /work/planted: Permission denied"* ]] && [[ "$out" == *$'"'"'\nrc=2'"'"'* ]] && [ ! -e "$root/work/planted" ]' "documented: the write outside the workspace is refused ($out)"
+
+# The agent server as the container's root (no CAP_SYS_ADMIN, no
+# CAP_SYS_PTRACE): the sandbox runs as the workspace's owner, and cc-wrap
+# still makes the proxy listeners in its namespaces (as that uid).
+out=$(pod_root "${documented[@]}" --rootfs "$root" cc-wrap --quiet --spec /cc/spec.json -- \
+      sh -c 'echo from-root > note2.txt; cat /proc/self/status | grep "^Uid:"' 2>&1); rc=$?
+ok '[ $rc = 0 ] && [ "$(cat "$root/work/ws/note2.txt" 2>/dev/null)" = from-root ]' "container root: cc-wrap runs the command ($rc: $out)"
+ok '[ "$(stat -c %u "$root/work/ws/note2.txt" 2>/dev/null)" = 65534 ]' "container root: as the workspace's owner ($out)"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

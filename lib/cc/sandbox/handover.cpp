@@ -12,10 +12,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -62,14 +64,26 @@ bool wait_readable(int fd, int ms) {
 // own namespaces never change. It makes system calls only: no allocation,
 // and every signal stays blocked while it runs.
 struct NsJob {
-    int user = -1;  // the user namespace to join first (as a user), or -1 (ours owns the netns: root)
-    int net = -1;
+    char path[64] = {};  // /proc/PID/ns/net
+    bool drop = false;   // become uid/gid first (cc-wrap is root; the sandbox is theirs)
+    unsigned uid = 0, gid = 0;
+    unsigned long expect_net = 0;  // 0: not checked
+    dev_t self_dev = 0;            // our own user namespace
+    ino_t self_ino = 0;
     int ports[2] = {0, 0};
     int fds[2] = {-1, -1};
+    int ns_fds[2] = {-1, -1};  // the sandbox's network namespace and its owner
+    ino_t net_ino = 0, user_ino = 0;
     int err = 0;
     const char* step = nullptr;
 };
 
+// Run by root, the sandbox was made by bubblewrap as the sandbox's uid, so
+// its namespaces are that uid's: the helper becomes that uid first (raw
+// calls: glibc's would signal cc-wrap's threads) and needs no capability of
+// root's to open the namespaces or join them. A container's root commonly
+// has neither CAP_SYS_PTRACE (to open another uid's /proc/PID/ns) nor
+// CAP_SYS_ADMIN (to join a user namespace it does not own).
 // IP_FREEBIND: bubblewrap may not have brought the sandbox's loopback up yet;
 // the listener starts receiving as soon as it is.
 int ns_child(void* arg) {
@@ -79,8 +93,32 @@ int ns_child(void* arg) {
         j->step = step;
         return 1;
     };
-    if (j->user >= 0 && ::setns(j->user, CLONE_NEWUSER) != 0) return fail("setns user");
-    if (::setns(j->net, CLONE_NEWNET) != 0) return fail("setns net");
+    if (j->drop && (::syscall(SYS_setgroups, 0, nullptr) != 0 || ::syscall(SYS_setresgid, j->gid, j->gid, j->gid) != 0 ||
+                    ::syscall(SYS_setresuid, j->uid, j->uid, j->uid) != 0))
+        return fail("becoming the sandbox's uid");
+    int net = ::open(j->path, O_RDONLY | O_CLOEXEC);
+    if (net < 0) return fail("open the sandbox's network namespace");
+    j->ns_fds[0] = net;
+    // Joining a network namespace takes CAP_SYS_ADMIN in the user namespace
+    // that owns it. As root without a switch that is ours already; else
+    // bubblewrap made it as the uid we are now, and we own it, so joining it
+    // gives that capability. The owner is asked of the network namespace
+    // itself (NS_GET_USERNS), not taken from /proc/PID/ns/user, which names
+    // the process's current user namespace.
+    int user = ::ioctl(net, NS_GET_USERNS);
+    if (user < 0) return fail("the owner of the sandbox's network namespace");
+    j->ns_fds[1] = user;
+    struct stat sn {}, su {};
+    if (::fstat(net, &sn) != 0 || ::fstat(user, &su) != 0) return fail("the sandbox's namespaces");
+    j->net_ino = sn.st_ino;
+    j->user_ino = su.st_ino;
+    if (j->expect_net != 0 && sn.st_ino != j->expect_net) {
+        errno = ESRCH;
+        return fail("the process is not the sandbox bubblewrap reported (network namespace differs)");
+    }
+    if (!(su.st_ino == j->self_ino && su.st_dev == j->self_dev) && ::setns(user, CLONE_NEWUSER) != 0)
+        return fail("setns user");
+    if (::setns(net, CLONE_NEWNET) != 0) return fail("setns net");
     for (int i = 0; i < 2; ++i) {
         int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0) return fail("socket");
@@ -101,26 +139,20 @@ int ns_child(void* arg) {
 }  // namespace
 
 Result<Listeners> listeners_in_netns(pid_t pid, std::optional<unsigned long> expect_net_ino, int http_port,
-                                     int socks_port) {
+                                     int socks_port, std::optional<std::pair<unsigned, unsigned>> as) {
     const std::string what = "proxy listeners inside the sandbox";
-    std::string proc = "/proc/" + std::to_string(pid) + "/ns/net";
-    fs::UniqueFd net{::open(proc.c_str(), O_RDONLY | O_CLOEXEC)};
-    if (!net) return unavailable_error(what, errno_text(("open " + proc).c_str()));
-    // Joining a network namespace takes CAP_SYS_ADMIN in the user namespace
-    // that owns it. As root that is ours already; as a user bubblewrap made
-    // it, and we own it, so joining it gives that capability. The owner is
-    // asked of the network namespace itself (NS_GET_USERNS), not taken from
-    // /proc/PID/ns/user, which names the process's current user namespace.
-    fs::UniqueFd user{::ioctl(net.get(), NS_GET_USERNS)};
-    struct stat sn {}, su {}, self {};
-    if (!user || ::fstat(net.get(), &sn) != 0 || ::fstat(user.get(), &su) != 0 ||
-        ::stat("/proc/self/ns/user", &self) != 0)
-        return unavailable_error(what, errno_text("the sandbox's namespaces"));
-    if (expect_net_ino && sn.st_ino != *expect_net_ino)
-        return unavailable_error(what, "the process is not the sandbox bubblewrap reported (network namespace differs)");
     NsJob job;
-    job.user = su.st_ino == self.st_ino && su.st_dev == self.st_dev ? -1 : user.get();
-    job.net = net.get();
+    std::snprintf(job.path, sizeof job.path, "/proc/%d/ns/net", static_cast<int>(pid));
+    if (as) {
+        job.drop = true;
+        job.uid = as->first;
+        job.gid = as->second;
+    }
+    job.expect_net = expect_net_ino.value_or(0);
+    struct stat self {};
+    if (::stat("/proc/self/ns/user", &self) != 0) return unavailable_error(what, errno_text("/proc/self/ns/user"));
+    job.self_dev = self.st_dev;
+    job.self_ino = self.st_ino;
     job.ports[0] = http_port;
     job.ports[1] = socks_port;
     constexpr std::size_t stack_size = 64 * 1024;
@@ -137,14 +169,19 @@ Result<Listeners> listeners_in_netns(pid_t pid, std::optional<unsigned long> exp
     if (child > 0)
         while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {}
     ::munmap(stack, stack_size);
+    for (int fd : job.ns_fds)
+        if (fd >= 0) ::close(fd);
     if (child < 0) return unavailable_error(what, std::string("clone: ") + std::strerror(clone_errno));
     if (job.err != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         for (int fd : job.fds)
             if (fd >= 0) ::close(fd);
-        std::string why = job.step ? std::string(job.step) + ": " + std::strerror(job.err) : "the namespace helper failed";
+        std::string why = job.step ? std::string(job.step) : "the namespace helper failed";
+        if (job.step && job.err != 0 && job.err != ESRCH) why += std::string(": ") + std::strerror(job.err);
+        if (job.step && std::strcmp(job.step, "open the sandbox's network namespace") == 0)
+            why += std::string(" (") + job.path + ")";
         if (job.step && std::strcmp(job.step, "setns net") == 0)
-            why += " (net " + std::to_string(sn.st_ino) + ", owner " + std::to_string(su.st_ino) + ", ours " +
-                   std::to_string(self.st_ino) + ")";
+            why += " (net " + std::to_string(job.net_ino) + ", owner " + std::to_string(job.user_ino) + ", ours " +
+                   std::to_string(job.self_ino) + ")";
         return unavailable_error(what, why);
     }
     return Listeners{job.fds[0], job.fds[1]};

@@ -17,6 +17,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "cc/core/result.hpp"
 
@@ -28,9 +29,10 @@ struct Listeners {
 
 // Listening TCP sockets on 127.0.0.1:http_port and :socks_port inside the
 // network namespace of `pid` (checked against `expect_net_ino` when given,
-// so a recycled PID is refused).
+// so a recycled PID is refused). `as`: the sandbox's uid and gid when
+// cc-wrap is root and started it as them; the helper becomes them first.
 Result<Listeners> listeners_in_netns(pid_t pid, std::optional<unsigned long> expect_net_ino, int http_port,
-                                     int socks_port);
+                                     int socks_port, std::optional<std::pair<unsigned, unsigned>> as = std::nullopt);
 
 // One SCM_RIGHTS message {"http":[0],"socks":[1],"hold":true} to the inbox;
 // returns the connected socket. The listeners live as long as that socket

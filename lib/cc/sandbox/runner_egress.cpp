@@ -40,7 +40,9 @@ Status Runner::hand_over_listeners(int status_fd) {
     std::optional<unsigned long> net_ino;
     if (j.contains("net-namespace") && j["net-namespace"].is_number_unsigned())
         net_ino = j["net-namespace"].get<unsigned long>();
-    auto fds = listeners_in_netns(pid1_, net_ino, plan_.proxy.httpPort, plan_.proxy.socksPort);
+    std::optional<std::pair<unsigned, unsigned>> as;
+    if (plan_.identity.drop) as = std::pair{plan_.identity.uid, plan_.identity.gid};
+    auto fds = listeners_in_netns(pid1_, net_ino, plan_.proxy.httpPort, plan_.proxy.socksPort, as);
     if (!fds) return fds.error();
     const cc::fs::UniqueFd http_owned{fds->http}, socks_owned{fds->socks};  // ours until the end of this step
     if (eg_ && eg_->stdout_r >= 0 && !eg_->ready_seen) {
