@@ -57,8 +57,20 @@ awaitable<std::size_t> read_more(Sock& s, std::string& buf, std::size_t max) {
     }
 }
 
+// Written at once where the socket takes it (a reply of a few bytes almost
+// always does), as read_more reads: no trip through the event loop per
+// reply; the loop is waited on only while the socket's buffer is full.
 awaitable<void> write_all(Sock& s, std::string_view data) {
-    co_await asio::async_write(s, asio::buffer(data.data(), data.size()), use_awaitable);
+    while (!data.empty()) {
+        ssize_t n = ::send(s.native_handle(), data.data(), data.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n > 0) {
+            data.remove_prefix(static_cast<std::size_t>(n));
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno != EAGAIN) throw boost::system::system_error(ErrorCode(errno, boost::system::system_category()));
+        co_await s.async_wait(Sock::wait_write, use_awaitable);
+    }
 }
 
 // Copy bytes from `from` to `to` until EOF or `limit` bytes: splice(2) through
