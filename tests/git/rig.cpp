@@ -182,6 +182,39 @@ Upstream::Upstream(bool streaming) {
 
 Upstream::~Upstream() { reap(pid_, SIGTERM); }
 
+StreamUpstream::StreamUpstream() {
+    static int serial = 0;
+    dir_ = scratch_dir() + "/stream-upstream-" + std::to_string(::getpid()) + "-" + std::to_string(serial++);
+    fs::create_directories(dir_ + "/repos");
+    const std::string script = cc::test::source_dir() + "/tests/git/stream_upstream.py";
+    pid_ = spawn({"python3", script, dir_ + "/port", dir_ + "/repos"}, dir_ + "/stdout.log", dir_ + "/stderr.log");
+    for (int i = 0; i < 250 && !fs::exists(dir_ + "/port"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!fs::exists(dir_ + "/port")) {
+        reap(pid_, SIGTERM);
+        throw std::runtime_error("stream_upstream.py did not start: " + read_file(dir_ + "/stderr.log"));
+    }
+    port_ = std::stoi(read_file(dir_ + "/port"));
+}
+
+StreamUpstream::~StreamUpstream() { reap(pid_, SIGTERM); }
+
+std::string StreamUpstream::base() const { return "http://127.0.0.1:" + std::to_string(port_) + "/git"; }
+
+std::string StreamUpstream::create_repo(const std::string& on) {
+    std::string p = dir_ + "/repos/" + on + ".git";
+    fs::create_directories(p);
+    git({"init", "-q", "--bare", "-b", "main"}, p);
+    git({"config", "http.receivepack", "true"}, p);
+    return p;
+}
+
+std::string StreamUpstream::ref(const std::string& on, const std::string& ref) const {
+    auto r = git({"rev-parse", "--verify", "-q", ref}, dir_ + "/repos/" + on + ".git");
+    std::string oid = r.out;
+    while (!oid.empty() && oid.back() == '\n') oid.pop_back();
+    return r.status == 0 ? oid : "";
+}
+
 std::string Upstream::base() const { return "http://127.0.0.1:" + std::to_string(port_) + "/git"; }
 std::string Upstream::repo_path(const std::string& on) const { return dir_ + "/repos/" + on + ".git"; }
 

@@ -50,6 +50,26 @@ private:
     pid_t pid_ = -1;
 };
 
+// A second kind of upstream (tests/git/stream_upstream.py): every request
+// body, chunked and gzip-encoded ones included, goes to git-http-backend as
+// it arrives. No authentication. CC_SKIP-worthy failures throw.
+class StreamUpstream {
+public:
+    StreamUpstream();
+    ~StreamUpstream();
+    StreamUpstream(const StreamUpstream&) = delete;
+    StreamUpstream& operator=(const StreamUpstream&) = delete;
+    std::string base() const;  // http://127.0.0.1:P/git
+    int port() const { return port_; }
+    std::string create_repo(const std::string& owner_name);  // bare repo path
+    std::string ref(const std::string& owner_name, const std::string& ref) const;
+
+private:
+    std::string dir_;
+    int port_ = 0;
+    pid_t pid_ = -1;
+};
+
 // A front for an upstream that dies mid-push: every request but a
 // git-receive-pack POST is relayed to `upstream_port` (one request per
 // connection: "Connection: close" is added); a receive-pack POST is read for

@@ -15,6 +15,7 @@
 #include <thread>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -620,6 +621,104 @@ TEST_CASE("bytes after the pack: a streaming upstream never gets a whole pack be
     CHECK(plain.status == 1);
     CHECK(plain.err.find("no force pushes outside the agent's namespace") != std::string::npos);
     CHECK(up.ref("acme/demo", "refs/heads/feature") == before);
+}
+
+// The same with the body's other framings: chunked (as git sends large
+// pushes) and gzip-encoded. lighttpd answers a chunked upload to a CGI with
+// 411, so the upstream here is tests/git/stream_upstream.py, which streams
+// every body into git-http-backend as it arrives. Each framing is first sent
+// straight to it (the extra bytes arrive after the pack; the branch is
+// rewritten), then through the gateway (400 before the pack's end is
+// forwarded; the branch stays).
+TEST_CASE("bytes after the pack, chunked and gzip-encoded: refused before a streaming upstream applies the pack") {
+    NEED_RIG();
+    std::unique_ptr<StreamUpstream> up;
+    try {
+        up = std::make_unique<StreamUpstream>();
+    } catch (const std::exception& e) {
+        CC_SKIP(std::string("the streaming upstream did not start: ") + e.what());
+    }
+    const std::string bare = up->create_repo("acme/demo");
+    Gateway g({"--upstream", up->base(), "--repo", "acme/demo", "--policy", policy_file(), "--token-file", token_file(),
+               "--conversation", "c42", "--mirror-dir", scratch_dir() + "/mirrors-stream-framings"});
+    std::string dir = work_repo("after-pack-framings");
+    commit(dir, "one.txt", "1\n");
+    REQUIRE(git({"push", "-q", bare, "HEAD:refs/heads/feature"}, dir).status == 0);
+    const std::string before = up->ref("acme/demo", "refs/heads/feature");
+    REQUIRE(!before.empty());
+    REQUIRE(git({"reset", "-q", "--hard", "HEAD~1"}, dir).status == 0);
+    const std::string rewritten = commit(dir, "other.txt", "rewritten\n");
+    auto pack = run({"git", "-C", dir, "pack-objects", "--stdout", "--revs", "-q"}, rewritten + "\n^" + before + "\n");
+    REQUIRE(pack.status == 0);
+    const std::string head = cc::git::pkt(before + " " + rewritten + " refs/heads/feature" + std::string(1, '\0') +
+                                          "report-status\n") +
+                             "0000" + pack.out;
+    const std::string extra(4096, 'x');
+
+    // Each framing: the request, and where to cut it (after the pack, then
+    // halfway through the extra bytes), sent 700 ms apart.
+    struct Framed {
+        std::string name, headers, body;
+        std::vector<std::size_t> cuts;  // offsets in the body
+    };
+    std::vector<Framed> framings;
+    {
+        auto chunk = [](const std::string& d) {
+            char n[32];
+            std::snprintf(n, sizeof n, "%zx\r\n", d.size());
+            return std::string(n) + d + "\r\n";
+        };
+        Framed f{"chunked", "Transfer-Encoding: chunked\r\n", "", {}};
+        f.body = chunk(head);
+        f.cuts.push_back(f.body.size());
+        f.body += chunk(extra.substr(0, 2048));
+        f.cuts.push_back(f.body.size());
+        f.body += chunk(extra.substr(2048)) + "0\r\n\r\n";
+        framings.push_back(f);
+    }
+    {
+        // One gzip stream, flushed after the pack: everything up to the pack's
+        // end can be inflated before the rest arrives.
+        auto gz = run({"python3", "-c",
+                       "import sys,zlib; d=sys.stdin.buffer.read(); n=int(sys.argv[1]); "
+                       "c=zlib.compressobj(9, zlib.DEFLATED, 31); a=c.compress(d[:n])+c.flush(zlib.Z_SYNC_FLUSH); "
+                       "b=c.compress(d[n:])+c.flush(); sys.stdout.buffer.write(str(len(a)).encode()+b'\\n'+a+b)",
+                       std::to_string(head.size())},
+                      head + extra);
+        REQUIRE(gz.status == 0);
+        auto nl = gz.out.find('\n');
+        REQUIRE(nl != std::string::npos);
+        const std::size_t first = std::stoul(gz.out.substr(0, nl));
+        Framed f{"gzip", "Content-Encoding: gzip\r\n", gz.out.substr(nl + 1), {}};
+        f.headers += "Content-Length: " + std::to_string(f.body.size()) + "\r\n";
+        f.cuts = {first, first + (f.body.size() - first) / 2};
+        framings.push_back(f);
+    }
+    auto post = [&](int port, const std::string& path, const Framed& f) {
+        std::string req = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                          "\r\nContent-Type: application/x-git-receive-pack-request\r\n" + f.headers +
+                          "Connection: close\r\n\r\n";
+        std::vector<std::size_t> cuts;
+        for (auto c : f.cuts) cuts.push_back(req.size() + c);
+        return http_raw_in_parts(port, req + f.body, cuts, 700);
+    };
+    for (const auto& f : framings) {
+        SECTION(f.name) {
+            // Straight to the streaming upstream: the branch is rewritten.
+            auto direct = post(up->port(), "/git/acme/demo.git/git-receive-pack", f);
+            INFO(f.name << "\n" << direct);
+            REQUIRE(direct.rfind("HTTP/1.1 200", 0) == 0);
+            REQUIRE(up->ref("acme/demo", "refs/heads/feature") == rewritten);
+            REQUIRE(git({"push", "-q", "--force", bare, before + ":refs/heads/feature"}, dir).status == 0);
+            REQUIRE(up->ref("acme/demo", "refs/heads/feature") == before);
+            // Through the gateway: refused, and the branch stays.
+            std::string resp = post(g.port(), g.path("/github.com/acme/demo.git/git-receive-pack"), f);
+            INFO(resp << g.stderr_text());
+            CHECK(resp.rfind("HTTP/1.1 400 ", 0) == 0);
+            CHECK(resp.find("cc-pushgate: the request body goes on after the pack\n") != std::string::npos);
+            CHECK(up->ref("acme/demo", "refs/heads/feature") == before);
+        }
+    }
 }
 
 TEST_CASE("an upstream that dies mid-push: git's message names the outage, not the policy, and nothing moves") {
