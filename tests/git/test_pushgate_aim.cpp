@@ -557,7 +557,7 @@ bool hold_admitted(const Gateway& g, int fd) {
 
 }  // namespace
 
-TEST_CASE("connections per client are capped: past the cap a client's request gets git's 503, other clients still push") {
+TEST_CASE("connections per session are capped: past the cap a request gets git's 503, from any address") {
     NEED_RIG();
     upstream().create_repo("acme/demo");
     Gateway g(gateway_args({"--max-client-connections", "2", "--head-timeout", "30"}));
@@ -577,7 +577,7 @@ TEST_CASE("connections per client are capped: past the cap a client's request ge
     r = git({"push", "origin", "HEAD:refs/heads/per-client-2"}, dir);
     INFO(r.err);
     CHECK(r.status == 128);
-    CHECK(r.err.find("remote: cc-pushgate: too many connections from 127.0.0.1 (at most 2 at once)") !=
+    CHECK(r.err.find("remote: cc-pushgate: too many connections for this session (at most 2 at once)") !=
           std::string::npos);
     CHECK(r.err.find("The requested URL returned error: 503") != std::string::npos);
     CHECK(upstream().ref("acme/demo", "refs/heads/per-client-2").empty());
@@ -585,11 +585,17 @@ TEST_CASE("connections per client are capped: past the cap a client's request ge
     REQUIRE(!refused.empty());
     CHECK(refused.back()["client"] == "127.0.0.1");
 
-    // Another client address is counted apart: its request is answered.
+    // Another address of this host does not widen the session's share: the
+    // share is the authenticated session's, not the peer address's (keyed by
+    // address, 127.0.0.2 had a share of its own, and 127.0.0.0/8 holds 16M).
     int other = connect_from(g, "127.0.0.2");
     if (other < 0) CC_SKIP("cannot bind 127.0.0.2");
-    REQUIRE(hold_admitted(g, other));
+    CHECK_FALSE(hold_admitted(g, other));
     ::close(other);
+    refused = events(g, "refused");
+    REQUIRE(!refused.empty());
+    CHECK(refused.back()["client"] == "127.0.0.2");
+    CHECK(refused.back()["reason"] == "too many connections for this session (at most 2 at once)");
 
     // Once the client lets its connections go, it pushes again.
     ::close(a);

@@ -39,6 +39,13 @@
 
 namespace cc::git {
 
+namespace {
+// The share of served connections is the authenticated session's (one per
+// gateway: whoever holds the secret is that session), whatever address it
+// connects from.
+const std::string session_key = "session";
+}  // namespace
+
 namespace asio = boost::asio;
 using nlohmann::json;
 
@@ -103,7 +110,7 @@ void Gateway::serve_connection(int fd, const std::string& client) {
         const std::string& client;
         bool& admitted;
         ~Leave() {
-            if (admitted) g.admitted_.leave(client);
+            if (admitted) g.admitted_.leave(session_key);
             else if (g.pending_) g.pending_->remove(fd);
         }
     } leave{*this, fd, client, admitted};
@@ -154,7 +161,7 @@ void Gateway::serve_connection(int fd, const std::string& client) {
         }
         if (!admitted) {
             if (pending_) pending_->remove(fd);
-            if (auto busy = admitted_.enter(client)) {
+            if (auto busy = admitted_.enter(session_key)) {
                 log_line("refused a connection: " + *busy);
                 emit_({{"event", "refused"}, {"repo", ""}, {"reason", *busy}, {"client", client}});
                 Body b(c, *head);

@@ -85,25 +85,29 @@ private:
     std::size_t evicted_ = 0;
 };
 
-// Connections past the secret check, in total and per client.
+// Connections past the secret check, in total and per session: the share
+// is keyed on who authenticated, not on the peer address, so a session gains
+// nothing by connecting from other addresses (all of 127.0.0.0/8 is this
+// host's). A gateway serves one session, so its share is the session's.
 class Admitted {
 public:
     Admitted(std::size_t cap, std::size_t per_client) : cap_(cap), per_client_(per_client) {}
-    // nullopt when admitted, else why not.
-    std::optional<std::string> enter(const std::string& client) {
+    // nullopt when admitted, else why not. `session`: the authenticated
+    // session's key.
+    std::optional<std::string> enter(const std::string& session) {
         std::lock_guard<std::mutex> lock(mu_);
         if (total_ >= cap_) return "gateway is busy (" + std::to_string(cap_) + " connections at once)";
-        std::size_t& mine = per_client_count_[client];
+        std::size_t& mine = per_client_count_[session];
         if (mine >= per_client_)
-            return "too many connections from " + client + " (at most " + std::to_string(per_client_) + " at once)";
+            return "too many connections for this session (at most " + std::to_string(per_client_) + " at once)";
         ++mine;
         ++total_;
         return std::nullopt;
     }
-    void leave(const std::string& client) {
+    void leave(const std::string& session) {
         std::lock_guard<std::mutex> lock(mu_);
         --total_;
-        if (--per_client_count_[client] == 0) per_client_count_.erase(client);
+        if (--per_client_count_[session] == 0) per_client_count_.erase(session);
     }
 
 private:
