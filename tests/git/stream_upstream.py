@@ -62,6 +62,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         reader = threading.Thread(target=lambda: out.append(proc.stdout.read()))
         reader.start()
         # The body goes on to git as it comes, piece by piece.
+        def copy(left):
+            while left:
+                piece = self.rfile.read1(min(left, 4096))
+                if not piece:
+                    raise EOFError
+                proc.stdin.write(piece)
+                proc.stdin.flush()
+                left -= len(piece)
+
         try:
             if chunked:
                 while True:
@@ -70,24 +79,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                             pass
                         break
-                    left = size
-                    while left:
-                        piece = self.rfile.read(min(left, 4096))
-                        if not piece:
-                            raise EOFError
-                        proc.stdin.write(piece)
-                        proc.stdin.flush()
-                        left -= len(piece)
+                    copy(size)
                     self.rfile.readline()
             elif length:
-                left = int(length)
-                while left:
-                    piece = self.rfile.read1(min(left, 4096))
-                    if not piece:
-                        raise EOFError
-                    proc.stdin.write(piece)
-                    proc.stdin.flush()
-                    left -= len(piece)
+                copy(int(length))
         except (BrokenPipeError, EOFError, ValueError):
             pass
         try:
