@@ -99,6 +99,14 @@ int reap(pid_t pid, int sig) {
     return 128 + SIGKILL;
 }
 
+// refs/heads/x -> oid in a bare repository, "" when absent.
+std::string ref_in(const std::string& bare, const std::string& ref) {
+    auto r = git({"rev-parse", "--verify", "-q", ref}, bare);
+    std::string oid = r.status == 0 ? r.out : "";
+    while (!oid.empty() && oid.back() == '\n') oid.pop_back();
+    return oid;
+}
+
 }  // namespace
 
 RunResult git(const std::vector<std::string>& args, const std::string& cwd,
@@ -209,10 +217,7 @@ std::string StreamUpstream::create_repo(const std::string& on) {
 }
 
 std::string StreamUpstream::ref(const std::string& on, const std::string& ref) const {
-    auto r = git({"rev-parse", "--verify", "-q", ref}, dir_ + "/repos/" + on + ".git");
-    std::string oid = r.out;
-    while (!oid.empty() && oid.back() == '\n') oid.pop_back();
-    return r.status == 0 ? oid : "";
+    return ref_in(dir_ + "/repos/" + on + ".git", ref);
 }
 
 std::string Upstream::base() const { return "http://127.0.0.1:" + std::to_string(port_) + "/git"; }
@@ -238,12 +243,7 @@ std::string Upstream::write_url(const std::string& on) const {
     return "http://x-access-token:" + write_token + "@127.0.0.1:" + std::to_string(port_) + "/git/" + on + ".git";
 }
 
-std::string Upstream::ref(const std::string& on, const std::string& ref) const {
-    auto r = git({"rev-parse", "--verify", "-q", ref}, repo_path(on));
-    std::string oid = r.status == 0 ? r.out : "";
-    while (!oid.empty() && oid.back() == '\n') oid.pop_back();
-    return oid;
-}
+std::string Upstream::ref(const std::string& on, const std::string& ref) const { return ref_in(repo_path(on), ref); }
 
 Gateway::Gateway(const std::vector<std::string>& args) {
     static int n = 0;
