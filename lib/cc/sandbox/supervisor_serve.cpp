@@ -95,8 +95,12 @@ bool receive_answer(int sock, Outcome& o) {
 }  // namespace
 
 // How long the serving thread asks again for the hand's answer before it
-// sleeps (the hand's own wait for the next request is CC_HAND_SPIN_NS).
-constexpr std::chrono::microseconds k_answer_spin{200};
+// sleeps (the hand's own wait for the next request is CC_HAND_SPIN_NS). A
+// create on a disk filesystem takes the hand 100-300 us; waking a thread
+// that slept costs tens of microseconds more (most in a virtual machine,
+// where an idle CPU is halted). So the thread asks for up to 1 ms: at most
+// that much CPU per call, spent while the caller is stopped anyway.
+constexpr std::chrono::microseconds k_answer_spin{1000};
 
 // The hand (hand_proto.h): one request, one answer, over the socket the
 // listener came on. The serving thread is the only one that asks.
