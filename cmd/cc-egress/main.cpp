@@ -70,6 +70,14 @@ int main(int argc, char** argv) {
             ->check(CLI::Range(1, 86400000));
         std::string metrics_socket;
         app.add_option("--metrics-socket", metrics_socket, "serve an OpenMetrics page on this Unix socket path");
+        app.add_option("--intercept", o.intercept,
+                       "terminate TLS for this exact host with the session CA (repeatable)")->allow_extra_args(false);
+        app.add_option("--credential", o.credentials,
+                       "NAME@HOST[,HOST...]=file:PATH|fd:N: inject this secret where the sandbox sends its placeholder (repeatable)")
+            ->allow_extra_args(false);
+        std::string upstream_ca, ca_cert_out;
+        app.add_option("--upstream-ca", upstream_ca, "PEM file of more CAs trusted for intercepted upstreams");
+        app.add_option("--ca-cert-out", ca_cert_out, "write the session CA's certificate (PEM) to this file");
         auto* learn = app.add_subcommand("learn", "print the allowlist that would have allowed the connection lines on stdin");
         if (auto rc = cc::tool::parse(app, argc, argv, "cc-egress")) return *rc;
         if (learn->parsed()) {
@@ -89,6 +97,8 @@ int main(int argc, char** argv) {
         if (!fd_inbox.empty()) o.fd_inbox = fd_inbox;
         if (!token_file.empty()) o.auth_token_file = token_file;
         if (!metrics_socket.empty()) o.metrics_socket = metrics_socket;
+        if (!upstream_ca.empty()) o.upstream_ca = upstream_ca;
+        if (!ca_cert_out.empty()) o.ca_cert_out = ca_cert_out;
         o.sni_check = !no_sni;
         if (o.fd_inbox_once && !o.fd_inbox) {
             std::cerr << cc::tool::log_prefix("cc-egress") << "--fd-inbox-once: only with --fd-inbox\n";

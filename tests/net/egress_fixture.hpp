@@ -160,10 +160,13 @@ struct Origin {
     bp::ipstream out;
     bp::child child;
     std::uint16_t port = 0;
-    explicit Origin(const std::string& idle_timeout = "0") {
+    // `env`: ORIGIN_TLS_CERT and ORIGIN_TLS_KEY for HTTPS, ORIGIN_LOG (origin.py).
+    explicit Origin(const std::string& idle_timeout = "0", const std::map<std::string, std::string>& env = {}) {
         std::vector<std::string> args{cc::test::source_dir() + "/tests/net/origin.py", "0"};
-        if (idle_timeout != "0") args.push_back(idle_timeout);
-        child = bp::child(bp::search_path("python3"), args, bp::std_out > out, bp::std_err > bp::null);
+        if (idle_timeout != "0" || !env.empty()) args.push_back(idle_timeout);
+        bp::environment e = boost::this_process::environment();
+        for (const auto& [k, v] : env) e[k] = v;
+        child = bp::child(bp::search_path("python3"), args, e, bp::std_out > out, bp::std_err > bp::null);
         std::string line;
         if (std::getline(out, line)) port = static_cast<std::uint16_t>(std::stoi(line));
     }

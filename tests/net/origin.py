@@ -7,8 +7,13 @@ GET  /chunked        -> "a\nb\nc\n" as a chunked response
 GET  /headers        -> the request headers it saw, one per line
 POST /echo           -> "got N bytes" (Content-Length or chunked request body)
 Prints its port on stdout once listening (argv[1] = port, 0 for ephemeral;
-argv[2], optional: seconds after which an idle keep-alive connection is closed).
+argv[2], optional: seconds after which an idle keep-alive connection is closed,
+0 for never). With ORIGIN_TLS_CERT and ORIGIN_TLS_KEY set, it speaks HTTPS
+with that certificate; with ORIGIN_LOG set, it appends each request line
+("METHOD PATH") to that file.
 """
+import os
+import ssl
 import http.server
 import socketserver
 import sys
@@ -27,6 +32,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+
+    def log_request(self, code="-", size="-"):
+        log = os.environ.get("ORIGIN_LOG")
+        if log:
+            with open(log, "a") as f:
+                f.write(f"{self.command} {self.path}\n")
 
     def do_GET(self):
         if self.path == "/hello":
@@ -68,8 +79,12 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     allow_reuse_address = True
 
 
-if len(sys.argv) > 2:
+if len(sys.argv) > 2 and float(sys.argv[2]) > 0:
     Handler.timeout = float(sys.argv[2])
 srv = Server(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0), Handler)
+if os.environ.get("ORIGIN_TLS_CERT"):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(os.environ["ORIGIN_TLS_CERT"], os.environ["ORIGIN_TLS_KEY"])
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
 print(srv.server_address[1], flush=True)
 srv.serve_forever()

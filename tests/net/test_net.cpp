@@ -2,7 +2,9 @@
 // order, and the wire parsers (SOCKS5, HTTP heads, chunked, TLS SNI).
 #include "harness.hpp"
 
+#include "cc/net/credentials.hpp"
 #include "cc/net/host.hpp"
+#include "cc/net/session_ca.hpp"
 #include "cc/net/rules.hpp"
 #include "cc/net/wire.hpp"
 
@@ -412,4 +414,60 @@ TEST_CASE("addresses of the proxy's own host are refused unless named exactly") 
     // The host's real addresses are found (loopback at least).
     auto mine = host_addresses();
     CHECK(std::any_of(mine.begin(), mine.end(), [](const AddressRule& a) { return a.cidr.to_string() == "127.0.0.1/32"; }));
+}
+
+TEST_CASE("credentials: only Authorization on the credential's own hosts, through TLS this proxy ends") {
+    Credential c{"GH_TOKEN", {"api.github.com", "github.com"}, make_placeholder(), "s3cret"};
+    Credential d{"NPM_TOKEN", {"registry.npmjs.org"}, make_placeholder(), "npm-value"};
+    CHECK(c.placeholder != d.placeholder);
+    std::vector<Credential> creds{c, d};
+    auto headers = [](std::string name, std::string value) { return cc::http::Headers{{"Accept", "*/*"}, {name, value}}; };
+    // Bearer, replaced in place; the other header untouched.
+    auto h = headers("Authorization", "Bearer " + c.placeholder);
+    auto r = inject_credentials(creds, "api.github.com", h, "/user", true);
+    CHECK_FALSE(r.refused);
+    CHECK(h[1].value == "Bearer s3cret");
+    CHECK(r.injected == std::vector<std::string>{"GH_TOKEN"});
+    // Basic user:placeholder (git), re-encoded: base64("x-access-token:s3cret").
+    h = headers("authorization", "Basic " + std::string("eC1hY2Nlc3MtdG9rZW46") + "");
+    r = inject_credentials(creds, "github.com", h, "/", true);
+    CHECK_FALSE(r.refused);  // no placeholder: nothing done
+    CHECK(r.injected.empty());
+    // Nothing else is touched when no placeholder is present.
+    h = headers("Authorization", "Bearer someone-elses");
+    r = inject_credentials(creds, "github.com", h, "/", true);
+    CHECK(h[1].value == "Bearer someone-elses");
+    // Refusals, each naming the credential and never its value.
+    h = headers("Authorization", "Bearer " + c.placeholder);
+    r = inject_credentials(creds, "registry.npmjs.org", h, "/", true);
+    CHECK(r.refused);
+    CHECK(r.reason == "the placeholder of credential GH_TOKEN sent to registry.npmjs.org, a host it is not for");
+    CHECK(h[1].value == "Bearer " + c.placeholder);
+    h = headers("Authorization", "Bearer " + c.placeholder);
+    r = inject_credentials(creds, "api.github.com", h, "/", false);
+    CHECK(r.refused);
+    CHECK(r.reason.find("in plain HTTP") != std::string::npos);
+    h = headers("Cookie", "t=" + d.placeholder);
+    r = inject_credentials(creds, "registry.npmjs.org", h, "/", true);
+    CHECK(r.reason == "the placeholder of credential NPM_TOKEN in header Cookie (only Authorization carries it)");
+    h = headers("Accept", "*/*");
+    r = inject_credentials(creds, "api.github.com", h, "/x?token=" + c.placeholder, true);
+    CHECK(r.reason == "the placeholder of credential GH_TOKEN in the request target (send it in a header)");
+    for (const auto& x : {r.reason}) CHECK(x.find("s3cret") == std::string::npos);
+}
+
+TEST_CASE("session CA: mints only for the hosts it was made for, each leaf once") {
+    auto ca = SessionCa::create({"api.github.com", "10.0.0.5"});
+    REQUIRE(ca);
+    CHECK((*ca)->cert_pem().rfind("-----BEGIN CERTIFICATE-----", 0) == 0);
+    auto a = (*ca)->leaf_pem("api.github.com");
+    auto b = (*ca)->leaf_pem("api.github.com");
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK(*a == *b);  // cached
+    CHECK((*ca)->leaf_pem("10.0.0.5"));
+    auto other = (*ca)->leaf_pem("github.com");
+    REQUIRE_FALSE(other);
+    CHECK(other.error().one_line() == "github.com: is not a host this session intercepts");
+    CHECK_FALSE(SessionCa::create({}));
 }

@@ -385,6 +385,27 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     auto plan = make_plan(o);
     if (!plan) return plan.error();
     if (!o.check.empty()) return check_targets(o, *plan, out) ? 0 : 1;
+    // Interception: exact host names; credentials read now (a start with a
+    // credential that cannot be read starts nothing).
+    std::vector<std::string> intercept;
+    for (const auto& h : o.intercept) {
+        auto t = canonical_target(h);
+        if (h.empty() || !t || h.find_first_of("*?[:/") != std::string::npos)
+            return input_error("--intercept '" + h + "'", "takes an exact host name (no port or pattern)");
+        if (std::find(intercept.begin(), intercept.end(), t->host) == intercept.end()) intercept.push_back(t->host);
+    }
+    std::vector<Credential> credentials;
+    for (const auto& spec : o.credentials) {
+        auto c = parse_credential(spec);
+        if (!c) return c.error();
+        for (const auto& prev : credentials)
+            if (prev.name == c->name) return input_error("--credential " + c->name, "is given twice");
+        credentials.push_back(std::move(*c));
+    }
+    if (o.upstream_ca && intercept.empty() && credentials.empty())
+        return input_error("--upstream-ca", "only with --intercept or --credential");
+    if (o.ca_cert_out && intercept.empty() && credentials.empty())
+        return input_error("--ca-cert-out", "only with --intercept or --credential");
     auto tls_ports = parse_tls_ports(o.tls_ports);
     if (!tls_ports) return tls_ports.error();
     if (o.approver_timeout_ms <= 0)
@@ -431,6 +452,10 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
                         {"reason", plan->network_verdict.reason},
                         {"source", plan->network_verdict.source}};
     cfg.metrics_socket = o.metrics_socket;
+    cfg.intercept = std::move(intercept);
+    cfg.credentials = std::move(credentials);
+    cfg.upstream_ca = o.upstream_ca;
+    cfg.ca_cert_out = o.ca_cert_out;
     cfg.ready = {{"sessionId", plan->session_id},
                  {"network", plan->network ? "on" : "off"},
                  {"networkRule", plan->network_rule},

@@ -47,6 +47,10 @@ struct EgressOptions {
     std::string approver;          // --approver: answers network asks (argv split on blanks); "": ask = deny
     int approver_timeout_ms = 30000;
     std::optional<std::string> metrics_socket;  // --metrics-socket: OpenMetrics page on a Unix socket
+    std::vector<std::string> intercept;          // --intercept HOST: TLS terminated here
+    std::vector<std::string> credentials;        // --credential NAME@HOSTS=SOURCE
+    std::optional<std::string> upstream_ca;      // --upstream-ca: more trust for intercepted upstreams
+    std::optional<std::string> ca_cert_out;      // --ca-cert-out: the session CA's certificate, written at start
 };
 
 // The token of --auth-token-file: its first line, 1 to 255 printable bytes

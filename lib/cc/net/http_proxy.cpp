@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "cc/net/intercept.hpp"
 #include "cc/net/relay.hpp"
 #include "cc/net/wire.hpp"
 
@@ -125,6 +126,26 @@ awaitable<void> serve_connect(Server& srv, std::shared_ptr<Conn> c, const std::s
         co_return;
     }
     rec.j["address"] = d.address;
+    if (srv.sh.interceptor && srv.sh.interceptor->intercepts(t->host)) {
+        rec.j["intercepted"] = true;
+        if (!buf.empty()) {
+            // The client's TLS must start after the answer: bytes sent
+            // before it are not fed to a handshake that has not begun.
+            rec.decide(Verdict{false, "intercept", "bytes sent before the tunnel to an intercepted host was established", ""});
+            co_await send_error(srv, c, 400, "", "bytes sent before the tunnel was established");
+            co_return;
+        }
+        std::string why;
+        auto up = co_await open_upstream_tls(srv, c, *t, why);
+        if (!up) {
+            rec.decide(Verdict{false, "intercept", why, "tls_certificate_error"});
+            co_await send_error(srv, c, 502, "tls_certificate_error", why);
+            co_return;
+        }
+        co_await write_all(c->client, "HTTP/1.1 200 Connection established\r\n\r\n");
+        co_await serve_intercepted(srv, c, *t, std::move(up), rec);
+        co_return;
+    }
     co_await write_all(c->client, "HTTP/1.1 200 Connection established\r\n\r\n");
     co_await tunnel(srv, c, *t, std::move(buf), rec);
 }
@@ -146,6 +167,15 @@ awaitable<bool> serve_forward(Server& srv, std::shared_ptr<Conn> c, const std::s
     const Target& t = uri->target;
     rec.j["host"] = t.host;
     rec.j["port"] = t.port;
+    // A credential's placeholder is never sent in clear (nor in a target).
+    if (srv.sh.interceptor) {
+        auto inj = inject_credentials(srv.sh.interceptor->credentials(), t.host, h.headers, h.target, false);
+        if (inj.refused) {
+            rec.decide(Verdict{false, "credential", inj.reason, ""});
+            co_await write_all(c->client, json_refusal(403, "credential", inj.reason));
+            co_return false;
+        }
+    }
     // A port that carries TLS (--tls-ports) gets no plain HTTP from here
     // either: the request would reach it in clear, past every server-name
     // rule a tunnel there meets.

@@ -7,6 +7,8 @@
 
 #include <thread>
 
+#include "cc/core/io.hpp"
+#include "cc/net/intercept.hpp"
 #include "cc/net/session.hpp"
 
 namespace cc::net {
@@ -77,6 +79,15 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
     sh.resolver = std::move(*resolver);
     if (cfg.ask)
         sh.asker = std::make_unique<Asker>(cfg.approver, cfg.network_rule, [&srv](const std::string& l) { srv.log(l); });
+    if (!cfg.intercept.empty() || !cfg.credentials.empty()) {
+        // Made before anything listens: a CA or trust file that fails is an
+        // error with nothing started.
+        auto ic = Interceptor::create(cfg);
+        if (!ic) return ic.error();
+        sh.interceptor = std::move(*ic);
+        if (cfg.ca_cert_out)
+            if (auto w = io::write_file_atomic(*cfg.ca_cert_out, sh.interceptor->ca_pem(), 0644); !w) return w.error();
+    }
 
     json ready = {{"event", "ready"}};
     auto cleanup = [&] {
@@ -154,6 +165,18 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
             srv.log("--exit-with-stdin: stdin is not a pipe; ignored");
             ready["exitWithStdin"] = false;
         }
+    }
+    if (sh.interceptor) {
+        std::vector<std::string> hosts = cfg.intercept;
+        json creds = json::array();
+        for (const auto& c : cfg.credentials) {
+            creds.push_back({{"name", c.name}, {"hosts", c.hosts}, {"placeholder", c.placeholder}});
+            for (const auto& name : c.hosts)
+                if (std::find(hosts.begin(), hosts.end(), name) == hosts.end()) hosts.push_back(name);
+        }
+        ready["intercept"] = hosts;
+        ready["interceptCa"] = sh.interceptor->ca_pem();
+        ready["credentials"] = creds;
     }
     ready["threads"] = n;
     ready["maxConnections"] = sh.max_connections;

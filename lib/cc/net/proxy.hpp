@@ -21,6 +21,7 @@
 #include <string>
 
 #include "cc/core/result.hpp"
+#include "cc/net/credentials.hpp"
 #include "cc/net/resolver.hpp"
 #include "cc/net/rules.hpp"
 #include "cc/policy/approver.hpp"
@@ -63,6 +64,14 @@ struct ProxyConfig {
     policy::Approver approver;
     policy::Verdict network_rule;          // the ask, for the approver's reason
     nlohmann::json ask_question;           // fields every question carries (action, mode, sessionId, ...)
+    // Hosts whose TLS is terminated here (intercept.hpp), with every host a
+    // credential names; the session CA's certificate goes in the ready line
+    // (interceptCa). Upstreams are verified against the system's trust store
+    // and upstream_ca (a PEM file) when set.
+    std::vector<std::string> intercept;
+    std::vector<Credential> credentials;
+    std::optional<std::string> upstream_ca;
+    std::optional<std::string> ca_cert_out;  // the CA's certificate written here (0644) before listening
     // OpenMetrics text page on this Unix socket (never TCP).
     std::optional<std::string> metrics_socket;
     // Called once, listening, with the ready event (listen addresses filled in).

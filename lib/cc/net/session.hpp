@@ -129,6 +129,7 @@ struct Pipe {
 };
 
 struct Server;
+class Interceptor;
 
 // What every event loop shares: the configuration, the resolver, the log.
 // Each loop is a Server of its own; a connection lives on the loop that
@@ -149,6 +150,8 @@ struct Shared {
     Metrics metrics;
     std::mutex asker_mu;
     std::unique_ptr<Asker> asker;  // with cfg.ask; reset on stop (waiters get deny)
+    // With hosts to intercept (intercept.hpp): the session CA and TLS contexts.
+    std::shared_ptr<Interceptor> interceptor;
 
     explicit Shared(const ProxyConfig& c) : cfg(c) {}
     void stop_all();

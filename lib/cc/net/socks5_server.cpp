@@ -3,6 +3,7 @@
 // ruleset", the message nc, ncat and connect print as such.
 #include <cstring>
 
+#include "cc/net/intercept.hpp"
 #include "cc/net/relay.hpp"
 #include "cc/net/wire.hpp"
 
@@ -112,6 +113,20 @@ awaitable<void> serve_socks(Server& srv, std::shared_ptr<Conn> c, std::string cl
             bound = address_of(reinterpret_cast<sockaddr*>(&ss));
             bport = ntohs(ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
                                                   : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+        }
+        if (srv.sh.interceptor && srv.sh.interceptor->intercepts(t->host)) {
+            rec.j["intercepted"] = true;
+            std::string why = buf.empty() ? "" : "bytes sent before the tunnel to an intercepted host was established";
+            std::unique_ptr<UpstreamTls> up;
+            if (why.empty()) up = co_await open_upstream_tls(srv, c, *t, why);
+            if (!up) {
+                rec.decide(Verdict{false, "intercept", why, ""});
+                co_await write_all(c->client, socks5::reply(socks5::rep_general_failure));
+                co_return;
+            }
+            co_await write_all(c->client, socks5::reply(socks5::rep_success, bound, bport));
+            co_await serve_intercepted(srv, c, *t, std::move(up), rec);
+            co_return;
         }
         co_await write_all(c->client, socks5::reply(socks5::rep_success, bound, bport));
         co_await tunnel(srv, c, *t, std::move(buf), rec);

@@ -1,0 +1,349 @@
+// TLS terminated for named hosts (intercept.hpp): the contexts, the upstream
+// handshake, and the requests carried between the two TLS legs.
+
+#include "cc/net/intercept.hpp"
+
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <cstring>
+
+#include "cc/core/json_writer.hpp"
+#include "cc/net/relay.hpp"
+#include "cc/net/wire.hpp"
+
+namespace cc::net::detail {
+
+namespace {
+
+// ALPN: HTTP/1.1 is what this proxy reads; a client offering only h2 gets
+// no protocol and speaks HTTP/1.1 (RFC 7301 3.2 lets it).
+int select_http11(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned inlen,
+                  void*) {
+    static const unsigned char h11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+    unsigned char* sel = nullptr;
+    unsigned char sellen = 0;
+    if (SSL_select_next_proto(&sel, &sellen, h11, sizeof h11, in, inlen) != OPENSSL_NPN_NEGOTIATED)
+        return SSL_TLSEXT_ERR_NOACK;
+    *out = sel;
+    *outlen = sellen;
+    return SSL_TLSEXT_ERR_OK;
+}
+
+// The client must ask for the host it CONNECTed to (or send no name, as
+// for an address): another name would be a certificate it never gets.
+int check_server_name(SSL* s, int* alert, void* arg) {
+    const char* name = SSL_get_servername(s, TLSEXT_NAMETYPE_host_name);
+    if (!name) return SSL_TLSEXT_ERR_OK;
+    const auto* host = static_cast<const std::string*>(arg);
+    auto t = canonical_target(name);
+    if (t && t->host == *host) return SSL_TLSEXT_ERR_OK;
+    *alert = SSL_AD_UNRECOGNIZED_NAME;
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+template <class S>
+awaitable<std::size_t> tls_read(S& s, std::string& buf, std::size_t max = read_chunk) {
+    std::size_t old = buf.size();
+    buf.resize(old + max);
+    ErrorCode ec;
+    std::size_t n =
+        co_await s.async_read_some(asio::buffer(buf.data() + old, max), asio::redirect_error(use_awaitable, ec));
+    buf.resize(old + n);
+    // A peer that closes without close_notify ends its stream the same way:
+    // every body read here has its own framing or ends at the close anyway.
+    if (ec == asio::error::eof || ec == ssl::error::stream_truncated) co_return n;
+    if (ec) throw boost::system::system_error(ec);
+    co_return n;
+}
+
+template <class S>
+awaitable<void> tls_write(S& s, std::string_view data) {
+    co_await asio::async_write(s, asio::buffer(data.data(), data.size()), use_awaitable);
+}
+
+// One head (bounded); "" on a clean end before any byte.
+template <class S>
+awaitable<std::string> tls_head(S& s, std::string& buf, bool& too_big) {
+    too_big = false;
+    while (true) {
+        std::size_t n = http::head_length(buf);
+        if (n > http::max_head || (n == 0 && buf.size() > http::max_head)) {
+            too_big = true;
+            co_return std::string();
+        }
+        if (n) {
+            std::string head = buf.substr(0, n);
+            buf.erase(0, n);
+            co_return head;
+        }
+        if (co_await tls_read(s, buf, 16 * 1024) == 0) {
+            if (!buf.empty()) throw std::runtime_error("connection closed inside a head");
+            co_return std::string();
+        }
+    }
+}
+
+// A body of known framing from `from` (`buf` read already) to `to`.
+template <class From, class To>
+awaitable<void> tls_body(From& from, std::string& buf, To& to, const http::Framing& f, std::uint64_t& count,
+                         bool dechunk = false) {
+    using http::BodyKind;
+    if (f.kind == BodyKind::none) co_return;
+    if (f.kind == BodyKind::length || f.kind == BodyKind::until_close) {
+        std::uint64_t want = f.kind == BodyKind::length ? f.length : unlimited;
+        while (want > 0) {
+            if (buf.empty() && co_await tls_read(from, buf) == 0) {
+                if (want == unlimited) co_return;
+                throw std::runtime_error("body cut short");
+            }
+            std::size_t now = static_cast<std::size_t>(std::min<std::uint64_t>(want, buf.size()));
+            co_await tls_write(to, std::string_view(buf).substr(0, now));
+            count += now;
+            buf.erase(0, now);
+            if (want != unlimited) want -= now;
+        }
+        co_return;
+    }
+    http::ChunkedScanner scan;
+    std::string data;
+    while (true) {
+        data.clear();
+        std::size_t n = scan.feed(buf, dechunk ? &data : nullptr);
+        if (scan.failed()) throw std::runtime_error(std::string("malformed chunked body: ") + scan.error());
+        if (n) {
+            std::string_view out = dechunk ? std::string_view(data) : std::string_view(buf).substr(0, n);
+            if (!out.empty()) co_await tls_write(to, out);
+            count += out.size();
+            buf.erase(0, n);
+        }
+        if (scan.done()) co_return;
+        if (co_await tls_read(from, buf) == 0) throw std::runtime_error("chunked body cut short");
+    }
+}
+
+// The Host header names the host this connection was opened to.
+bool host_matches(const http::Headers& headers, const Target& t) {
+    const http::Header* h = http::find(headers, "host");
+    if (!h) return false;
+    std::string_view v = h->value;
+    std::string_view name = v;
+    if (!v.empty() && v.front() == '[') {
+        auto close = v.find(']');
+        if (close == std::string_view::npos) return false;
+        name = v.substr(1, close - 1);
+        v.remove_prefix(close + 1);
+        if (!v.empty() && (v.front() != ':' || v.substr(1) != std::to_string(t.port))) return false;
+    } else if (auto colon = v.rfind(':'); colon != std::string_view::npos) {
+        if (v.substr(colon + 1) != std::to_string(t.port)) return false;
+        name = v.substr(0, colon);
+    }
+    auto ct = canonical_target(name);
+    return ct && ct->host == t.host;
+}
+
+std::string tls_error(const ErrorCode& ec) { return ec.message(); }
+
+}  // namespace
+
+std::string json_refusal(int status, const std::string& rule, const std::string& reason) {
+    nlohmann::json body = {{"error", "refused by cc-egress"}, {"rule", rule}, {"reason", reason}};
+    std::string text = cc::json::write(body) + "\n";
+    std::string line = status == 403 ? "403 Forbidden" : status == 421 ? "421 Misdirected Request"
+                     : status == 400 ? "400 Bad Request" : status == 431 ? "431 Request Header Fields Too Large"
+                     : std::to_string(status) + " Error";
+    return "HTTP/1.1 " + line + "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(text.size()) +
+           "\r\nConnection: close\r\n\r\n" + text;
+}
+
+Result<std::shared_ptr<Interceptor>> Interceptor::create(const ProxyConfig& cfg) {
+    auto ic = std::make_shared<Interceptor>();
+    ic->hosts_ = cfg.intercept;
+    ic->creds_ = cfg.credentials;
+    for (const auto& c : cfg.credentials)
+        for (const auto& h : c.hosts)
+            if (std::find(ic->hosts_.begin(), ic->hosts_.end(), h) == ic->hosts_.end()) ic->hosts_.push_back(h);
+    auto ca = SessionCa::create(ic->hosts_);
+    if (!ca) return ca.error();
+    ic->ca_ = std::move(*ca);
+    try {
+        ic->client_ = std::make_unique<ssl::context>(ssl::context::tls_client);
+        SSL_CTX* x = ic->client_->native_handle();
+        SSL_CTX_set_min_proto_version(x, TLS1_2_VERSION);
+        ic->client_->set_default_verify_paths();
+        if (cfg.upstream_ca) ic->client_->load_verify_file(*cfg.upstream_ca);
+        ic->client_->set_verify_mode(ssl::verify_peer);
+        static const unsigned char h11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+        SSL_CTX_set_alpn_protos(x, h11, sizeof h11);
+    } catch (const std::exception& e) {
+        return input_error("--upstream-ca '" + cfg.upstream_ca.value_or("") + "'", "cannot be read as PEM certificates");
+    }
+    return ic;
+}
+
+bool Interceptor::intercepts(const std::string& host) const {
+    return std::find(hosts_.begin(), hosts_.end(), host) != hosts_.end();
+}
+
+Result<std::shared_ptr<ssl::context>> Interceptor::server_context(const std::string& host) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = served_.find(host); it != served_.end()) return it->second->ctx;
+    auto s = std::make_unique<Served>();
+    s->host = host;
+    s->ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+    SSL_CTX* x = s->ctx->native_handle();
+    SSL_CTX_set_min_proto_version(x, TLS1_2_VERSION);
+    SSL_CTX_set_options(x, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+    if (auto r = ca_->use_leaf(x, host); !r) return r.error();
+    SSL_CTX_set_alpn_select_cb(x, select_http11, nullptr);
+    SSL_CTX_set_tlsext_servername_callback(x, check_server_name);
+    SSL_CTX_set_tlsext_servername_arg(x, &s->host);
+    auto ctx = s->ctx;
+    served_[host] = std::move(s);
+    return ctx;
+}
+
+awaitable<std::unique_ptr<UpstreamTls>> open_upstream_tls(Server& srv, std::shared_ptr<Conn> c, const Target& t,
+                                                          std::string& why) {
+    auto up = std::make_unique<UpstreamTls>(*c->upstream, srv.sh.interceptor->client_context());
+    SSL* s = up->tls.native_handle();
+    if (parse_ip_literal(t.host)) {
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), t.host.c_str());
+    } else {
+        SSL_set_tlsext_host_name(s, t.host.c_str());
+        SSL_set1_host(s, t.host.c_str());
+    }
+    ErrorCode ec;
+    {
+        Deadline deadline(srv, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
+        co_await up->tls.async_handshake(ssl::stream_base::client, asio::redirect_error(use_awaitable, ec));
+    }
+    if (!ec) co_return up;
+    long vr = SSL_get_verify_result(s);
+    if (vr != X509_V_OK)
+        why = "upstream certificate of " + t.host + " not trusted: " + X509_verify_cert_error_string(vr);
+    else if (c->closed == Closed::header_timeout)
+        why = "upstream TLS handshake with " + t.host + " not complete within " +
+              std::to_string(srv.cfg.handshake_timeout_ms) + " ms";
+    else
+        why = "upstream TLS handshake with " + t.host + " failed: " + tls_error(ec);
+    co_return nullptr;
+}
+
+awaitable<void> serve_intercepted(Server& srv, std::shared_ptr<Conn> c, const Target& t,
+                                  std::unique_ptr<UpstreamTls> up, Record& rec) {
+    const std::string client = rec.j.value("client", std::string());
+    auto ctx = srv.sh.interceptor->server_context(t.host);
+    if (!ctx) {
+        rec.decide(Verdict{false, "intercept", ctx.error().one_line(), ""});
+        c->close();
+        co_return;
+    }
+    TlsStream cs(c->client, **ctx);
+    ErrorCode ec;
+    {
+        Deadline deadline(srv, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
+        co_await cs.async_handshake(ssl::stream_base::server, asio::redirect_error(use_awaitable, ec));
+    }
+    if (ec) {
+        // Most often the client does not trust the session CA (an alert
+        // unknown_ca), or asked for another name.
+        rec.j["error"] = "client TLS handshake: " + tls_error(ec);
+        c->close();
+        co_return;
+    }
+    watch_idle(srv, c, srv.cfg.idle_timeout_ms);
+    const auto& creds = srv.sh.interceptor->credentials();
+    std::string buf, ubuf;
+    try {
+        while (!srv.stopping) {
+            bool too_big = false;
+            std::string head = co_await tls_head(cs, buf, too_big);
+            if (head.empty() && !too_big) break;
+            Record req(srv, c, "https", client);
+            req.j["host"] = t.host;
+            req.j["port"] = t.port;
+            auto refuse = [&](int status, const std::string& rule, const std::string& reason) -> std::string {
+                req.decide(Verdict{false, rule, reason, ""});
+                return json_refusal(status, rule, reason);
+            };
+            std::string answer;
+            auto h = too_big ? Result<http::RequestHead>(input_error("head", "too large")) : http::parse_request_head(head);
+            if (too_big) {
+                answer = refuse(431, "malformed", "request head larger than " + std::to_string(http::max_head) + " bytes");
+            } else if (!h) {
+                answer = refuse(400, "malformed", "malformed request: " + h.error().one_line());
+            } else {
+                req.j["method"] = h->method;
+                if (h->target.empty() || (h->target[0] != '/' && !(h->method == "OPTIONS" && h->target == "*")))
+                    answer = refuse(400, "malformed", "request target must be origin-form (/path)");
+                else if (!host_matches(h->headers, t))
+                    answer = refuse(421, "intercept", "Host header does not name " + t.host + ":" + std::to_string(t.port));
+            }
+            Injection inj;
+            if (answer.empty()) {
+                inj = inject_credentials(creds, t.host, h->headers, h->target, true);
+                if (inj.refused) answer = refuse(403, "credential", inj.reason);
+            }
+            auto framing = answer.empty() ? http::request_framing(*h) : Result<http::Framing>(http::Framing{});
+            if (answer.empty() && !framing) answer = refuse(400, "malformed", framing.error().one_line());
+            if (!answer.empty()) {
+                co_await tls_write(cs, answer);
+                break;
+            }
+            if (!inj.injected.empty()) req.j["credentials"] = inj.injected;
+            req.decide(Verdict{true, "intercept", "intercepted request to " + t.host, ""});
+            http::AbsoluteUri uri;
+            uri.target = t;
+            uri.authority = t.port == 443 ? t.host : t.host + ":" + std::to_string(t.port);
+            uri.origin_form = h->target;
+            const bool client_close = http::has_token(h->headers, "connection", "close") || h->version == "HTTP/1.0";
+            std::string up_head = http::upstream_request_head(*h, uri, *framing);
+            co_await tls_write(up->tls, up_head);
+            c->up += up_head.size();
+            co_await tls_body(cs, buf, up->tls, *framing, c->up);
+            // The response; interim ones are hop-local, upgrades not carried.
+            http::ResponseHead resp;
+            while (true) {
+                std::string rh = co_await tls_head(up->tls, ubuf, too_big);
+                auto r = rh.empty() ? Result<http::ResponseHead>(input_error("response", "none")) : http::parse_response_head(rh);
+                if (!r) {
+                    req.j["error"] = too_big ? "upstream response head too large" : "no valid upstream response";
+                    co_await tls_write(cs, http::error_response(502, "http_protocol_error", req.j["error"].get<std::string>(),
+                                                                "cc-egress: " + req.j["error"].get<std::string>()));
+                    co_return;
+                }
+                resp = std::move(*r);
+                if (resp.status == 101) {
+                    req.j["error"] = "protocol upgrades are not carried on an intercepted host";
+                    co_await tls_write(cs, http::error_response(502, "http_protocol_error", req.j["error"].get<std::string>(),
+                                                                "cc-egress: " + req.j["error"].get<std::string>()));
+                    co_return;
+                }
+                if (resp.status >= 200) break;
+            }
+            req.j["status"] = resp.status;
+            http::Framing rf = http::response_framing(resp, h->method);
+            const bool dechunk = rf.kind == http::BodyKind::chunked && h->version == "HTTP/1.0";
+            const bool upstream_close = rf.kind == http::BodyKind::until_close ||
+                                        http::has_token(resp.headers, "connection", "close") ||
+                                        (resp.version == "HTTP/1.0" && !http::has_token(resp.headers, "connection", "keep-alive"));
+            const bool close_after = client_close || upstream_close || dechunk;
+            std::string down_head = http::client_response_head(
+                resp, dechunk ? http::Framing{http::BodyKind::until_close, 0} : rf, close_after);
+            co_await tls_write(cs, down_head);
+            c->down += down_head.size();
+            co_await tls_body(up->tls, ubuf, cs, rf, c->down, dechunk);
+            if (close_after || !ubuf.empty()) break;
+        }
+        // close_notify, so that a body that ends at the close is not read
+        // as cut short; the client's own is waited for briefly.
+        Deadline deadline(srv, c, 2000);
+        co_await cs.async_shutdown(asio::redirect_error(use_awaitable, ec));
+    } catch (const std::exception& e) {
+        note_error(srv, "intercept", e);
+    }
+    c->close();
+}
+
+}  // namespace cc::net::detail

@@ -1,0 +1,70 @@
+// TLS terminated at the proxy for the hosts the operator names (--intercept,
+// and every host a --credential names): the client's TLS ends here with a
+// certificate the session CA minted for the host it asked for (session_ca.hpp),
+// cc-egress opens its own TLS to the upstream, verified against the system's
+// trust store (and --upstream-ca), and carries HTTP/1.1 between them through
+// the project's one HTTP reader, one request at a time: credentials are
+// injected (credentials.hpp), each request gets its own connection line.
+// Hosts not named are tunnelled as before, their server names checked.
+//
+//   CONNECT api.github.com:443 -> vet, dial -> open_upstream_tls (verified, or 502)
+//     -> "200 Connection established" -> serve_intercepted (client TLS, requests)
+#pragma once
+
+#include "cc/net/session.hpp"
+#include "cc/net/credentials.hpp"
+#include "cc/net/session_ca.hpp"
+
+#include <boost/asio/ssl.hpp>
+
+namespace cc::net::detail {
+
+namespace ssl = asio::ssl;
+using TlsStream = ssl::stream<Sock&>;
+
+class Interceptor {
+public:
+    // The session CA and both TLS contexts; input errors name the option.
+    static Result<std::shared_ptr<Interceptor>> create(const ProxyConfig& cfg);
+
+    bool intercepts(const std::string& host) const;
+    // The server context that presents `host`'s certificate (made once,
+    // then shared by every connection to that host).
+    Result<std::shared_ptr<ssl::context>> server_context(const std::string& host);
+    ssl::context& client_context() { return *client_; }
+    std::string ca_pem() const { return ca_->cert_pem(); }
+    const std::vector<Credential>& credentials() const { return creds_; }
+
+private:
+    std::vector<std::string> hosts_;
+    std::vector<Credential> creds_;
+    std::unique_ptr<SessionCa> ca_;
+    std::unique_ptr<ssl::context> client_;
+    std::mutex mu_;
+    struct Served {
+        std::string host;  // the name the client must ask for (its SNI)
+        std::shared_ptr<ssl::context> ctx;
+    };
+    std::map<std::string, std::unique_ptr<Served>> served_;
+};
+
+// The upstream leg, TLS verified.
+struct UpstreamTls {
+    UpstreamTls(Sock& s, ssl::context& ctx) : tls(s, ctx) {}
+    TlsStream tls;
+};
+
+// After the upstream socket is dialled: TLS to it, the certificate verified
+// for t.host. nullptr when it fails, with `why` saying how.
+awaitable<std::unique_ptr<UpstreamTls>> open_upstream_tls(Server& srv, std::shared_ptr<Conn> c, const Target& t,
+                                                          std::string& why);
+
+// The client's TLS (a certificate for t.host), then its requests, one by
+// one, to the upstream. `rec` is the tunnel's line; each request gets its own.
+awaitable<void> serve_intercepted(Server& srv, std::shared_ptr<Conn> c, const Target& t,
+                                  std::unique_ptr<UpstreamTls> up, Record& rec);
+
+// A refusal as JSON ({"error","rule","reason"}), Connection: close.
+std::string json_refusal(int status, const std::string& rule, const std::string& reason);
+
+}  // namespace cc::net::detail

@@ -1,0 +1,293 @@
+// cc-egress terminating TLS for named hosts: a real HTTPS origin on
+// 127.0.0.1 posing as api.one.test (its own test CA, trusted through
+// --upstream-ca), real curl through both proxies. The origin sees the real
+// credential, the client side only the placeholder; every refusal is shown
+// to matter first (the same request without the offending part gets
+// through, or the request reaches the origin without the proxy) and then
+// asserted exactly: status, JSON body, connection line, nothing at the origin.
+
+#include "egress_fixture.hpp"
+
+#include <sys/stat.h>
+
+#include <fstream>
+
+using namespace egress_fixture;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+    std::ifstream f(path);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+void spit(const std::string& path, const std::string& text, mode_t mode = 0644) {
+    std::ofstream(path) << text;
+    ::chmod(path.c_str(), mode);
+}
+
+void openssl(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{"openssl"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = cc::test::run(argv);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+}
+
+// A test CA and an origin certificate for `names` signed by it, in `dir`:
+// ca.pem, origin.pem, origin.key.
+void make_origin_pki(const std::string& dir, const std::string& names) {
+    openssl({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+             dir + "/ca.key", "-out", dir + "/ca.pem", "-days", "2", "-subj", "/CN=test origin CA", "-addext",
+             "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign"});
+    openssl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", dir + "/origin.key",
+             "-out", dir + "/origin.csr", "-subj", "/CN=origin"});
+    spit(dir + "/ext", "subjectAltName=" + names + "\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n");
+    openssl({"x509", "-req", "-in", dir + "/origin.csr", "-CA", dir + "/ca.pem", "-CAkey", dir + "/ca.key",
+             "-CAcreateserial", "-out", dir + "/origin.pem", "-days", "2", "-extfile", dir + "/ext"});
+    REQUIRE(!slurp(dir + "/origin.pem").empty());
+}
+
+const std::string k_secret = "real-secret-4f1c9e";
+
+struct Setup {
+    std::string dir = cc::test::scratch_dir() + "/intercept-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
+    std::string log;
+    std::unique_ptr<Origin> origin;
+    std::unique_ptr<Dns> dns;
+    std::string port;
+    static inline int n = 0;
+    Setup() {
+        ::mkdir(dir.c_str(), 0700);
+        make_origin_pki(dir, "DNS:api.one.test,DNS:other.test,DNS:third.test");
+        spit(dir + "/token", k_secret + "\n", 0600);
+        log = dir + "/origin.log";
+        origin = std::make_unique<Origin>(
+            "0", std::map<std::string, std::string>{{"ORIGIN_TLS_CERT", dir + "/origin.pem"},
+                                                    {"ORIGIN_TLS_KEY", dir + "/origin.key"},
+                                                    {"ORIGIN_LOG", log}});
+        REQUIRE(origin->port != 0);
+        port = std::to_string(origin->port);
+        dns = std::make_unique<Dns>(std::map<std::string, std::string>{
+            {"api.one.test", "127.0.0.1"}, {"other.test", "127.0.0.1"}, {"third.test", "127.0.0.1"}});
+    }
+    std::vector<std::string> args(std::vector<std::string> more) const {
+        std::vector<std::string> a{"--no-baseline", "--allow", "*.test:*", "--allow", "127.0.0.1:*", "--dns-server",
+                                   dns->server()};
+        a.insert(a.end(), more.begin(), more.end());
+        return a;
+    }
+    std::string url(const std::string& host, const std::string& path) const {
+        return "https://" + host + ":" + port + path;
+    }
+    std::string origin_log() const { return slurp(log); }
+};
+
+std::string all_lines(const Egress& eg) {
+    std::string out;
+    for (const auto& l : eg.lines) out += l.dump() + "\n";
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("egress intercept: the origin gets the real credential, the client only ever holds the placeholder") {
+    Setup s;
+    Egress eg(s.args({"--credential", "GH_TOKEN@api.one.test=file:" + s.dir + "/token", "--upstream-ca",
+                      s.dir + "/ca.pem", "--ca-cert-out", s.dir + "/session-ca.pem"}));
+    INFO(eg.stderr_text());
+    REQUIRE(eg.ready["intercept"] == json::array({"api.one.test"}));
+    REQUIRE(eg.ready["credentials"].size() == 1);
+    const std::string ph = eg.ready["credentials"][0]["placeholder"];
+    CHECK(eg.ready["credentials"][0]["name"] == "GH_TOKEN");
+    CHECK(ph.rfind("cc-placeholder-", 0) == 0);
+    CHECK(ph.size() == 15 + 32);
+    // The CA the clients trust: the same in the ready line and the file,
+    // limited to the intercepted host.
+    CHECK(slurp(s.dir + "/session-ca.pem") == eg.ready["interceptCa"].get<std::string>());
+    auto text = cc::test::run({"openssl", "x509", "-in", s.dir + "/session-ca.pem", "-noout", "-text"});
+    REQUIRE(text.status == 0);
+    CHECK(text.out.find("X509v3 Name Constraints: critical") != std::string::npos);
+    CHECK(text.out.find("DNS:api.one.test") != std::string::npos);
+    CHECK(text.out.find("DNS:other.test") == std::string::npos);
+
+    // Straight to the origin, the placeholder is what arrives: worthless there.
+    auto direct = curl({"--cacert", s.dir + "/ca.pem", "--resolve", "api.one.test:" + s.port + ":127.0.0.1", "-H",
+                        "Authorization: Bearer " + ph, s.url("api.one.test", "/headers")});
+    REQUIRE(direct.status == 0);
+    CHECK(direct.out.find("authorization: Bearer " + ph) != std::string::npos);
+
+    // Through the HTTP proxy: Bearer replaced.
+    auto r = curl({"--cacert", s.dir + "/session-ca.pem", "-x", "http://" + eg.http(), "-H",
+                   "Authorization: Bearer " + ph, s.url("api.one.test", "/headers")});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("authorization: Bearer " + k_secret) != std::string::npos);
+    CHECK(r.out.find(ph) == std::string::npos);
+    // Through SOCKS5, as git sends it: Basic x-access-token:<placeholder>.
+    r = curl({"--cacert", s.dir + "/session-ca.pem", "-x", "socks5h://" + eg.socks(), "-u",
+              "x-access-token:" + ph, s.url("api.one.test", "/headers")});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("authorization: Basic eC1hY2Nlc3MtdG9rZW46cmVhbC1zZWNyZXQtNGYxYzll") != std::string::npos);
+    // A POST body goes through too.
+    r = curl({"--cacert", s.dir + "/session-ca.pem", "-x", "http://" + eg.http(), "--data-binary", "0123456789",
+              s.url("api.one.test", "/echo")});
+    CHECK(r.out == "got 10 bytes\n");
+
+    // A client that does not trust the session CA gets no answer at all.
+    r = curl({"-x", "http://" + eg.http(), s.url("api.one.test", "/hello")});
+    CHECK(r.status == 60);
+
+    CHECK(eg.stop() == 0);
+    const std::string lines = all_lines(eg);
+    CHECK(lines.find(k_secret) == std::string::npos);
+    CHECK(eg.stderr_text().find(k_secret) == std::string::npos);
+    int injected = 0, requests = 0;
+    for (const auto& l : eg.lines) {
+        if (l.value("proto", "") != "https") continue;
+        ++requests;
+        CHECK(l["decision"] == "allow");
+        CHECK(l["host"] == "api.one.test");
+        if (l.contains("credentials")) {
+            CHECK(l["credentials"] == json::array({"GH_TOKEN"}));
+            ++injected;
+        }
+    }
+    CHECK(requests == 3);
+    CHECK(injected == 2);
+    const json* tunnel = eg.find("api.one.test", "http-connect");
+    REQUIRE(tunnel);
+    CHECK((*tunnel)["intercepted"] == true);
+}
+
+TEST_CASE("egress intercept: a placeholder anywhere but Authorization on its own hosts is refused, nothing reaches the origin") {
+    Setup s;
+    Egress eg(s.args({"--credential", "GH_TOKEN@api.one.test=file:" + s.dir + "/token", "--intercept", "other.test",
+                      "--upstream-ca", s.dir + "/ca.pem", "--ca-cert-out", s.dir + "/session-ca.pem"}));
+    INFO(eg.stderr_text());
+    const std::string ph = eg.ready["credentials"][0]["placeholder"];
+    const std::string proxy = "http://" + eg.http();
+    auto tls = [&](std::vector<std::string> more) {
+        std::vector<std::string> a{"--cacert", s.dir + "/session-ca.pem", "-x", proxy, "-w", "\n%{http_code}"};
+        a.insert(a.end(), more.begin(), more.end());
+        return curl(a);
+    };
+    // The same requests without the placeholder reach the origin.
+    auto ok1 = tls({"-H", "X-Token: none", s.url("api.one.test", "/hello?t=x")});
+    auto ok2 = tls({"-H", "Authorization: Bearer none", s.url("other.test", "/hello")});
+    CHECK(http_code(ok1) == "404");  // the origin's answer: it has no /hello?t=x
+    CHECK(http_code(ok2) == "200");
+    CHECK(s.origin_log() == "GET /hello?t=x\nGET /hello\n");
+
+    struct Case {
+        std::vector<std::string> args;
+        std::string reason;
+    };
+    const std::vector<Case> cases = {
+        {{"-H", "X-Token: " + ph, s.url("api.one.test", "/hello")},
+         "the placeholder of credential GH_TOKEN in header X-Token (only Authorization carries it)"},
+        {{s.url("api.one.test", "/hello?t=" + ph)},
+         "the placeholder of credential GH_TOKEN in the request target (send it in a header)"},
+        {{"-H", "Authorization: Bearer " + ph, s.url("other.test", "/hello")},
+         "the placeholder of credential GH_TOKEN sent to other.test, a host it is not for"},
+        {{"-u", "x:" + ph, s.url("other.test", "/hello")},
+         "the placeholder of credential GH_TOKEN sent to other.test, a host it is not for"},
+    };
+    for (const auto& c : cases) {
+        auto r = tls(c.args);
+        INFO(c.reason);
+        CHECK(http_code(r) == "403");
+        auto body = json::parse(r.out.substr(0, r.out.rfind('\n')), nullptr, false);
+        CHECK(body == json{{"error", "refused by cc-egress"}, {"rule", "credential"}, {"reason", c.reason}});
+    }
+    // Plain HTTP with the placeholder: refused before anything is dialled.
+    auto plain = curl({"-x", proxy, "-w", "\n%{http_code}", "-H", "Authorization: Bearer " + ph,
+                       "http://api.one.test:" + s.port + "/hello"});
+    CHECK(http_code(plain) == "403");
+    CHECK(plain.out.find("in plain HTTP") != std::string::npos);
+    CHECK(s.origin_log() == "GET /hello?t=x\nGET /hello\n");  // nothing more arrived
+
+    CHECK(eg.stop() == 0);
+    int refused = 0;
+    for (const auto& l : eg.lines)
+        if (l.value("rule", "") == "credential") {
+            CHECK(l["decision"] == "deny");
+            ++refused;
+        }
+    CHECK(refused == 5);
+    CHECK(all_lines(eg).find(k_secret) == std::string::npos);
+}
+
+TEST_CASE("egress intercept: the upstream is verified; an untrusted or misnamed certificate is a 502 and a deny line") {
+    Setup s;
+    // third.test is on the origin's certificate; fourth.test is not.
+    Dns dns2({{"api.one.test", "127.0.0.1"}, {"fourth.test", "127.0.0.1"}});
+    {
+        // Without --upstream-ca the origin's test CA is not trusted.
+        Egress eg(s.args({"--intercept", "api.one.test"}));
+        INFO(eg.stderr_text());
+        auto r = curl({"-k", "-x", "http://" + eg.http(), s.url("api.one.test", "/hello")});
+        CHECK(r.status == 56);  // CONNECT tunnel failed
+        CHECK(r.err.find("502") != std::string::npos);
+        CHECK(eg.stop() == 0);
+        const json* l = eg.find("api.one.test", "http-connect");
+        REQUIRE(l);
+        CHECK((*l)["decision"] == "deny");
+        CHECK((*l)["rule"] == "intercept");
+        CHECK((*l)["reason"] ==
+              "upstream certificate of api.one.test not trusted: unable to get local issuer certificate");
+    }
+    {
+        Egress eg({"--no-baseline", "--allow", "*.test:*", "--allow", "127.0.0.1:*", "--dns-server", dns2.server(),
+                   "--intercept", "fourth.test", "--intercept", "api.one.test", "--upstream-ca", s.dir + "/ca.pem"});
+        INFO(eg.stderr_text());
+        auto good = curl({"-k", "-x", "http://" + eg.http(), s.url("api.one.test", "/hello")});
+        CHECK(good.out == "hello\n");
+        auto r = curl({"-k", "-x", "http://" + eg.http(), s.url("fourth.test", "/hello")});
+        CHECK(r.status == 56);
+        CHECK(eg.stop() == 0);
+        const json* l = eg.find("fourth.test", "http-connect");
+        REQUIRE(l);
+        CHECK((*l)["decision"] == "deny");
+        CHECK((*l)["reason"] == "upstream certificate of fourth.test not trusted: hostname mismatch");
+    }
+    CHECK(s.origin_log() == "GET /hello\n");  // only the good request arrived
+}
+
+TEST_CASE("egress intercept: bad options start nothing (exit 2, one line)") {
+    std::string dir = cc::test::scratch_dir();
+    spit(dir + "/open-token", "x\n", 0644);
+    spit(dir + "/ok-token", "x\n", 0600);
+    struct Case {
+        std::vector<std::string> args;
+        std::string err;
+    };
+    const std::vector<Case> cases = {
+        {{"--intercept", "*.one.test"}, "--intercept '*.one.test': takes an exact host name (no port or pattern)"},
+        {{"--intercept", "a.test:443"}, "--intercept 'a.test:443': takes an exact host name (no port or pattern)"},
+        {{"--credential", "GH_TOKEN=file:" + dir + "/ok-token"},
+         "--credential 'GH_TOKEN': expected NAME@HOST[,HOST...]=file:PATH or =fd:N"},
+        {{"--credential", "GH TOKEN@a.test=file:" + dir + "/ok-token"},
+         "--credential 'GH TOKEN@a.test': NAME must be an environment variable name"},
+        {{"--credential", "T@*.test=file:" + dir + "/ok-token"},
+         "--credential 'T@*.test': '*.test' is not a host name (exact names only, no port or pattern)"},
+        {{"--credential", "T@a.test=file:" + dir + "/open-token"},
+         "--credential 'T@a.test' file '" + dir + "/open-token': is readable by other users (chmod 600 it)"},
+        {{"--credential", "T@a.test=fd:1"}, "--credential 'T@a.test': fd:N needs a descriptor number of 3 or more"},
+        {{"--credential", "T@a.test=file:" + dir + "/ok-token", "--credential", "T@b.test=file:" + dir + "/ok-token"},
+         "--credential T: is given twice"},
+        {{"--upstream-ca", dir + "/ok-token"}, "--upstream-ca: only with --intercept or --credential"},
+        {{"--intercept", "a.test", "--upstream-ca", dir + "/ok-token"},
+         "--upstream-ca '" + dir + "/ok-token': cannot be read as PEM certificates"},
+    };
+    for (const auto& c : cases) {
+        std::vector<std::string> argv{bin("cc-egress"), "--no-baseline"};
+        argv.insert(argv.end(), c.args.begin(), c.args.end());
+        auto r = cc::test::run(argv);
+        INFO(c.err);
+        CHECK(r.status == 2);
+        CHECK(r.out.empty());
+        CHECK(r.err == "cc-egress: " + c.err + "\n");
+    }
+}
