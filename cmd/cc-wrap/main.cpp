@@ -30,6 +30,12 @@ int main(int argc, char** argv) {
         app.add_option("--egress", rq.egressReady, "use a running cc-egress: its ready line, saved as a file");
         app.add_option("--policy", rq.policyPath, "policy file for the session's own cc-egress (its network_access rule)");
         app.add_option("--approver", rq.approver, "command the session's own cc-egress asks about hosts the policy marks ask");
+        app.add_option("--intercept", rq.intercept, "the session's own cc-egress terminates TLS for this exact host (repeatable)")
+            ->allow_extra_args(false);
+        app.add_option("--credential", rq.credentials,
+                       "NAME@HOST[,HOST...]=file:PATH: the sandbox holds a placeholder in NAME, cc-egress sends the secret to HOSTS (repeatable)")
+            ->allow_extra_args(false);
+        app.add_option("--upstream-ca", rq.upstreamCa, "PEM file of more CAs the session's cc-egress trusts for intercepted hosts");
         app.add_option("--run-as", rq.runAs, "run by root: the command's host UID[:GID] (default: the working directory's owner, else 65534)");
         app.add_option("--deny-write", rq.denyWrite, "extra write-deny: a path, or a file name pattern (fails closed on Linux)");
         app.add_flag("--no-write-supervisor", rq.noWriteSupervisor,

@@ -59,7 +59,7 @@ struct Setup {
     static inline int n = 0;
     Setup() {
         ::mkdir(dir.c_str(), 0700);
-        make_origin_pki(dir, "DNS:api.one.test,DNS:other.test,DNS:third.test");
+        make_origin_pki(dir, "DNS:api.one.test,DNS:other.test,DNS:third.test,IP:127.0.0.1");
         spit(dir + "/token", k_secret + "\n", 0600);
         log = dir + "/origin.log";
         origin = std::make_unique<Origin>(
@@ -290,4 +290,50 @@ TEST_CASE("egress intercept: bad options start nothing (exit 2, one line)") {
         CHECK(r.out.empty());
         CHECK(r.err == "cc-egress: " + c.err + "\n");
     }
+}
+
+TEST_CASE("cc-wrap --credential: the command holds a placeholder, its clients reach the origin with the secret") {
+    if (cc::test::run({"bwrap", "--ro-bind", "/", "/", "--unshare-all", "true"}).status != 0)
+        CC_SKIP("bubblewrap cannot create namespaces here");
+    Setup s;
+    const std::string work = s.dir + "/work";
+    ::mkdir(work.c_str(), 0777);
+    ::chmod(work.c_str(), 0777);
+    ::chmod(s.dir.c_str(), 0755);
+    ::chmod((s.dir + "/ca.pem").c_str(), 0644);
+    spit(s.dir + "/spec.json", json{{"sessionId", "ic"}, {"workspaceId", "ws"}, {"bindMounts", {{{"hostPath", work}}}},
+                                    {"guestWorkdir", work}, {"egressAllowlist", {"127.0.0.1:*"}}}.dump());
+    const std::string url = "https://127.0.0.1:" + s.port + "/headers";
+    // The secret is a file this user reads on the host (what an agent run
+    // without the boundary could do)...
+    auto host_read = cc::test::run({"cat", s.dir + "/token"});
+    REQUIRE(host_read.status == 0);
+    CHECK(host_read.out == k_secret + "\n");
+    const std::string script =
+        "printf 'var=%s\\n' \"$GH_TOKEN\"; env | grep -c " + k_secret + "; "
+        "cat " + s.dir + "/token; "
+        "curl -sS -H \"Authorization: Bearer $GH_TOKEN\" " + url + " | grep authorization; "
+        "python3 -c 'import os, urllib.request; r = urllib.request.Request(\"" + url +
+        "\", headers={\"Authorization\": \"token \" + os.environ[\"GH_TOKEN\"]}); "
+        "print(urllib.request.urlopen(r).read().decode())' | grep authorization";
+    auto r = cc::test::run({bin("cc-wrap"), "--spec", s.dir + "/spec.json", "--credential",
+                            "GH_TOKEN@127.0.0.1=file:" + s.dir + "/token", "--upstream-ca", s.dir + "/ca.pem", "--",
+                            "sh", "-c", script});
+    INFO(r.err);
+    CHECK(r.status == 0);
+    // ...inside, only the placeholder: not in the environment, not on disk.
+    CHECK(r.out.rfind("var=cc-placeholder-", 0) == 0);
+    CHECK(r.out.find("\n0\n") != std::string::npos);  // env holds no secret
+    CHECK(r.err.find("cat: " + s.dir + "/token: No such file or directory") != std::string::npos);
+    // The origin got the secret from both clients (its /headers echoes it).
+    CHECK(r.out.find("authorization: Bearer " + k_secret + "\n") != std::string::npos);
+    CHECK(r.out.find("authorization: token " + k_secret + "\n") != std::string::npos);
+    // The bundle the clients trusted is bound in, and a secret file inside
+    // the sandbox's view is refused before anything starts.
+    spit(work + "/token", k_secret + "\n", 0600);
+    auto bad = cc::test::run({bin("cc-wrap"), "--spec", s.dir + "/spec.json", "--credential",
+                              "GH_TOKEN@127.0.0.1=file:" + work + "/token", "--", "true"});
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find("cc-wrap: --credential file '" + work + "/token': is inside the sandbox's view (" + work) !=
+          std::string::npos);
 }

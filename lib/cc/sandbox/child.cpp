@@ -134,6 +134,9 @@ Status start_egress(Egress& eg, const std::string& exe, const std::string& spec_
     if (!inbox.empty()) args.insert(args.end(), {"--fd-inbox", inbox, "--fd-inbox-once"});
     if (!eg.policy_file.empty()) args.insert(args.end(), {"--policy", eg.policy_file});
     if (!eg.approver.empty()) args.insert(args.end(), {"--approver", eg.approver});
+    for (const auto& h : eg.intercept) args.insert(args.end(), {"--intercept", h});
+    for (const auto& c : eg.credentials) args.insert(args.end(), {"--credential", c});
+    if (!eg.upstream_ca.empty()) args.insert(args.end(), {"--upstream-ca", eg.upstream_ca});
     try {
         SpawnMask mask;
         bp::child c(exe, bp::args(args), bp::posix::fd.bind(0, in[0]), bp::posix::fd.bind(1, out[1]),
@@ -216,6 +219,48 @@ Status wiring_from_ready(const json& j, EgressWiring& w, const std::string& subj
     w.inbox = str("fdInbox");
     if (w.inbox.empty() && (w.httpUnix.empty() || w.socksUnix.empty()))
         return input_error(subject, "has neither fdInbox nor httpUnix and socksUnix; nothing can reach it from inside");
+    return ok();
+}
+
+Status intercept_from_ready(const json& j, EgressWiring& w, const std::string& subject) {
+    if (!j.contains("interceptCa")) return ok();
+    const json& ca = j["interceptCa"];
+    if (!ca.is_string() || ca.get<std::string>().rfind("-----BEGIN CERTIFICATE-----", 0) != 0)
+        return input_error(subject, "interceptCa is not a PEM certificate");
+    w.caPem = ca.get<std::string>();
+    if (j.contains("credentials")) {
+        if (!j["credentials"].is_array()) return input_error(subject, "credentials is not an array");
+        for (const auto& c : j["credentials"]) {
+            if (!c.is_object() || !c.contains("name") || !c["name"].is_string() || !c.contains("placeholder") ||
+                !c["placeholder"].is_string())
+                return input_error(subject, "a credential without a name and a placeholder");
+            const std::string name = c["name"], ph = c["placeholder"];
+            if (ph.size() != 47 || ph.rfind("cc-placeholder-", 0) != 0 ||
+                ph.find_first_not_of("0123456789abcdef", 15) != std::string::npos)
+                return input_error(subject, "credential " + name + ": the placeholder is not cc-placeholder- and 32 hex digits");
+            if (name.empty() || name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+                                    std::string::npos)
+                return input_error(subject, "credential '" + name + "': not a variable name");
+            auto it = std::find_if(w.placeholders.begin(), w.placeholders.end(), [&](const auto& p) { return p.first == name; });
+            if (it != w.placeholders.end()) it->second = ph;
+            else w.placeholders.push_back({name, ph});
+        }
+    }
+    for (const auto& [name, ph] : w.placeholders)
+        if (ph.empty()) return input_error(subject, "names no placeholder for credential " + name);
+    return ok();
+}
+
+Status write_tls_bundle(const std::string& runtime_dir, const std::string& ca_pem) {
+    const std::string dir = runtime_dir + "/tls";
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return io_error(dir, "cannot create");
+    ::chmod(dir.c_str(), 0755);
+    std::string bundle;
+    if (auto sys = io::read_input("/etc/ssl/certs/ca-certificates.crt"); sys) bundle = *sys;
+    if (!bundle.empty() && bundle.back() != '\n') bundle += '\n';
+    bundle += ca_pem;
+    for (const auto& [name, text] : {std::pair{"/ca.pem", ca_pem}, std::pair{"/bundle.pem", bundle}})
+        if (auto s = io::write_file_atomic(dir + name, text, 0644); !s) return s.error();
     return ok();
 }
 

@@ -75,6 +75,45 @@ struct Resolved {
     bool wants_egress = false, own_egress = false, seatbelt = false, copy_init = false;
 };
 
+// TLS terminated by cc-egress: our own is given --intercept, --credential
+// and --upstream-ca (cc-egress reads the secrets and checks the rest); a
+// handed-in one says so in its ready line (interceptCa, credentials). Either
+// way the sandbox gets the CA bundle bound in and the placeholders, so the
+// native backend only (bubblewrap binds the bundle's directory).
+Status resolve_intercept(const WrapRequest& rq, Resolved& r, spec::Backend backend) {
+    EgressWiring& w = r.in.egress;
+    const bool asked = !rq.intercept.empty() || !rq.credentials.empty() || rq.upstreamCa;
+    if (asked) {
+        const std::string flag = !rq.intercept.empty() ? "--intercept" : !rq.credentials.empty() ? "--credential" : "--upstream-ca";
+        if (rq.egressReady)
+            return input_error(flag, "is for the cc-egress cc-wrap starts; a handed-in cc-egress (--egress) has its own");
+        if (!r.own_egress || r.seatbelt || backend != spec::Backend::native)
+            return input_error(flag, "needs the native backend with the session's own cc-egress (dispatch profile)");
+        w.intercept = rq.intercept;
+        w.credentials = rq.credentials;
+        w.upstreamCa = rq.upstreamCa.value_or("");
+        for (const auto& c : rq.credentials) {
+            // NAME@HOSTS=file:PATH; cc-egress checks the rest when it starts.
+            auto at = c.find('@'), eq = c.find('=');
+            std::string name = c.substr(0, std::min(at, eq));
+            if (at == std::string::npos || eq == std::string::npos || eq < at || c.compare(eq + 1, 5, "file:") != 0)
+                return input_error("--credential '" + name + "'", "expected NAME@HOST[,HOST...]=file:PATH");
+            std::error_code ec;
+            auto real = fs::canonical(c.substr(eq + 6), ec);
+            if (ec) return io_error("--credential '" + name + "' file '" + c.substr(eq + 6) + "'", "cannot read", ec.value());
+            w.credentialFiles.push_back(real.string());
+            w.placeholders.push_back({name, ""});
+        }
+        w.intercepting = true;
+        return ok();
+    }
+    if (w.source != EgressWiring::Source::handed || w.caPem.empty()) return ok();
+    if (r.seatbelt || backend != spec::Backend::native)
+        return input_error("--egress", "a cc-egress that terminates TLS is supported with the native backend only");
+    w.intercepting = true;
+    return ok();
+}
+
 Result<Resolved> resolve_launch(const WrapRequest& rq) {
     Resolved r;
     // 1. Input: spec, switch, backend flag, profile. Bad input: exit 2.
@@ -197,7 +236,9 @@ Result<Resolved> resolve_launch(const WrapRequest& rq) {
         auto w = r.seatbelt ? seatbelt_wiring_from_ready(*j, in.egress, *rq.egressReady)
                             : wiring_from_ready(*j, in.egress, *rq.egressReady);
         if (!w) return w.error();
+        if (auto ic = intercept_from_ready(*j, in.egress, *rq.egressReady); !ic) return ic.error();
     }
+    if (auto s = resolve_intercept(rq, r, choice->backend); !s) return s.error();
     if (r.own_egress && !rq.print && !rq.printSeatbelt) {
         r.egress_exe = find_egress();
         if (!r.egress_exe)
@@ -237,7 +278,21 @@ int execute_plan(Resolved& r, Result<Plan>& plan, RuntimeDir& rt, const WrapRequ
             egress.policy_file = in.egress.policy;
         }
         egress.approver = in.egress.approver;
+        egress.intercept = in.egress.intercept;
+        egress.credentials = in.egress.credentials;
+        egress.upstream_ca = in.egress.upstreamCa;
         if (auto s = start_egress(egress, egress.exe, egress.spec_file, egress.inbox); !s) return fail(s.error());
+        if (in.egress.intercepting) {
+            // The session CA and the placeholders come in its ready line:
+            // read before the sandbox starts, the plan made again with the
+            // placeholders (nothing has run under the first plan).
+            auto ready = read_egress_ready(egress, 10000);
+            if (!ready) return fail(ready.error());
+            if (auto s = intercept_from_ready(*ready, in.egress, "cc-egress ready line"); !s) return fail(s.error());
+            if (in.egress.caPem.empty()) return fail(unavailable_error("cc-egress", "ready line has no interceptCa"));
+            plan = build_plan(in, *real_paths(in.identity.uid, in.identity.gid));
+            if (!plan) return fail(plan.error());
+        }
         if (r.seatbelt) {
             // Its ports are the kernel's choice, known from its ready line:
             // the plan is made again with them (same runtime directory), so
@@ -250,6 +305,8 @@ int execute_plan(Resolved& r, Result<Plan>& plan, RuntimeDir& rt, const WrapRequ
             if (!plan) return fail(plan.error());
         }
     }
+    if (plan->proxy.intercept)
+        if (auto s = write_tls_bundle(rt.path, in.egress.caPem); !s) return fail(s.error());
     if (plan->backend != spec::Backend::none && plan->seatbelt.empty())
         if (auto s = make_masks(*plan); !s) return fail(s.error());
     if (plan->vm) {

@@ -92,6 +92,11 @@ void read_to_eof(int fd, Fn&& feed) {
 struct Egress {
     std::string exe, spec_file, inbox;  // how it was started (a restart starts it the same way)
     std::string policy_file, approver;  // its --policy and --approver (empty: none)
+    // --intercept, --credential, --upstream-ca: it holds the session CA and
+    // the secrets, so it is not started again if it dies (a new one would
+    // have another CA and other placeholders).
+    std::vector<std::string> intercept, credentials;
+    std::string upstream_ca;
     pid_t pid = -1;
     int stdin_w = -1;
     int stdout_r = -1;
@@ -161,6 +166,12 @@ Result<nlohmann::json> read_egress_ready(Egress& eg, int ms);
 Status write_private(const std::string& path, const std::string& text);
 // Fills the wiring from a ready object (our own cc-egress, or --egress FILE).
 Status wiring_from_ready(const nlohmann::json& j, EgressWiring& w, const std::string& subject);
+// A cc-egress that terminates TLS: its CA (interceptCa) and the credentials'
+// placeholders into `w`; a ready line without interceptCa leaves it alone.
+Status intercept_from_ready(const nlohmann::json& j, EgressWiring& w, const std::string& subject);
+// The session CA for the sandbox, in DIR/tls (bound at guest_tls_dir):
+// ca.pem, and bundle.pem with the system's roots before it.
+Status write_tls_bundle(const std::string& runtime_dir, const std::string& ca_pem);
 
 // Children are started with vfork(2) (bp::posix::use_vfork): the child borrows
 // cc-wrap's memory until it execs, so neither page tables are copied nor every

@@ -121,6 +121,13 @@ auto Builder::proxy_wiring() -> void {
             add(MountOp::ro_bind, in.egress.httpUnix, std::string(guest_egress_dir) + "/http.sock", "cc-egress HTTP proxy socket");
             add(MountOp::ro_bind, in.egress.socksUnix, std::string(guest_egress_dir) + "/socks.sock", "cc-egress SOCKS5 proxy socket");
         }
+        if (in.egress.intercepting) {
+            // Written when cc-egress's ready line is read, before the command
+            // starts; the CA's key never leaves cc-egress.
+            p.intercept = true;
+            add(MountOp::ro_bind, in.runtimeDir + "/tls", guest_tls_dir,
+                "the session CA of cc-egress (it terminates TLS for some hosts): ca.pem, and bundle.pem with the system's roots");
+        }
 }
 
 auto Builder::environment() -> void {
@@ -153,6 +160,17 @@ auto Builder::environment() -> void {
             plan.env["ALL_PROXY"] = plan.env["all_proxy"] = "socks5h://" + socks;
             // git runs GIT_SSH_COMMAND through the shell; OpenBSD nc speaks SOCKS5.
             plan.env["GIT_SSH_COMMAND"] = "ssh -o ProxyCommand='nc -X 5 -x " + socks + " %h %p'";
+        }
+        if (plan.proxy.intercept) {
+            // What OpenSSL, Python, curl and git read; Node adds its extra
+            // CAs to its own roots.
+            const std::string bundle = std::string(guest_tls_dir) + "/bundle.pem";
+            for (const char* k : {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"})
+                plan.env[k] = bundle;
+            plan.env["NODE_EXTRA_CA_CERTS"] = std::string(guest_tls_dir) + "/ca.pem";
+            // The placeholders stand for the credentials cc-egress holds.
+            for (const auto& [name, ph] : in.egress.placeholders)
+                plan.env[name] = ph.empty() ? "(the placeholder from cc-egress's ready line)" : ph;
         }
 }
 
@@ -433,6 +451,16 @@ auto Builder::build() -> Result<Plan> {
                     "create them (empty files do), or bind those directories read-only");
         }
         proxy_wiring();
+        // A credential's file stays outside what the sandbox sees: under no
+        // bind (its own copy would be the secret the placeholder stands for).
+        for (const auto& f : in.egress.credentialFiles)
+            for (const auto& m : plan.mounts) {
+                if (m.src.empty() || m.op == MountOp::symlink) continue;
+                if (f == m.src || (f.size() > m.src.size() && f.compare(0, m.src.size(), m.src) == 0 &&
+                                   (m.src == "/" || f[m.src.size()] == '/')))
+                    return input_error("--credential file '" + f + "'",
+                                       "is inside the sandbox's view (" + m.dest + ", " + m.why + "): keep secrets outside every bind");
+            }
         // Later mounts over a path win, so parents first; same depth keeps order.
         auto by_depth = [](const Mount& x, const Mount& y) { return depth(x.dest) < depth(y.dest); };
         std::stable_sort(plan.mounts.begin(), plan.mounts.end(), by_depth);
@@ -580,6 +608,7 @@ nlohmann::json to_json(const Plan& p) {
     if (!p.proxy.inbox.empty()) j["proxy"]["inbox"] = p.proxy.inbox;
     if (!p.proxy.policy.empty()) j["proxy"]["policy"] = p.proxy.policy;
     if (!p.proxy.approver.empty()) j["proxy"]["approver"] = p.proxy.approver;
+    if (p.proxy.intercept) j["proxy"]["intercept"] = true;
     if (p.vm) j["microvm"] = to_json(*p.vm);
     return j;
 }

@@ -48,6 +48,17 @@ struct EgressWiring {
     // (empty: the default policy) and the approver command (empty: none, so
     // a host the policy marks ask is denied).
     std::string policy, approver;
+    // TLS that cc-egress terminates for some hosts (its --intercept and
+    // --credential). Our own cc-egress gets intercept, credentials and
+    // upstreamCa; the sandbox gets the session CA (a bundle with the
+    // system's roots) and each credential's placeholder, from the ready line
+    // (own: read before the sandbox starts; handed: its --egress file).
+    std::vector<std::string> intercept, credentials;
+    std::vector<std::string> credentialFiles;  // host paths of the secrets: never visible inside
+    std::string upstreamCa;
+    bool intercepting = false;
+    std::string caPem;  // "" until the ready line is read
+    std::vector<std::pair<std::string, std::string>> placeholders;  // NAME, placeholder ("" until read)
 };
 
 // Who the command is on the host. It is never uid 0 of the host: run by
@@ -129,6 +140,9 @@ struct ProxyWiring {
     std::string inbox;                      // fd-handover: cc-egress's inbox (host path, never bound inside)
     std::string policy, approver;           // own cc-egress: its --policy (runtime copy) and --approver
     std::string why;
+    // cc-egress terminates TLS for some hosts: the session CA is in
+    // guest_tls_dir (ca.pem, and bundle.pem with the system's roots).
+    bool intercept = false;
 };
 
 struct Plan {
@@ -184,6 +198,7 @@ inline constexpr int write_sock_fd = 7;
 // Paths used inside the sandbox.
 inline constexpr const char* guest_init = "/run/cc/init";
 inline constexpr const char* guest_egress_dir = "/run/cc/egress";
+inline constexpr const char* guest_tls_dir = "/run/cc/tls";
 
 Result<Plan> build_plan(const PlanInput& in, const HostPaths& host);
 // Backend microvm (microvm_plan.cpp); build_plan() calls it.

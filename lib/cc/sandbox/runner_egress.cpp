@@ -196,7 +196,10 @@ void Runner::egress_died() {
     std::string how = !st ? "exited" : WIFSIGNALED(*st) ? "killed by signal " + std::to_string(WTERMSIG(*st))
                                                        : "exited with status " + std::to_string(WEXITSTATUS(*st));
     ++egress_restarts_;
-    const bool retry = egress_restarts_ <= k_egress_restarts && spare_http_ && spare_socks_;
+    // One that holds the session CA and the credentials is not started
+    // again: another would have another CA and other placeholders.
+    const bool holds_tls = !eg_->intercept.empty() || !eg_->credentials.empty();
+    const bool retry = egress_restarts_ <= k_egress_restarts && spare_http_ && spare_socks_ && !holds_tls;
     json e = {{"state", "exited"}, {"how", how}, {"restart", retry ? egress_restarts_ : 0}};
     if (rq_.events) emit(ev_.line("egress", e));
     else log("the session's cc-egress " + how + (retry ? "; starting it again" : ""));
