@@ -337,3 +337,135 @@ TEST_CASE("cc-wrap --credential: the command holds a placeholder, its clients re
     CHECK(bad.err.find("cc-wrap: --credential file '" + work + "/token': is inside the sandbox's view (" + work) !=
           std::string::npos);
 }
+
+namespace {
+
+// An origin posing as GitHub (api.github.com and github.com) for the request
+// rules, its test CA trusted through --upstream-ca.
+struct GitHub {
+    Setup s;
+    std::unique_ptr<Origin> gh;
+    std::unique_ptr<Dns> dns;
+    std::string port, log;
+    GitHub() {
+        ::mkdir((s.dir + "/gh").c_str(), 0755);
+        make_origin_pki(s.dir + "/gh", "DNS:api.github.com,DNS:github.com");
+        log = s.dir + "/gh.log";
+        gh = std::make_unique<Origin>(
+            "0", std::map<std::string, std::string>{{"ORIGIN_TLS_CERT", s.dir + "/gh/origin.pem"},
+                                                    {"ORIGIN_TLS_KEY", s.dir + "/gh/origin.key"},
+                                                    {"ORIGIN_LOG", log}});
+        REQUIRE(gh->port != 0);
+        port = std::to_string(gh->port);
+        dns = std::make_unique<Dns>(std::map<std::string, std::string>{{"api.github.com", "127.0.0.1"},
+                                                                        {"github.com", "127.0.0.1"}});
+    }
+    std::vector<std::string> args(std::vector<std::string> more) const {
+        std::vector<std::string> a{"--no-baseline", "--allow", "*.github.com:*", "--allow", "github.com:*", "--allow",
+                                   "127.0.0.1:*", "--dns-server", dns->server(), "--intercept", "api.github.com",
+                                   "--intercept", "github.com", "--upstream-ca", s.dir + "/gh/ca.pem",
+                                   "--ca-cert-out", s.dir + "/session-ca.pem"};
+        a.insert(a.end(), more.begin(), more.end());
+        return a;
+    }
+    cc::test::RunResult req(const Egress& eg, const std::string& method, const std::string& host, const std::string& path,
+                            const std::string& body = "") const {
+        std::vector<std::string> a{"--cacert", s.dir + "/session-ca.pem", "-x", "http://" + eg.http(), "-X", method,
+                                   "-w", "\n%{http_code}", "https://" + host + ":" + port + path};
+        if (!body.empty()) a.insert(a.end(), {"--data-binary", body});
+        return curl(a);
+    }
+    std::string seen() const { return slurp(log); }
+};
+
+std::string refusal_rule(const cc::test::RunResult& r) {
+    auto j = json::parse(r.out.substr(0, r.out.rfind('\n')), nullptr, false);
+    return j.is_object() ? j.value("rule", std::string("?")) : "not json: " + r.out;
+}
+
+}  // namespace
+
+TEST_CASE("egress intercept: merges, reviews and pushes are judged at the request, whichever client sends them") {
+    GitHub g;
+    std::string dir = g.s.dir;
+    // Chat mode, the default policy: merging is ask, and with no approver ask is deny.
+    Egress eg(g.args({}));
+    INFO(eg.stderr_text());
+    REQUIRE(eg.ready.contains("interceptCa"));
+    // Reads go through (they reach the origin, which has no such page: 404).
+    auto r = g.req(eg, "GET", "api.github.com", "/repos/o/r/pulls/7");
+    CHECK(http_code(r) == "404");
+    auto merge = g.req(eg, "PUT", "api.github.com", "/repos/o/r/pulls/7/merge");
+    CHECK(http_code(merge) == "403");
+    CHECK(refusal_rule(merge) == "requests.json rules[5] (publish_review_or_merge)");
+    // The same merge spelt another way.
+    auto sly = g.req(eg, "PUT", "api.github.com", "/repos/o/r/pulls/7/x/..//MERGE");
+    CHECK(http_code(sly) == "403");
+    auto gql = g.req(eg, "POST", "api.github.com", "/graphql",
+                     R"({"query":"mutation { m: mergePullRequest(input:{pullRequestId:\"1\"}) { clientMutationId } }"})");
+    CHECK(http_code(gql) == "403");
+    CHECK(refusal_rule(gql) == "requests.json rules[15] (publish_review_or_merge)");
+    auto query = g.req(eg, "POST", "api.github.com", "/graphql", R"({"query":"query { viewer { login } }"})");
+    CHECK(http_code(query) == "200");  // the origin answers a POST: "got N bytes"
+    CHECK(query.out.rfind("got 38 bytes", 0) == 0);
+    // git push over HTTPS: refused whatever the policy; fetch goes through.
+    auto push = g.req(eg, "GET", "github.com", "/o/r.git/info/refs?service=git-receive-pack");
+    CHECK(http_code(push) == "403");
+    CHECK(refusal_rule(push) == "requests.json rules[0] (push)");
+    auto fetch = g.req(eg, "GET", "github.com", "/o/r.git/info/refs?service=git-upload-pack");
+    CHECK(http_code(fetch) == "404");
+    CHECK(eg.stop() == 0);
+    // Only what was let through reached the origin.
+    CHECK(g.seen() == "GET /repos/o/r/pulls/7\nPOST /graphql\nGET /o/r.git/info/refs?service=git-upload-pack\n");
+    int refused = 0;
+    for (const auto& l : eg.lines)
+        if (l.value("proto", "") == "https" && l.value("decision", "") == "deny") {
+            CHECK(l.contains("action"));
+            ++refused;
+        }
+    CHECK(refused == 4);
+}
+
+TEST_CASE("egress intercept: the policy decides the request's class; an approver answers its asks; read-only modes only read") {
+    GitHub g;
+    std::string dir = g.s.dir;
+    {
+        // A policy that allows merging: the merge reaches the origin.
+        spit(dir + "/allow-merge.json",
+             R"({"version": 1, "rules": [{"action": "publish_review_or_merge", "decision": "allow"}]})");
+        Egress eg(g.args({"--policy", dir + "/allow-merge.json"}));
+        auto merge = g.req(eg, "PUT", "api.github.com", "/repos/o/r/pulls/7/merge");
+        CHECK(http_code(merge) == "501");  // the origin's: it has no PUT
+        CHECK(eg.stop() == 0);
+        CHECK(g.seen() == "PUT /repos/o/r/pulls/7/merge\n");
+    }
+    {
+        // Ask, with an approver that allows and writes down what it was asked.
+        spit(dir + "/approver.sh", "#!/bin/sh\ncat >> " + dir + "/asked.jsonl\necho allow\n", 0755);
+        Egress eg(g.args({"--approver", dir + "/approver.sh"}));
+        auto merge = g.req(eg, "PUT", "api.github.com", "/repos/o/r/pulls/8/merge");
+        CHECK(http_code(merge) == "501");
+        CHECK(eg.stop() == 0);
+        auto q = json::parse(slurp(dir + "/asked.jsonl"), nullptr, false);
+        REQUIRE(q.is_object());
+        CHECK(q["action"] == "publish_review_or_merge");
+        CHECK(q["method"] == "PUT");
+        CHECK(q["path"] == "/repos/o/r/pulls/8/merge");
+        CHECK(q["host"] == "api.github.com");
+    }
+    {
+        // Plan mode (the network allowed to it by the policy): reads only.
+        spit(dir + "/plan.json", R"({"sessionId": "p", "workspaceId": "w", "mode": "plan"})");
+        spit(dir + "/plan-net.json",
+             R"({"version": 1, "rules": [{"action": "network_access", "modes": ["plan"], "decision": "allow"}]})");
+        Egress eg(g.args({"--spec", dir + "/plan.json", "--policy", dir + "/plan-net.json"}));
+        INFO(eg.stderr_text());
+        auto get = g.req(eg, "GET", "api.github.com", "/repos/o/r");
+        CHECK(http_code(get) == "404");
+        auto post = g.req(eg, "POST", "api.github.com", "/graphql", R"({"query":"query { viewer { login } }"})");
+        CHECK(http_code(post) == "403");
+        CHECK(refusal_rule(post) == "read-only mode");
+        CHECK(eg.stop() == 0);
+    }
+    CHECK(g.seen() == "PUT /repos/o/r/pulls/7/merge\nPUT /repos/o/r/pulls/8/merge\nGET /repos/o/r\n");
+}

@@ -4,6 +4,7 @@
 
 #include "cc/net/credentials.hpp"
 #include "cc/net/host.hpp"
+#include "cc/net/request_rules.hpp"
 #include "cc/net/session_ca.hpp"
 #include "cc/net/rules.hpp"
 #include "cc/net/wire.hpp"
@@ -470,4 +471,43 @@ TEST_CASE("session CA: mints only for the hosts it was made for, each leaf once"
     REQUIRE_FALSE(other);
     CHECK(other.error().one_line() == "github.com: is not a host this session intercepts");
     CHECK_FALSE(SessionCa::create({}));
+}
+
+TEST_CASE("request rules: paths read as a server would, one way only, and examples checked at load") {
+    CHECK(normal_path("/a/./b//c/../d?x=1") == "/a/b/d");
+    CHECK(normal_path("/repos/%6F/r") == "/repos/o/r");
+    CHECK(normal_path("/@scope%2fpkg") == "/@scope%2Fpkg");
+    CHECK(normal_path("/a%40b") == "/a%40b");
+    CHECK(normal_path("*") == "*");
+    CHECK_FALSE(normal_path("/.."));       // above the root
+    CHECK_FALSE(normal_path("/a%00b"));    // an encoded NUL
+    CHECK_FALSE(normal_path("/a%2"));      // a broken escape
+    CHECK_FALSE(normal_path("/a%25"));     // an encoded '%': decoded twice, it could be anything
+    CHECK_FALSE(normal_path("relative"));
+    CHECK(query_of("/x?service=git%2Dreceive-pack#f") == "service=git-receive-pack");
+
+    const std::string ok = R"({"version": 1, "rules": [{"hosts": ["api.github.com"], "methods": ["PUT"],
+        "path": "/repos/*/*/pulls/*/merge", "action": "publish_review_or_merge", "why": "merge",
+        "examples": {"match": ["PUT api.github.com/repos/o/r/pulls/1/merge"], "notMatch": ["PUT api.github.com/repos/o/r/pulls/1"]}}]})";
+    auto rr = parse_request_rules(ok, "t.json");
+    REQUIRE(rr);
+    auto c = classify_request(*rr, "api.github.com", "PUT", "/repos/o/r/pulls/9/merge/");
+    REQUIRE(c);
+    CHECK(c->action == "publish_review_or_merge");
+    CHECK(c->rule == "t.json rules[0]");
+    CHECK_FALSE(classify_request(*rr, "github.com", "PUT", "/repos/o/r/pulls/9/merge"));
+    CHECK(classify_request(*rr, "api.github.com", "PUT", "/repos/o/r/pulls/9%2Fmerge"));  // read with '/' too
+
+    auto bad = parse_request_rules(std::string(ok).replace(ok.find("pulls/1/merge"), 13, "pulls/1/close"), "t.json");
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().one_line() ==
+          "t.json: rules[0]: example 'PUT api.github.com/repos/o/r/pulls/1/close' does not match the rule");
+    auto unknown = parse_request_rules(std::string(ok).replace(ok.find("publish_review_or_merge"), 23, "merge_things"), "t.json");
+    REQUIRE_FALSE(unknown);
+    CHECK(unknown.error().one_line() == "t.json: rules[0]: unknown action 'merge_things'");
+    // The shipped file loads (its examples hold).
+    auto shipped = load_request_rules();
+    INFO((shipped ? std::string() : shipped.error().one_line()));
+    REQUIRE(shipped);
+    CHECK(shipped->rules.size() >= 20);
 }

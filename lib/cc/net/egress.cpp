@@ -77,6 +77,8 @@ Result<Plan> make_plan(const EgressOptions& o) {
     if (!rules) return rules.error();
     plan.rules = std::move(*rules);
     plan.rules.host_own = host_addresses();
+    plan.policy = std::move(pol);
+    plan.mode = mode;
     return plan;
 }
 
@@ -456,6 +458,13 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     cfg.credentials = std::move(credentials);
     cfg.upstream_ca = o.upstream_ca;
     cfg.ca_cert_out = o.ca_cert_out;
+    cfg.mode = plan->mode;
+    cfg.policy = std::make_shared<policy::Policy>(plan->policy);
+    if (!cfg.intercept.empty() || !cfg.credentials.empty()) {
+        auto rr = load_request_rules();
+        if (!rr) return rr.error();
+        cfg.request_rules = std::make_shared<RequestRules>(std::move(*rr));
+    }
     cfg.ready = {{"sessionId", plan->session_id},
                  {"network", plan->network ? "on" : "off"},
                  {"networkRule", plan->network_rule},

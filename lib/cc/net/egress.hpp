@@ -67,6 +67,8 @@ struct Plan {
     policy::Verdict network_verdict;
     nlohmann::json network_rule;  // {"decision","source","reason"} from lib/cc/policy, plus what set it
     std::string policy_source;    // the policy file read (--policy or the operator's), or "built-in"
+    policy::Policy policy;        // as read: requests to intercepted hosts are decided with it too
+    policy::Mode mode = policy::Mode::chat;
     nlohmann::json to_json() const;
 };
 

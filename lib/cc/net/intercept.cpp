@@ -10,6 +10,7 @@
 
 #include "cc/core/json_writer.hpp"
 #include "cc/net/relay.hpp"
+#include "cc/net/request_rules.hpp"
 #include "cc/net/wire.hpp"
 
 namespace cc::net::detail {
@@ -119,6 +120,33 @@ awaitable<void> tls_body(From& from, std::string& buf, To& to, const http::Frami
         }
         if (scan.done()) co_return;
         if (co_await tls_read(from, buf) == 0) throw std::runtime_error("chunked body cut short");
+    }
+}
+
+// The whole payload of a request body (chunked framing removed), when a
+// rule must read it; false when it is larger than `cap`.
+template <class S>
+awaitable<bool> tls_payload(S& s, std::string& buf, const http::Framing& f, std::string& out, std::size_t cap) {
+    using http::BodyKind;
+    if (f.kind == BodyKind::none) co_return true;
+    if (f.kind == BodyKind::length) {
+        if (f.length > cap) co_return false;
+        const auto want = static_cast<std::size_t>(f.length);
+        while (buf.size() < want)
+            if (co_await tls_read(s, buf) == 0) throw std::runtime_error("body cut short");
+        out = buf.substr(0, want);
+        buf.erase(0, want);
+        co_return true;
+    }
+    if (f.kind != BodyKind::chunked) co_return false;
+    http::ChunkedScanner scan;
+    while (true) {
+        std::size_t n = scan.feed(buf, &out);
+        if (scan.failed()) throw std::runtime_error(std::string("malformed chunked body: ") + scan.error());
+        buf.erase(0, n);
+        if (out.size() > cap) co_return false;
+        if (scan.done()) co_return true;
+        if (co_await tls_read(s, buf) == 0) throw std::runtime_error("chunked body cut short");
     }
 }
 
@@ -287,6 +315,47 @@ awaitable<void> serve_intercepted(Server& srv, std::shared_ptr<Conn> c, const Ta
             }
             auto framing = answer.empty() ? http::request_framing(*h) : Result<http::Framing>(http::Framing{});
             if (answer.empty() && !framing) answer = refuse(400, "malformed", framing.error().one_line());
+            // What the request does, judged like every other action: the
+            // mode first, then the request rules and the policy.
+            std::string payload;
+            bool buffered = false;
+            if (answer.empty()) {
+                const std::string& m = h->method;
+                const std::string mode(policy::to_string(srv.cfg.mode));
+                auto np = normal_path(h->target);
+                if (!np) {
+                    answer = refuse(400, "malformed", "a request path that cannot be read one way only");
+                } else if (policy::is_read_only(srv.cfg.mode) && m != "GET" && m != "HEAD" && m != "OPTIONS") {
+                    answer = refuse(403, "read-only mode",
+                                    m + " to " + t.host + " in " + mode + " mode: only GET, HEAD and OPTIONS reach an intercepted host");
+                } else if (srv.cfg.request_rules) {
+                    const RequestRules& rr = *srv.cfg.request_rules;
+                    if (needs_body(rr, t.host, m, h->target)) {
+                        buffered = true;
+                        if (http::has_token(h->headers, "expect", "100-continue") && framing->kind != http::BodyKind::none)
+                            co_await tls_write(cs, "HTTP/1.1 100 Continue\r\n\r\n");
+                        if (!co_await tls_payload(cs, buf, *framing, payload, 1u << 20))
+                            answer = refuse(413, "malformed", "a request body a rule must read is larger than 1 MiB");
+                    }
+                    auto cls = answer.empty() ? classify_request(rr, t.host, m, h->target, buffered ? &payload : nullptr)
+                                              : std::nullopt;
+                    if (cls) {
+                        req.j["action"] = cls->action;
+                        const std::string rule = cls->rule + " (" + cls->action + ")";
+                        policy::Verdict v = cls->decision ? policy::Verdict{*cls->decision, cls->why, cls->rule}
+                                                          : policy::decide(*srv.cfg.policy, {cls->action, srv.cfg.mode, std::nullopt});
+                        if (v.decision == policy::Decision::ask) {
+                            json q = {{"action", cls->action}, {"mode", mode}, {"host", t.host}, {"method", m},
+                                      {"path", *np}, {"reason", cls->why}, {"client", client}};
+                            AskOutcome o = co_await ask_request(srv, cls->action + " " + m + " " + t.host + *np, std::move(q));
+                            req.j["ask"] = o.allow ? "allow" : "deny";
+                            if (!o.allow) answer = refuse(403, rule, cls->why + ": " + o.reason);
+                        } else if (v.decision == policy::Decision::deny) {
+                            answer = refuse(403, rule, cls->why + ": " + (cls->decision ? std::string("refused here") : v.reason));
+                        }
+                    }
+                }
+            }
             if (!answer.empty()) {
                 co_await tls_write(cs, answer);
                 break;
@@ -298,10 +367,23 @@ awaitable<void> serve_intercepted(Server& srv, std::shared_ptr<Conn> c, const Ta
             uri.authority = t.port == 443 ? t.host : t.host + ":" + std::to_string(t.port);
             uri.origin_form = h->target;
             const bool client_close = http::has_token(h->headers, "connection", "close") || h->version == "HTTP/1.0";
-            std::string up_head = http::upstream_request_head(*h, uri, *framing);
+            // Expect: 100-continue is answered here (the upstream's own 100
+            // would be an interim answer this loop does not relay).
+            const bool expect = http::has_token(h->headers, "expect", "100-continue");
+            std::erase_if(h->headers, [](const http::Header& x) { return cc::http::equal_ci(x.name, "expect"); });
+            // A body read whole goes on as it was read, with its length.
+            const http::Framing sent = buffered && framing->kind != http::BodyKind::none
+                                           ? http::Framing{http::BodyKind::length, payload.size()} : *framing;
+            std::string up_head = http::upstream_request_head(*h, uri, sent);
             co_await tls_write(up->tls, up_head);
             c->up += up_head.size();
-            co_await tls_body(cs, buf, up->tls, *framing, c->up);
+            if (buffered) {
+                co_await tls_write(up->tls, payload);
+                c->up += payload.size();
+            } else {
+                if (expect && framing->kind != http::BodyKind::none) co_await tls_write(cs, "HTTP/1.1 100 Continue\r\n\r\n");
+                co_await tls_body(cs, buf, up->tls, *framing, c->up);
+            }
             // The response; interim ones are hop-local, upgrades not carried.
             http::ResponseHead resp;
             while (true) {

@@ -85,6 +85,10 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
         auto ic = Interceptor::create(cfg);
         if (!ic) return ic.error();
         sh.interceptor = std::move(*ic);
+        if (!cfg.approver.argv.empty())
+            sh.request_asker = std::make_unique<Asker>(
+                cfg.approver, policy::Verdict{policy::Decision::ask, "a request to an intercepted host", "request rules"},
+                [&srv](const std::string& l) { srv.log(l); });
         if (cfg.ca_cert_out)
             if (auto w = io::write_file_atomic(*cfg.ca_cert_out, sh.interceptor->ca_pem(), 0644); !w) return w.error();
     }

@@ -22,6 +22,7 @@
 
 #include "cc/core/result.hpp"
 #include "cc/net/credentials.hpp"
+#include "cc/net/request_rules.hpp"
 #include "cc/net/resolver.hpp"
 #include "cc/net/rules.hpp"
 #include "cc/policy/approver.hpp"
@@ -72,6 +73,12 @@ struct ProxyConfig {
     std::vector<Credential> credentials;
     std::optional<std::string> upstream_ca;
     std::optional<std::string> ca_cert_out;  // the CA's certificate written here (0644) before listening
+    // Requests on intercepted hosts: their action classes (request_rules.hpp),
+    // decided by `policy` in `mode` like every other rule; read-only modes
+    // let only GET, HEAD and OPTIONS through.
+    std::shared_ptr<const RequestRules> request_rules;
+    std::shared_ptr<const policy::Policy> policy;
+    policy::Mode mode = policy::Mode::chat;
     // OpenMetrics text page on this Unix socket (never TCP).
     std::optional<std::string> metrics_socket;
     // Called once, listening, with the ready event (listen addresses filled in).

@@ -34,10 +34,11 @@ void Shared::stop_all() {
         r = std::move(resolver);
     }
     // Destroying the asker kills running approvers; their waiters get deny.
-    std::unique_ptr<Asker> a;
+    std::unique_ptr<Asker> a, b;
     {
         std::lock_guard<std::mutex> lock(asker_mu);
         a = std::move(asker);
+        b = std::move(request_asker);
     }
 }
 
@@ -157,22 +158,27 @@ void Server::run() noexcept {
 }
 
 template <typename Token>
-auto async_ask(Server& s, std::string key, json question, Token&& token) {
+auto async_ask(Server& s, std::string key, json question, Token&& token, std::unique_ptr<Asker> Shared::*which = &Shared::asker) {
     return asio::async_initiate<Token, void(AskOutcome)>(
-        [&s](auto handler, std::string k, json q) {
+        [&s, which](auto handler, std::string k, json q) {
             auto work = asio::make_work_guard(s.io);
             auto h = std::make_shared<decltype(handler)>(std::move(handler));
             std::lock_guard<std::mutex> lock(s.sh.asker_mu);
-            if (!s.sh.asker) {
-                asio::post(s.io, [h] { (*h)(AskOutcome{false, "cc-egress is stopping", false}); });
+            auto& asker = s.sh.*which;
+            if (!asker) {
+                asio::post(s.io, [h] { (*h)(AskOutcome{false, "ask without approver", false}); });
                 return;
             }
             // The answer comes on the asker's thread (or here, when cached): back to this loop.
-            s.sh.asker->ask(k, std::move(q), [&s, h, work](const AskOutcome& o) mutable {
+            asker->ask(k, std::move(q), [&s, h, work](const AskOutcome& o) mutable {
                 asio::post(s.io, [h, o, work]() mutable { (*h)(o); });
             });
         },
         token, std::move(key), std::move(question));
+}
+
+awaitable<AskOutcome> ask_request(Server& srv, std::string key, json question) {
+    co_return co_await async_ask(srv, std::move(key), std::move(question), use_awaitable, &Shared::request_asker);
 }
 
 template <typename Token>

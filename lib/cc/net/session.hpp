@@ -152,6 +152,9 @@ struct Shared {
     std::unique_ptr<Asker> asker;  // with cfg.ask; reset on stop (waiters get deny)
     // With hosts to intercept (intercept.hpp): the session CA and TLS contexts.
     std::shared_ptr<Interceptor> interceptor;
+    // Requests on intercepted hosts whose action the policy marks ask, put
+    // to the same --approver (under asker_mu too); none: ask is deny.
+    std::unique_ptr<Asker> request_asker;
 
     explicit Shared(const ProxyConfig& c) : cfg(c) {}
     void stop_all();
@@ -333,6 +336,9 @@ struct Vetting {
 // addresses passed, is put to the approver (once per host:port) and `rec`
 // says how it was answered.
 awaitable<Vetting> vet(Server& srv, const Target& t, Record& rec);
+// A request's question to the request asker (an outcome of deny when there
+// is none); `key` names what is asked, answers are kept for the session.
+awaitable<AskOutcome> ask_request(Server& srv, std::string key, json question);
 // The approver's key for a target: "host:port" ("[v6]:port" for a literal).
 std::string ask_key(const std::string& host, std::uint16_t port, bool v6_literal);
 
