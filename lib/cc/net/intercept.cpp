@@ -17,6 +17,11 @@ namespace cc::net::detail {
 
 namespace {
 
+// TLS 1.3 suites, AES-128-GCM first: every byte of an intercepted
+// connection is decrypted and encrypted again here, and it is the cheapest
+// of the three with AES instructions (about 15% below AES-256-GCM).
+constexpr const char* k_suites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+
 // ALPN: HTTP/1.1 is what this proxy reads; a client offering only h2 gets
 // no protocol and speaks HTTP/1.1 (RFC 7301 3.2 lets it).
 int select_http11(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned inlen,
@@ -93,16 +98,30 @@ awaitable<void> tls_body(From& from, std::string& buf, To& to, const http::Frami
     if (f.kind == BodyKind::none) co_return;
     if (f.kind == BodyKind::length || f.kind == BodyKind::until_close) {
         std::uint64_t want = f.kind == BodyKind::length ? f.length : unlimited;
-        while (want > 0) {
-            if (buf.empty() && co_await tls_read(from, buf) == 0) {
-                if (want == unlimited) co_return;
-                throw std::runtime_error("body cut short");
-            }
+        // What was read with the head first, then straight through one
+        // buffer (no string growth per read).
+        if (!buf.empty()) {
             std::size_t now = static_cast<std::size_t>(std::min<std::uint64_t>(want, buf.size()));
             co_await tls_write(to, std::string_view(buf).substr(0, now));
             count += now;
             buf.erase(0, now);
             if (want != unlimited) want -= now;
+        }
+        std::vector<char> chunk(read_chunk);
+        while (want > 0) {
+            std::size_t room = static_cast<std::size_t>(std::min<std::uint64_t>(want, chunk.size()));
+            ErrorCode ec;
+            std::size_t n = co_await from.async_read_some(asio::buffer(chunk.data(), room),
+                                                          asio::redirect_error(use_awaitable, ec));
+            if (n == 0 || ec) {
+                if (ec && ec != asio::error::eof && ec != ssl::error::stream_truncated)
+                    throw boost::system::system_error(ec);
+                if (want == unlimited) co_return;
+                throw std::runtime_error("body cut short");
+            }
+            co_await tls_write(to, std::string_view(chunk.data(), n));
+            count += n;
+            if (want != unlimited) want -= n;
         }
         co_return;
     }
@@ -198,6 +217,7 @@ Result<std::shared_ptr<Interceptor>> Interceptor::create(const ProxyConfig& cfg)
         ic->client_ = std::make_unique<ssl::context>(ssl::context::tls_client);
         SSL_CTX* x = ic->client_->native_handle();
         SSL_CTX_set_min_proto_version(x, TLS1_2_VERSION);
+        SSL_CTX_set_ciphersuites(x, k_suites);
         ic->client_->set_default_verify_paths();
         if (cfg.upstream_ca) ic->client_->load_verify_file(*cfg.upstream_ca);
         ic->client_->set_verify_mode(ssl::verify_peer);
@@ -221,7 +241,8 @@ Result<std::shared_ptr<ssl::context>> Interceptor::server_context(const std::str
     s->ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
     SSL_CTX* x = s->ctx->native_handle();
     SSL_CTX_set_min_proto_version(x, TLS1_2_VERSION);
-    SSL_CTX_set_options(x, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+    SSL_CTX_set_ciphersuites(x, k_suites);
+    SSL_CTX_set_options(x, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
     if (auto r = ca_->use_leaf(x, host); !r) return r.error();
     SSL_CTX_set_alpn_select_cb(x, select_http11, nullptr);
     SSL_CTX_set_tlsext_servername_callback(x, check_server_name);
