@@ -469,3 +469,46 @@ TEST_CASE("egress intercept: the policy decides the request's class; an approver
     }
     CHECK(g.seen() == "PUT /repos/o/r/pulls/7/merge\nPUT /repos/o/r/pulls/8/merge\nGET /repos/o/r\n");
 }
+
+TEST_CASE("egress intercept: a real git push over HTTPS is refused at the proxy; without interception it reaches the host") {
+    GitHub g;
+    std::string dir = g.s.dir;
+    std::string repo = dir + "/repo";
+    auto git = [&](std::vector<std::string> args, const std::string& proxy, const std::string& ca) {
+        std::vector<std::string> a{"git", "-C", repo, "-c", "http.proxy=http://" + proxy, "-c", "http.sslCAInfo=" + ca};
+        a.insert(a.end(), args.begin(), args.end());
+        cc::test::RunOptions o;
+        o.env = {{"GIT_TERMINAL_PROMPT", "0"}, {"GIT_CONFIG_NOSYSTEM", "1"}, {"HOME", dir}};
+        o.unset_env = {"http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "GIT_SSL_CAINFO", "SSL_CERT_FILE"};
+        return cc::test::run(a, o);
+    };
+    REQUIRE(cc::test::run({"git", "init", "-q", repo}).status == 0);
+    REQUIRE(cc::test::run({"git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
+                           "-m", "x"}).status == 0);
+    const std::string remote = "https://github.com:" + g.port + "/o/r.git";
+    {
+        // Without interception the push's first request reaches the host.
+        Egress plain({"--no-baseline", "--allow", "github.com:*", "--allow", "127.0.0.1:*", "--dns-server", g.dns->server()});
+        auto r = git({"push", remote, "HEAD:refs/heads/main"}, plain.http(), dir + "/gh/ca.pem");
+        CHECK(r.status == 128);
+        CHECK(plain.stop() == 0);
+        CHECK(g.seen().find("GET /o/r.git/info/refs?service=git-receive-pack") != std::string::npos);
+    }
+    std::string before = g.seen();
+    Egress eg(g.args({}));
+    INFO(eg.stderr_text());
+    auto r = git({"push", remote, "HEAD:refs/heads/main"}, eg.http(), dir + "/session-ca.pem");
+    CHECK(r.status == 128);
+    CHECK(r.err.find("The requested URL returned error: 403") != std::string::npos);
+    // Fetching is not pushing: its request goes through.
+    auto f = git({"ls-remote", remote}, eg.http(), dir + "/session-ca.pem");
+    CHECK(f.status == 128);  // the origin is no git server: 404
+    CHECK(eg.stop() == 0);
+    CHECK(g.seen() == before + "GET /o/r.git/info/refs?service=git-upload-pack\n");
+    const json* l = nullptr;
+    for (const auto& x : eg.lines)
+        if (x.value("proto", "") == "https" && x.value("decision", "") == "deny") l = &x;
+    REQUIRE(l);
+    CHECK((*l)["action"] == "push");
+    CHECK((*l)["rule"] == "requests.json rules[0] (push)");
+}
