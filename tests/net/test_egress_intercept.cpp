@@ -328,8 +328,28 @@ TEST_CASE("cc-wrap --credential: the command holds a placeholder, its clients re
     // The origin got the secret from both clients (its /headers echoes it).
     CHECK(r.out.find("authorization: Bearer " + k_secret + "\n") != std::string::npos);
     CHECK(r.out.find("authorization: token " + k_secret + "\n") != std::string::npos);
-    // The bundle the clients trusted is bound in, and a secret file inside
-    // the sandbox's view is refused before anything starts.
+    // The placeholder in another header: refused at the proxy, and a
+    // violation event in cc-wrap's stream naming the host and the reason.
+    auto ev = cc::test::run({bin("cc-wrap"), "--spec", s.dir + "/spec.json", "--events", "--credential",
+                             "GH_TOKEN@127.0.0.1=file:" + s.dir + "/token", "--upstream-ca", s.dir + "/ca.pem", "--",
+                             "sh", "-c", "curl -s -o /dev/null -w '%{http_code}' -H \"X-Token: $GH_TOKEN\" " + url});
+    INFO(ev.out);
+    CHECK(ev.status == 0);
+    int violations = 0;
+    for (std::size_t p = 0, q; p < ev.out.size(); p = q + 1) {
+        q = ev.out.find('\n', p);
+        if (q == std::string::npos) q = ev.out.size();
+        auto j = json::parse(ev.out.substr(p, q - p), nullptr, false);
+        if (!j.is_object()) continue;
+        if (j.value("event", "") == "stdout") CHECK(j.dump().find("403") != std::string::npos);
+        if (j.value("event", "") != "violation") continue;
+        ++violations;
+        CHECK(j.dump().find("\"target\":\"127.0.0.1:" + s.port + "\"") != std::string::npos);
+        CHECK(j.dump().find("credential GH_TOKEN in header X-Token") != std::string::npos);
+        CHECK(j.dump().find(k_secret) == std::string::npos);
+    }
+    CHECK(violations == 1);
+    // A secret file inside the sandbox's view is refused before anything starts.
     spit(work + "/token", k_secret + "\n", 0600);
     auto bad = cc::test::run({bin("cc-wrap"), "--spec", s.dir + "/spec.json", "--credential",
                               "GH_TOKEN@127.0.0.1=file:" + work + "/token", "--", "true"});

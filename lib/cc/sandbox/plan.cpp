@@ -456,8 +456,9 @@ auto Builder::build() -> Result<Plan> {
         for (const auto& f : in.egress.credentialFiles)
             for (const auto& m : plan.mounts) {
                 if (m.src.empty() || m.op == MountOp::symlink) continue;
-                if (f == m.src || (f.size() > m.src.size() && f.compare(0, m.src.size(), m.src) == 0 &&
-                                   (m.src == "/" || f[m.src.size()] == '/')))
+                const std::string src = host.resolve(m.src).value_or(m.src);  // both sides as the kernel finds them
+                if (f == src || (f.size() > src.size() && f.compare(0, src.size(), src) == 0 &&
+                                 (src == "/" || f[src.size()] == '/')))
                     return input_error("--credential file '" + f + "'",
                                        "is inside the sandbox's view (" + m.dest + ", " + m.why + "): keep secrets outside every bind");
             }
