@@ -832,9 +832,57 @@ TEST_CASE("--install-hook and --check-hook: each CLI's settings, merged, checked
     auto cx = run({bin("cc-classify"), "--check-hook", "codex", "--settings", codex});
     CHECK(cx.status == 1);
     CHECK_THAT(json::parse(cx.out)["problems"][0].get<std::string>(), Catch::Contains("trusted"));
-    auto managed = run({bin("cc-classify"), "--install-hook", "codex", "--scope", "managed"});
-    CHECK(managed.status == 2);
-    CHECK_THAT(managed.err, Catch::Contains("requirements.toml"));
+    // Codex's managed layer (runs without trust): requirements.toml, TOML,
+    // the operator's. The rest of the file stays byte for byte; the result
+    // is read back by a real TOML parser (Python's tomllib).
+    const std::string req = dir + "/codex/requirements.toml";
+    std::filesystem::create_directories(dir + "/codex");
+    const std::string theirs = "allowed_approval_policies = [\"on-request\"]\n\n[features]\nhooks = true\n\n"
+                               "[[hooks.PreToolUse]]\nmatcher = \"^apply_patch$\"\n[[hooks.PreToolUse.hooks]]\n"
+                               "type = \"command\"\ncommand = \"/usr/local/bin/audit\"\n";
+    std::ofstream(req) << theirs;
+    auto none = run({bin("cc-classify"), "--check-hook", "codex", "--scope", "managed", "--settings", req});
+    CHECK(none.status == 1);
+    CHECK(json::parse(none.out)["problems"][0] == "no cc-classify hook under hooks.PreToolUse");
+    for (int round = 0; round < 2; ++round) {  // the second install replaces the first
+        auto m = run({bin("cc-classify"), "--install-hook", "codex", "--scope", "managed", "--settings", req, "--deadline",
+                      "20000"});
+        INFO(m.err);
+        REQUIRE(m.status == 0);
+    }
+    std::string written;
+    {
+        std::ifstream f(req);
+        written.assign(std::istreambuf_iterator<char>(f), {});
+    }
+    CHECK(written.rfind(theirs, 0) == 0);
+    auto parsed = run({"python3", "-c",
+                       "import json, sys, tomllib; d = tomllib.load(open(sys.argv[1], 'rb')); "
+                       "print(json.dumps(d))", req});
+    INFO(parsed.err);
+    REQUIRE(parsed.status == 0);
+    json t = json::parse(parsed.out);
+    CHECK(t["features"]["hooks"] == true);
+    REQUIRE(t["hooks"]["PreToolUse"].size() == 2);  // theirs, then ours (once)
+    CHECK(t["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "/usr/local/bin/audit");
+    json ours = t["hooks"]["PreToolUse"][1];
+    CHECK(ours["matcher"] == "Bash");
+    CHECK_THAT(ours["hooks"][0]["command"].get<std::string>(), Catch::EndsWith("/cc-classify --hook codex --deadline 20000"));
+    CHECK(ours["hooks"][0]["timeout"] == 20);
+    auto mcheck = run({bin("cc-classify"), "--check-hook", "codex", "--scope", "managed", "--settings", req});
+    INFO(mcheck.out);
+    CHECK(mcheck.status == 0);
+    CHECK(json::parse(mcheck.out)["runs"] == true);
+    // A file that gives PreToolUse as a value: left as it is, exit 2.
+    const std::string inline_req = dir + "/codex/inline.toml";
+    std::ofstream(inline_req) << "[hooks]\nPreToolUse = []\n";
+    auto clash = run({bin("cc-classify"), "--install-hook", "codex", "--scope", "managed", "--settings", inline_req});
+    CHECK(clash.status == 2);
+    CHECK(clash.err == "cc-classify: '" + inline_req +
+                           "': gives hooks in a form this installer cannot extend safely ('PreToolUse = []'): add the "
+                           "hook as [[hooks.PreToolUse]] tables by hand\n");
+    std::ifstream cf(inline_req);
+    CHECK(std::string(std::istreambuf_iterator<char>(cf), {}) == "[hooks]\nPreToolUse = []\n");
 
     // A settings file that is not JSON is left as it is: exit 2, naming it.
     const std::string broken = dir + "/broken.json";

@@ -56,10 +56,7 @@ cc::Result<std::string> settings_path(const std::string& cli, const std::string&
     if (scope == "managed") {
         if (cli == "claude") return std::string("/etc/claude-code/managed-settings.json");
         if (cli == "gemini") return std::string("/etc/gemini-cli/settings.json");
-        return input_error("--scope managed",
-                           "Codex's managed hooks live in requirements.toml (TOML), which this installer does not "
-                           "write: add the [[hooks.PreToolUse]] table by hand, or use --scope user and trust the "
-                           "hook in Codex's /hooks");
+        return codex_requirements_path();
     }
     if (cli == "codex")
         if (const char* ch = std::getenv("CODEX_HOME"); ch && *ch) return std::string(ch) + "/" + file;
@@ -174,6 +171,36 @@ cc::Result<int> install_or_check(bool install, const HookInstallSpec& spec, cons
     }
     nlohmann::json current;
     std::error_code ec;
+    if (spec.cli == "codex" && scope == "managed") {
+        // TOML, the operator's: read as text, the hook's block alone rewritten.
+        std::string text;
+        if (std::filesystem::exists(path, ec)) {
+            auto t = io::read_input(path);
+            if (!t) return t.error();
+            text = std::move(*t);
+        }
+        if (!install) {
+            auto why = check_hook(codex_managed_hooks(text), spec.cli, scope);
+            out << cc::json::write(nlohmann::json{{"event", "hook-check"}, {"cli", spec.cli}, {"settings", path},
+                                                  {"runs", why.empty()}, {"problems", why}})
+                << '\n';
+            return why.empty() ? 0 : 1;
+        }
+        auto merged = install_codex_managed(text, spec);
+        if (!merged) {
+            Error e = merged.error();
+            e.subject = "'" + path + "'";
+            return e;
+        }
+        auto parent = std::filesystem::path(path).parent_path();
+        if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+        if (ec) return io_error("'" + parent.string() + "'", ec.message(), ec.value());
+        if (auto w = io::write_file_atomic(path, *merged, 0644); !w) return w.error();
+        out << cc::json::write(nlohmann::json{{"event", "hook-installed"}, {"cli", spec.cli}, {"settings", path},
+                                              {"command", hook_command(spec)}})
+            << '\n';
+        return 0;
+    }
     if (std::filesystem::exists(path, ec)) {
         auto text = io::read_input(path);
         if (!text) return text.error();

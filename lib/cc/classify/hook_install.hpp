@@ -29,9 +29,19 @@ struct HookInstallSpec {
 
 // The settings file `cli` reads for `scope` (user, project or managed):
 //   claude  ~/.claude/settings.json, ./.claude/settings.json, /etc/claude-code/managed-settings.json
-//   codex   $CODEX_HOME/hooks.json (~/.codex), ./.codex/hooks.json; managed: refused (requirements.toml is TOML)
+//   codex   $CODEX_HOME/hooks.json (~/.codex), ./.codex/hooks.json, /etc/codex/requirements.toml (TOML)
 //   gemini  ~/.gemini/settings.json, ./.gemini/settings.json, /etc/gemini-cli/settings.json
 cc::Result<std::string> settings_path(const std::string& cli, const std::string& scope);
+
+// Codex's managed layer, /etc/codex/requirements.toml (TOML; Codex runs
+// the hooks there without a person trusting them): the file's text with the
+// hook in one marked block (replaced on the next install; the rest of the
+// file byte for byte), or an input error when the file gives PreToolUse
+// hooks in a form the block could clash with. codex_managed_hooks reads the
+// block back as the JSON form check_hook reads.
+std::string codex_requirements_path();
+cc::Result<std::string> install_codex_managed(const std::string& text, const HookInstallSpec& spec);
+nlohmann::json codex_managed_hooks(const std::string& text);
 
 // The command line the hook runs (each word quoted for the CLI's shell).
 std::string hook_command(const HookInstallSpec& spec);
