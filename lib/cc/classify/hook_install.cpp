@@ -169,42 +169,21 @@ cc::Result<int> install_or_check(bool install, const HookInstallSpec& spec, cons
         if (!p) return p.error();
         path = *p;
     }
-    nlohmann::json current;
+    // Codex's managed layer is TOML, the operator's: read as text, the
+    // hook's block alone rewritten. Every other file is a JSON object.
+    const bool toml = spec.cli == "codex" && scope == "managed";
+    std::string text;
     std::error_code ec;
-    if (spec.cli == "codex" && scope == "managed") {
-        // TOML, the operator's: read as text, the hook's block alone rewritten.
-        std::string text;
-        if (std::filesystem::exists(path, ec)) {
-            auto t = io::read_input(path);
-            if (!t) return t.error();
-            text = std::move(*t);
-        }
-        if (!install) {
-            auto why = check_hook(codex_managed_hooks(text), spec.cli, scope);
-            out << cc::json::write(nlohmann::json{{"event", "hook-check"}, {"cli", spec.cli}, {"settings", path},
-                                                  {"runs", why.empty()}, {"problems", why}})
-                << '\n';
-            return why.empty() ? 0 : 1;
-        }
-        auto merged = install_codex_managed(text, spec);
-        if (!merged) {
-            Error e = merged.error();
-            e.subject = "'" + path + "'";
-            return e;
-        }
-        auto parent = std::filesystem::path(path).parent_path();
-        if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-        if (ec) return io_error("'" + parent.string() + "'", ec.message(), ec.value());
-        if (auto w = io::write_file_atomic(path, *merged, 0644); !w) return w.error();
-        out << cc::json::write(nlohmann::json{{"event", "hook-installed"}, {"cli", spec.cli}, {"settings", path},
-                                              {"command", hook_command(spec)}})
-            << '\n';
-        return 0;
-    }
     if (std::filesystem::exists(path, ec)) {
-        auto text = io::read_input(path);
-        if (!text) return text.error();
-        current = nlohmann::json::parse(*text, nullptr, false);
+        auto t = io::read_input(path);
+        if (!t) return t.error();
+        text = std::move(*t);
+    }
+    nlohmann::json current;
+    if (toml) {
+        current = codex_managed_hooks(text);
+    } else if (!text.empty() || std::filesystem::exists(path, ec)) {
+        current = nlohmann::json::parse(text, nullptr, false);
         if (current.is_discarded() || !current.is_object())
             return input_error("'" + path + "'", "is not a JSON object; left as it is");
     }
@@ -215,16 +194,24 @@ cc::Result<int> install_or_check(bool install, const HookInstallSpec& spec, cons
             << '\n';
         return why.empty() ? 0 : 1;
     }
-    auto merged = install_hook(current, spec);
-    if (!merged) {
-        Error e = merged.error();
-        e.subject = "'" + path + "': " + e.subject;
-        return e;
+    std::string written;
+    if (toml) {
+        auto merged = install_codex_managed(text, spec);
+        if (!merged) return Error{merged.error().code, merged.error().message, "'" + path + "'", 0};
+        written = std::move(*merged);
+    } else {
+        auto merged = install_hook(current, spec);
+        if (!merged) {
+            Error e = merged.error();
+            e.subject = "'" + path + "': " + e.subject;
+            return e;
+        }
+        written = cc::json::write(*merged, 2) + "\n";
     }
     auto parent = std::filesystem::path(path).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent, ec);
     if (ec) return io_error("'" + parent.string() + "'", ec.message(), ec.value());
-    if (auto w = io::write_file_atomic(path, cc::json::write(*merged, 2) + "\n", 0644); !w) return w.error();
+    if (auto w = io::write_file_atomic(path, written, 0644); !w) return w.error();
     out << cc::json::write(nlohmann::json{{"event", "hook-installed"}, {"cli", spec.cli}, {"settings", path},
                                       {"command", hook_command(spec)}})
         << '\n';

@@ -33,12 +33,6 @@ awaitable<void> send_error(Server& srv, std::shared_ptr<Conn> c, int status, con
     }
 }
 
-// A chunked body broke its framing (ChunkedScanner::error() says how). The
-// bytes from the bad line on were not forwarded.
-struct MalformedBody : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
 // Forward a body of known framing from `from` (with `buf` already read) to
 // `to`; `dechunk` sends a chunked body's payload only (the client reads to EOF).
 awaitable<void> forward_body(Server& srv, Sock& from, std::string& buf, Sock& to, const http::Framing& f,
@@ -57,46 +51,13 @@ awaitable<void> forward_body(Server& srv, Sock& from, std::string& buf, Sock& to
         if (want > 0) co_await pump(srv, from, to, count, want, false);
         co_return;
     }
-    http::ChunkedScanner scan;
-    std::string data;
-    while (true) {
-        data.clear();
-        std::size_t n = scan.feed(buf, dechunk ? &data : nullptr);
-        if (scan.failed()) throw MalformedBody(scan.error());
-        if (n) {
-            std::string_view out = dechunk ? std::string_view(data) : std::string_view(buf).substr(0, n);
-            if (!out.empty()) co_await write_all(to, out);
-            count += out.size();
-            buf.erase(0, n);
-        }
-        if (scan.done()) co_return;
-        if (co_await read_more(from, buf) == 0) throw std::runtime_error("chunked body cut short");
-    }
+    co_await relay_chunked(
+        buf, count, dechunk, [&]() { return read_more(from, buf); }, [&](std::string_view d) { return write_all(to, d); });
 }
 
 // Read one head (bounded); "" on a clean EOF before any byte.
 awaitable<std::string> read_head(Sock& s, std::string& buf, bool& too_big) {
-    too_big = false;
-    while (true) {
-        std::size_t n = http::head_length(buf);
-        if (n > http::max_head) {
-            too_big = true;
-            co_return std::string();
-        }
-        if (n) {
-            std::string head = buf.substr(0, n);
-            buf.erase(0, n);
-            co_return head;
-        }
-        if (buf.size() > http::max_head) {
-            too_big = true;
-            co_return std::string();
-        }
-        if (co_await read_more(s, buf, 16 * 1024) == 0) {
-            if (!buf.empty()) throw std::runtime_error("connection closed inside a head");
-            co_return std::string();
-        }
-    }
+    co_return co_await read_head_with(buf, too_big, [&]() { return read_more(s, buf, 16 * 1024); });
 }
 
 awaitable<void> serve_connect(Server& srv, std::shared_ptr<Conn> c, const std::string& client,

@@ -71,23 +71,7 @@ awaitable<void> tls_write(S& s, std::string_view data) {
 // One head (bounded); "" on a clean end before any byte.
 template <class S>
 awaitable<std::string> tls_head(S& s, std::string& buf, bool& too_big) {
-    too_big = false;
-    while (true) {
-        std::size_t n = http::head_length(buf);
-        if (n > http::max_head || (n == 0 && buf.size() > http::max_head)) {
-            too_big = true;
-            co_return std::string();
-        }
-        if (n) {
-            std::string head = buf.substr(0, n);
-            buf.erase(0, n);
-            co_return head;
-        }
-        if (co_await tls_read(s, buf, 16 * 1024) == 0) {
-            if (!buf.empty()) throw std::runtime_error("connection closed inside a head");
-            co_return std::string();
-        }
-    }
+    co_return co_await read_head_with(buf, too_big, [&]() { return tls_read(s, buf, 16 * 1024); });
 }
 
 // A body of known framing from `from` (`buf` read already) to `to`.
@@ -125,21 +109,8 @@ awaitable<void> tls_body(From& from, std::string& buf, To& to, const http::Frami
         }
         co_return;
     }
-    http::ChunkedScanner scan;
-    std::string data;
-    while (true) {
-        data.clear();
-        std::size_t n = scan.feed(buf, dechunk ? &data : nullptr);
-        if (scan.failed()) throw std::runtime_error(std::string("malformed chunked body: ") + scan.error());
-        if (n) {
-            std::string_view out = dechunk ? std::string_view(data) : std::string_view(buf).substr(0, n);
-            if (!out.empty()) co_await tls_write(to, out);
-            count += out.size();
-            buf.erase(0, n);
-        }
-        if (scan.done()) co_return;
-        if (co_await tls_read(from, buf) == 0) throw std::runtime_error("chunked body cut short");
-    }
+    co_await relay_chunked(
+        buf, count, dechunk, [&]() { return tls_read(from, buf); }, [&](std::string_view d) { return tls_write(to, d); });
 }
 
 // The whole payload of a request body (chunked framing removed), when a
