@@ -356,6 +356,21 @@ TEST_CASE("cc-wrap --credential: the command holds a placeholder, its clients re
     CHECK(bad.status == 2);
     CHECK(bad.err.find("cc-wrap: --credential file '" + work + "/token': is inside the sandbox's view (" + work) !=
           std::string::npos);
+    // A hard link to the secret inside the bind: the secret file itself is
+    // outside, but its other name is not.
+    REQUIRE(::link((s.dir + "/token").c_str(), (work + "/token-link").c_str()) == 0);
+    auto shown = cc::test::run({bin("cc-wrap"), "--spec", s.dir + "/spec.json", "--", "cat", work + "/token-link"});
+    // What the link gives the command when nothing refuses it: the secret,
+    // to a command of the same user (run by root, the sandbox is another
+    // uid, which the file's mode 0600 keeps out).
+    if (cc::test::is_root()) CHECK(shown.err.find("token-link: Permission denied") != std::string::npos);
+    else CHECK(shown.out == k_secret + "\n");
+    auto linked = cc::test::run({bin("cc-wrap"), "--spec", s.dir + "/spec.json", "--credential",
+                                 "GH_TOKEN@127.0.0.1=file:" + s.dir + "/token", "--", "cat", work + "/token-link"});
+    CHECK(linked.status == 2);
+    CHECK(linked.out.empty());
+    CHECK(linked.err.find("cc-wrap: --credential 'GH_TOKEN' file '" + s.dir +
+                          "/token': has 2 hard links: another name may be inside the sandbox's view") != std::string::npos);
 }
 
 namespace {

@@ -101,6 +101,11 @@ Status resolve_intercept(const WrapRequest& rq, Resolved& r, spec::Backend backe
             std::error_code ec;
             auto real = fs::canonical(c.substr(eq + 6), ec);
             if (ec) return io_error("--credential '" + name + "' file '" + c.substr(eq + 6) + "'", "cannot read", ec.value());
+            // Its other names could be anywhere, a bind included: one name only.
+            struct stat st {};
+            if (::stat(real.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1)
+                return input_error("--credential '" + name + "' file '" + real.string() + "'",
+                                   "has " + std::to_string(st.st_nlink) + " hard links: another name may be inside the sandbox's view");
             w.credentialFiles.push_back(real.string());
             w.placeholders.push_back({name, ""});
         }
