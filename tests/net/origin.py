@@ -10,7 +10,8 @@ Prints its port on stdout once listening (argv[1] = port, 0 for ephemeral;
 argv[2], optional: seconds after which an idle keep-alive connection is closed,
 0 for never). With ORIGIN_TLS_CERT and ORIGIN_TLS_KEY set, it speaks HTTPS
 with that certificate; with ORIGIN_LOG set, it appends each request line
-("METHOD PATH") to that file.
+("METHOD PATH") to that file, with ORIGIN_AUTH_LOG the same and the
+Authorization header ("METHOD PATH VALUE", "-" for none).
 """
 import os
 import ssl
@@ -38,6 +39,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if log:
             with open(log, "a") as f:
                 f.write(f"{self.command} {self.path}\n")
+        auth = os.environ.get("ORIGIN_AUTH_LOG")
+        if auth:
+            with open(auth, "a") as f:
+                f.write(f"{self.command} {self.path} {self.headers.get('Authorization', '-')}\n")
 
     def do_GET(self):
         if self.path == "/hello":

@@ -65,7 +65,8 @@ struct Setup {
         origin = std::make_unique<Origin>(
             "0", std::map<std::string, std::string>{{"ORIGIN_TLS_CERT", dir + "/origin.pem"},
                                                     {"ORIGIN_TLS_KEY", dir + "/origin.key"},
-                                                    {"ORIGIN_LOG", log}});
+                                                    {"ORIGIN_LOG", log},
+                                                    {"ORIGIN_AUTH_LOG", dir + "/origin-auth.log"}});
         REQUIRE(origin->port != 0);
         port = std::to_string(origin->port);
         dns = std::make_unique<Dns>(std::map<std::string, std::string>{
@@ -315,7 +316,9 @@ TEST_CASE("cc-wrap --credential: the command holds a placeholder, its clients re
         "curl -sS -H \"Authorization: Bearer $GH_TOKEN\" " + url + " | grep authorization; "
         "python3 -c 'import os, urllib.request; r = urllib.request.Request(\"" + url +
         "\", headers={\"Authorization\": \"token \" + os.environ[\"GH_TOKEN\"]}); "
-        "print(urllib.request.urlopen(r).read().decode())' | grep authorization";
+        "print(urllib.request.urlopen(r).read().decode())' | grep authorization; "
+        "git -c http.extraHeader=\"Authorization: Bearer $GH_TOKEN\" ls-remote https://127.0.0.1:" + s.port +
+        "/o/r.git; echo git=$?";
     auto r = cc::test::run({bin("cc-wrap"), "--spec", s.dir + "/spec.json", "--credential",
                             "GH_TOKEN@127.0.0.1=file:" + s.dir + "/token", "--upstream-ca", s.dir + "/ca.pem", "--",
                             "sh", "-c", script});
@@ -328,6 +331,11 @@ TEST_CASE("cc-wrap --credential: the command holds a placeholder, its clients re
     // The origin got the secret from both clients (its /headers echoes it).
     CHECK(r.out.find("authorization: Bearer " + k_secret + "\n") != std::string::npos);
     CHECK(r.out.find("authorization: token " + k_secret + "\n") != std::string::npos);
+    // git, as CI checkouts send a token (http.extraHeader): the origin (no
+    // git server, so git exits 128 on its 404) saw the secret.
+    CHECK(r.out.find("git=128") != std::string::npos);
+    CHECK(slurp(s.dir + "/origin-auth.log").find("GET /o/r.git/info/refs?service=git-upload-pack Bearer " + k_secret) !=
+          std::string::npos);
     // The placeholder in another header: refused at the proxy, and a
     // violation event in cc-wrap's stream naming the host and the reason.
     auto ev = cc::test::run({bin("cc-wrap"), "--spec", s.dir + "/spec.json", "--events", "--credential",
