@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
         app.add_option("--intercept", rq.intercept, "the session's own cc-egress terminates TLS for this exact host (repeatable)")
             ->allow_extra_args(false);
         app.add_option("--credential", rq.credentials,
-                       "NAME@HOST[,HOST...]=file:PATH: the sandbox holds a placeholder in NAME, cc-egress sends the secret to HOSTS (repeatable)")
+                       "NAME@HOST[,HOST...]=file:PATH|fd:N: the sandbox holds a placeholder in NAME, cc-egress sends the secret to HOSTS (repeatable)")
             ->allow_extra_args(false);
         app.add_option("--upstream-ca", rq.upstreamCa, "PEM file of more CAs the session's cc-egress trusts for intercepted hosts");
         app.add_option("--run-as", rq.runAs, "run by root: the command's host UID[:GID] (default: the working directory's owner, else 65534)");

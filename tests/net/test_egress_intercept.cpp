@@ -336,6 +336,22 @@ TEST_CASE("cc-wrap --credential: the command holds a placeholder, its clients re
     CHECK(r.out.find("git=128") != std::string::npos);
     CHECK(slurp(s.dir + "/origin-auth.log").find("GET /o/r.git/info/refs?service=git-upload-pack Bearer " + k_secret) !=
           std::string::npos);
+    // The secret from an inherited descriptor instead of a file: nothing on
+    // disk, and the descriptor reaches cc-egress only, never the command.
+    auto fromfd = cc::test::run(
+        {"sh", "-c",
+         "exec 7<\"$1\"; exec \"$2\" --spec \"$3\" --credential GH_TOKEN@127.0.0.1=fd:7 --upstream-ca \"$4\" -- "
+         "sh -c '[ -e /proc/self/fd/7 ] && echo fd7=open || echo fd7=closed; curl -sS -H \"Authorization: Bearer $GH_TOKEN\" " +
+             url + " | grep authorization'",
+         "sh", s.dir + "/token", bin("cc-wrap"), s.dir + "/spec.json", s.dir + "/ca.pem"});
+    INFO(fromfd.err);
+    CHECK(fromfd.status == 0);
+    CHECK(fromfd.out == "fd7=closed\nauthorization: Bearer " + k_secret + "\n");
+    auto nofd = cc::test::run({bin("cc-wrap"), "--spec", s.dir + "/spec.json", "--credential", "GH_TOKEN@127.0.0.1=fd:99",
+                               "--", "true"});
+    CHECK(nofd.status == 2);
+    CHECK(nofd.err.find("cc-wrap: --credential 'GH_TOKEN': fd:N needs an open descriptor number of 3 or more\n") !=
+          std::string::npos);
     // The placeholder in another header: refused at the proxy, and a
     // violation event in cc-wrap's stream naming the host and the reason.
     auto ev = cc::test::run({bin("cc-wrap"), "--spec", s.dir + "/spec.json", "--events", "--credential",

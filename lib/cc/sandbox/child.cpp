@@ -141,13 +141,20 @@ Status start_egress(Egress& eg, const std::string& exe, const std::string& spec_
         SpawnMask mask;
         bp::child c(exe, bp::args(args), bp::posix::fd.bind(0, in[0]), bp::posix::fd.bind(1, out[1]),
                     bp::posix::fd.bind(2, err[1]),
-                    bp::posix::use_vfork, bp::extend::on_exec_setup = [&mask](auto&) {
+                    bp::posix::use_vfork, bp::extend::on_exec_setup = [&mask, &eg](auto&) {
                         die_with_parent();
-                        cloexec_from(3);
+                        // The fd: credentials as 3, 4, ... (their copies here are 100 and up).
+                        int keep = 3;
+                        for (int fd : eg.credential_fds)
+                            if (::dup2(fd, keep++) < 0) ::_exit(125);
+                        cloexec_from(keep);
                         child_signals_default(mask.old);
                     });
         eg.pid = c.id();
         c.detach();
+        // Read by cc-egress once; nothing else needs them.
+        for (int fd : eg.credential_fds) ::close(fd);
+        eg.credential_fds.clear();
     } catch (const std::exception& e) {
         for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) ::close(fd);
         return unavailable_error("cc-egress", std::string("cannot start: ") + e.what());

@@ -90,14 +90,32 @@ Status resolve_intercept(const WrapRequest& rq, Resolved& r, spec::Backend backe
         if (!r.own_egress || r.seatbelt || backend != spec::Backend::native)
             return input_error(flag, "needs the native backend with the session's own cc-egress (dispatch profile)");
         w.intercept = rq.intercept;
-        w.credentials = rq.credentials;
         w.upstreamCa = rq.upstreamCa.value_or("");
+        w.credentials.clear();
         for (const auto& c : rq.credentials) {
-            // NAME@HOSTS=file:PATH; cc-egress checks the rest when it starts.
+            // NAME@HOSTS=file:PATH or =fd:N; cc-egress checks the rest when it starts.
             auto at = c.find('@'), eq = c.find('=');
             std::string name = c.substr(0, std::min(at, eq));
+            if (at != std::string::npos && eq != std::string::npos && eq > at && c.compare(eq + 1, 3, "fd:") == 0) {
+                // An inherited descriptor: moved out of the way (close-on-exec,
+                // so nothing else cc-wrap starts gets it) and given to cc-egress
+                // as 3, 4, ... (start_egress).
+                const std::string n = c.substr(eq + 4);
+                struct stat st {};
+                if (n.empty() || n.size() > 6 || n.find_first_not_of("0123456789") != std::string::npos ||
+                    std::stoi(n) < 3 || ::fstat(std::stoi(n), &st) != 0)
+                    return input_error("--credential '" + name + "'", "fd:N needs an open descriptor number of 3 or more");
+                int moved = ::fcntl(std::stoi(n), F_DUPFD_CLOEXEC, 100);
+                if (moved < 0) return io_error("--credential '" + name + "'", "cannot keep its descriptor");
+                ::close(std::stoi(n));
+                w.credentials.push_back(c.substr(0, eq + 1) + "fd:" + std::to_string(3 + w.credentialFds.size()));
+                w.credentialFds.push_back(moved);
+                w.placeholders.push_back({name, ""});
+                continue;
+            }
             if (at == std::string::npos || eq == std::string::npos || eq < at || c.compare(eq + 1, 5, "file:") != 0)
-                return input_error("--credential '" + name + "'", "expected NAME@HOST[,HOST...]=file:PATH");
+                return input_error("--credential '" + name + "'", "expected NAME@HOST[,HOST...]=file:PATH or =fd:N");
+            w.credentials.push_back(c);
             std::error_code ec;
             auto real = fs::canonical(c.substr(eq + 6), ec);
             if (ec) return io_error("--credential '" + name + "' file '" + c.substr(eq + 6) + "'", "cannot read", ec.value());
@@ -285,6 +303,7 @@ int execute_plan(Resolved& r, Result<Plan>& plan, RuntimeDir& rt, const WrapRequ
         egress.approver = in.egress.approver;
         egress.intercept = in.egress.intercept;
         egress.credentials = in.egress.credentials;
+        egress.credential_fds = in.egress.credentialFds;
         egress.upstream_ca = in.egress.upstreamCa;
         if (auto s = start_egress(egress, egress.exe, egress.spec_file, egress.inbox); !s) return fail(s.error());
         if (in.egress.intercepting) {

@@ -25,7 +25,7 @@ struct WrapRequest {
     std::optional<std::string> policyPath;      // --policy FILE, for the cc-egress cc-wrap starts
     std::optional<std::string> approver;        // --approver CMD, for the cc-egress cc-wrap starts
     std::vector<std::string> intercept;         // --intercept HOST, for the cc-egress cc-wrap starts
-    std::vector<std::string> credentials;       // --credential NAME@HOSTS=file:PATH, for it too
+    std::vector<std::string> credentials;       // --credential NAME@HOSTS=file:PATH|fd:N, for it too
     std::optional<std::string> upstreamCa;      // --upstream-ca FILE, for it too
     std::optional<std::string> runAs;           // --run-as UID[:GID] (root only)
     std::vector<std::string> denyWrite;         // --deny-write

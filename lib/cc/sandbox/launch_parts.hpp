@@ -97,6 +97,7 @@ struct Egress {
     // have another CA and other placeholders).
     std::vector<std::string> intercept, credentials;
     std::string upstream_ca;
+    std::vector<int> credential_fds;  // its fd 3, 4, ...: the fd: credentials (closed here once it has them)
     pid_t pid = -1;
     int stdin_w = -1;
     int stdout_r = -1;

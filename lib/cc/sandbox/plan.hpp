@@ -55,6 +55,7 @@ struct EgressWiring {
     // (own: read before the sandbox starts; handed: its --egress file).
     std::vector<std::string> intercept, credentials;
     std::vector<std::string> credentialFiles;  // host paths of the secrets: never visible inside
+    std::vector<int> credentialFds;            // fd: sources, cc-wrap's close-on-exec copies (cc-egress gets 3, 4, ...)
     std::string upstreamCa;
     bool intercepting = false;
     std::string caPem;  // "" until the ready line is read
