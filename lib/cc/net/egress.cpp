@@ -408,6 +408,18 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
         return input_error("--upstream-ca", "only with --intercept or --credential");
     if (o.ca_cert_out && intercept.empty() && credentials.empty())
         return input_error("--ca-cert-out", "only with --intercept or --credential");
+    std::shared_ptr<RequestRules> request_rules;
+    if (!intercept.empty() || !credentials.empty()) {
+        auto rr = load_request_rules();
+        if (!rr) return rr.error();
+        request_rules = std::make_shared<RequestRules>(std::move(*rr));
+        if (o.upstream_ca) {
+            auto pem = io::read_input(*o.upstream_ca);
+            if (!pem) return pem.error();
+            if (pem->find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+                return input_error("--upstream-ca '" + *o.upstream_ca + "'", "cannot be read as PEM certificates");
+        }
+    }
     auto tls_ports = parse_tls_ports(o.tls_ports);
     if (!tls_ports) return tls_ports.error();
     if (o.approver_timeout_ms <= 0)
@@ -460,11 +472,7 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     cfg.ca_cert_out = o.ca_cert_out;
     cfg.mode = plan->mode;
     cfg.policy = std::make_shared<policy::Policy>(plan->policy);
-    if (!cfg.intercept.empty() || !cfg.credentials.empty()) {
-        auto rr = load_request_rules();
-        if (!rr) return rr.error();
-        cfg.request_rules = std::make_shared<RequestRules>(std::move(*rr));
-    }
+    cfg.request_rules = std::move(request_rules);
     cfg.ready = {{"sessionId", plan->session_id},
                  {"network", plan->network ? "on" : "off"},
                  {"networkRule", plan->network_rule},
