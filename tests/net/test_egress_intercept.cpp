@@ -347,6 +347,11 @@ TEST_CASE("cc-wrap --credential: the command holds a placeholder, its clients re
     INFO(fromfd.err);
     CHECK(fromfd.status == 0);
     CHECK(fromfd.out == "fd7=closed\nauthorization: Bearer " + k_secret + "\n");
+    auto nofile = cc::test::run({bin("cc-wrap"), "--spec", s.dir + "/spec.json", "--credential",
+                                 "GH_TOKEN@127.0.0.1=file:" + s.dir + "/absent", "--", "true"});
+    CHECK(nofile.status == 2);
+    CHECK(nofile.err.find("cc-wrap: --credential 'GH_TOKEN' file '" + s.dir +
+                          "/absent': cannot read: No such file or directory\n") != std::string::npos);
     auto nofd = cc::test::run({bin("cc-wrap"), "--spec", s.dir + "/spec.json", "--credential", "GH_TOKEN@127.0.0.1=fd:99",
                                "--", "true"});
     CHECK(nofd.status == 2);

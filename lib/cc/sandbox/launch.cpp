@@ -118,7 +118,7 @@ Status resolve_intercept(const WrapRequest& rq, Resolved& r, spec::Backend backe
             w.credentials.push_back(c);
             std::error_code ec;
             auto real = fs::canonical(c.substr(eq + 6), ec);
-            if (ec) return io_error("--credential '" + name + "' file '" + c.substr(eq + 6) + "'", "cannot read", ec.value());
+            if (ec) return input_error("--credential '" + name + "' file '" + c.substr(eq + 6) + "'", "cannot read: " + ec.message());
             // Its other names could be anywhere, a bind included: one name only.
             struct stat st {};
             if (::stat(real.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1)
