@@ -71,11 +71,7 @@ inline bool refused(const cc::test::RunResult& r, const std::string& why) {
     return r.err.find(why) != std::string::npos;
 }
 
-inline bool bwrap_works() {
-    static int ok = -1;
-    if (ok < 0) ok = run({"bwrap", "--ro-bind", "/", "/", "--unshare-all", "true"}).status == 0;
-    return ok == 1;
-}
+using cc::test::bwrap_works;
 
 // What can be read; "" when nothing can. With read(2), not an ifstream: a
 // /proc file of a process that exits meanwhile fails with ESRCH, which

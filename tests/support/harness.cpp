@@ -108,6 +108,11 @@ bool is_root() { return ::geteuid() == 0; }
 
 bool have_program(const std::string& name) { return !bp::search_path(name).empty(); }
 
+bool bwrap_works() {
+    static const bool ok = run({"bwrap", "--ro-bind", "/", "/", "--unshare-all", "true"}).status == 0;
+    return ok;
+}
+
 void check_golden(const std::string& path, const std::string& text) {
     std::string full = source_dir() + "/" + path;
     if (std::getenv("CC_UPDATE_GOLDEN")) {

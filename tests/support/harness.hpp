@@ -45,6 +45,8 @@ RunResult run(const std::vector<std::string>& argv, const std::string& input);
 
 bool is_root();
 bool have_program(const std::string& name);
+// bubblewrap can make its namespaces here (asked once per test binary).
+bool bwrap_works();
 
 // A process of its own holding flock(LOCK_EX) on `path` (created if need
 // be), as a live gateway or create holds its lock; its PID once it holds it,

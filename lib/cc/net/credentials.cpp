@@ -166,10 +166,8 @@ Injection inject_credentials(const std::vector<Credential>& creds, const std::st
     auto allowed = [&](const Credential& c) {
         return may_inject && std::find(c.hosts.begin(), c.hosts.end(), host) != c.hosts.end();
     };
-    auto where_not = [&](const Credential&) {
-        return std::string(may_inject ? "sent to " + host + ", a host it is not for"
-                                      : "sent to " + host + " in plain HTTP (it is only injected into TLS this proxy terminates)");
-    };
+    const std::string not_here = may_inject ? "sent to " + host + ", a host it is not for"
+                                            : "sent to " + host + " in plain HTTP (it is only injected into TLS this proxy terminates)";
     for (const auto& c : creds)
         if (target.find(c.placeholder) != std::string::npos)
             return refuse(c, "in the request target (send it in a header)");
@@ -181,7 +179,7 @@ Injection inject_credentials(const std::vector<Credential>& creds, const std::st
             // the server might echo or store (User-Agent, a custom one) would
             // hand the real value back to the sandbox.
             if (!auth) return refuse(c, "in header " + h.name + " (only Authorization carries it)");
-            if (!allowed(c)) return refuse(c, where_not(c));
+            if (!allowed(c)) return refuse(c, not_here);
             replace_all(h.value, c.placeholder, c.value);
             r.injected.push_back(c.name);
         }
@@ -198,7 +196,7 @@ Injection inject_credentials(const std::vector<Credential>& creds, const std::st
         bool changed = false;
         for (const auto& c : creds) {
             if (raw->find(c.placeholder) == std::string::npos) continue;
-            if (!allowed(c)) return refuse(c, where_not(c));
+            if (!allowed(c)) return refuse(c, not_here);
             replace_all(*raw, c.placeholder, c.value);
             r.injected.push_back(c.name);
             changed = true;
