@@ -24,6 +24,19 @@ if [ "$built" != 0 ] || ! ls "$work"/cc_*.deb >/dev/null 2>&1; then
   echo "make deb: dpkg-buildpackage failed (log above)" >&2
   exit 1
 fi
+# The package as dpkg will see it: the operator's policy is a conffile
+# (kept across upgrades, asked about when changed), the shipped default and
+# the helpers are where the installed tools look.
+deb=$(ls "$work"/cc_*.deb | head -n1)
+contents=$(dpkg-deb -c "$deb")
+conffiles=$(dpkg-deb -I "$deb" conffiles 2>/dev/null || true)
+bad=0
+for f in ./etc/cc/policy.json ./usr/share/cc/policy/default.json ./usr/libexec/cc/cc-vm-kernel ./usr/libexec/cc/cc-wrap-init; do
+  grep -q " $f\$" <<<"$contents" || { echo "make deb: the package has no $f" >&2; bad=1; }
+done
+grep -qx /etc/cc/policy.json <<<"$conffiles" || { echo "make deb: /etc/cc/policy.json is not a conffile (conffiles: ${conffiles:-none})" >&2; bad=1; }
+[ "$bad" = 0 ] || exit 1
+echo "make deb: checked: /etc/cc/policy.json is a conffile; the default policy and the helpers are in place"
 mkdir -p "$root/packaging/out"
 cp "$work"/cc_*.deb "$root/packaging/out/"
 ls "$root"/packaging/out/cc_*.deb
