@@ -44,6 +44,11 @@ int main(int argc, char** argv) {
         app.add_flag("--drop-filename-denies", rq.dropFilenameDenies,
                      "run without the standard .env/*.key/*.pem write-denies bubblewrap cannot enforce");
         app.add_flag("--inherit-env", rq.inheritEnv, "pass the host environment unchanged (backend none only)");
+            app.add_flag("--capture", rq.capture,
+                         "programs that ignore the proxy variables reach the network through cc-egress too: every "
+                         "destination's TCP on the allowlist's ports, and DNS answered from its name pool");
+            app.add_option("--capture-port", rq.capturePorts, "one more TCP port --capture takes (repeatable)")
+                ->allow_extra_args(false);
         app.add_flag("--print", rq.print, "print the plan and launch nothing (text on a terminal, else JSON)");
         cc::tool::Format format = cc::tool::Format::auto_;
         cc::tool::add_format_option(app, format);

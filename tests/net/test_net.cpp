@@ -3,6 +3,7 @@
 #include "harness.hpp"
 
 #include "cc/net/credentials.hpp"
+#include "cc/net/fake_dns.hpp"
 #include "cc/net/host.hpp"
 #include "cc/net/request_rules.hpp"
 #include "cc/net/session_ca.hpp"
@@ -510,4 +511,114 @@ TEST_CASE("request rules: paths read as a server would, one way only, and exampl
     INFO((shipped ? std::string() : shipped.error().one_line()));
     REQUIRE(shipped);
     CHECK(shipped->rules.size() >= 20);
+}
+
+namespace {
+
+// A stub resolver's query for `name` of `qtype`: id 0x1234, RD set.
+std::string dns_query(const std::string& name, std::uint16_t qtype, std::uint16_t qclass = 1) {
+    std::string q("\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00", 12);
+    std::size_t at = 0;
+    while (at <= name.size()) {
+        std::size_t dot = name.find('.', at);
+        if (dot == std::string::npos) dot = name.size();
+        q += static_cast<char>(dot - at);
+        q += name.substr(at, dot - at);
+        at = dot + 1;
+    }
+    q += '\0';
+    q += static_cast<char>(qtype >> 8);
+    q += static_cast<char>(qtype & 0xff);
+    q += static_cast<char>(qclass >> 8);
+    q += static_cast<char>(qclass & 0xff);
+    return q;
+}
+
+}  // namespace
+
+TEST_CASE("fake DNS: queries parsed, answers built as RFC 1035 lays them out, malformed ones named") {
+    using namespace cc::net;
+    std::string why;
+    std::string q = dns_query("api.example.com", 1);
+    auto parsed = parse_dns_query(q, why);
+    REQUIRE(parsed);
+    CHECK(parsed->id == 0x1234);
+    CHECK(parsed->name == "api.example.com");
+    CHECK(parsed->qtype == 1);
+    CHECK(parsed->question_end == q.size());
+    // An EDNS OPT record after the question is allowed (and ignored).
+    std::string edns = q;
+    edns[11] = 1;
+    edns += std::string("\x00\x00\x29\x04\xd0\x00\x00\x00\x00\x00\x00", 11);
+    CHECK(parse_dns_query(edns, why));
+    auto a = Address::v4((198u << 24) | (18u << 16) | 7);
+    std::string r = dns_reply(q, *parsed, DnsRcode::noerror, a, 60);
+    // Header: same id, QR RD RA, NOERROR, 1 question, 1 answer.
+    CHECK(r.substr(0, 12) == std::string("\x12\x34\x81\x80\x00\x01\x00\x01\x00\x00\x00\x00", 12));
+    CHECK(r.substr(12, q.size() - 12) == q.substr(12));
+    CHECK(r.substr(q.size()) == std::string("\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04\xc6\x12\x00\x07", 16));
+    // AAAA of the same name: NODATA (no record), never the IPv4 address.
+    std::string q6 = dns_query("api.example.com", 28);
+    auto p6 = parse_dns_query(q6, why);
+    REQUIRE(p6);
+    std::string r6 = dns_reply(q6, *p6, DnsRcode::noerror, a);
+    CHECK(r6.size() == q6.size());
+    CHECK(r6[7] == 0);
+    CHECK(static_cast<unsigned char>(r6[3]) == 0x80);
+    std::string nx = dns_reply(q, *parsed, DnsRcode::nxdomain);
+    CHECK(static_cast<unsigned char>(nx[3]) == 0x83);
+    CHECK(nx[7] == 0);
+    CHECK(std::string(dns_type_name(65)) == "HTTPS");
+    CHECK(dns_type_name(999) == nullptr);
+
+    auto refused = [&](std::string msg, const std::string& want) {
+        std::string w;
+        std::uint16_t id = 0;
+        CHECK_FALSE(parse_dns_query(msg, w, &id));
+        CHECK(w == want);
+    };
+    refused(q.substr(0, 11), "shorter than a DNS header");
+    std::string resp = q;
+    resp[2] = static_cast<char>(0x81);
+    refused(resp, "a response, not a query");
+    std::string notify = q;
+    notify[2] = static_cast<char>(4 << 3);
+    refused(notify, "opcode 4 (only QUERY is answered)");
+    std::string two = q;
+    two[5] = 2;
+    refused(two, "2 questions (exactly one is answered)");
+    std::string ptr = q.substr(0, 12) + std::string("\xc0\x0c\x00\x01\x00\x01", 6);
+    refused(ptr, "compressed or extended label in the question");
+    refused(q.substr(0, q.size() - 2), "question cut short");
+    std::string cut = q.substr(0, 14);
+    refused(cut, "question cut short");
+    std::string longname;
+    for (int i = 0; i < 5; ++i) longname += std::string(60, 'a') + ".";
+    longname += "com";
+    refused(dns_query(longname, 1), "name longer than 255 bytes");
+    std::string err = dns_error_reply(0x1234, DnsRcode::formerr);
+    CHECK(err == std::string("\x12\x34\x80\x81\x00\x00\x00\x00\x00\x00\x00\x00", 12));
+}
+
+TEST_CASE("fake DNS pool: one address a name, kept; never two names an address; only 198.18.0.0/15") {
+    using namespace cc::net;
+    FakePool pool;
+    auto a = pool.address_for("api.example.com");
+    auto b = pool.address_for("other.example.com");
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK(a->to_string() == "198.18.0.1");
+    CHECK(b->to_string() == "198.18.0.2");
+    CHECK(pool.address_for("api.example.com")->to_string() == "198.18.0.1");
+    CHECK(pool.name_for(*a) == std::optional<std::string>("api.example.com"));
+    CHECK(pool.name_for(*parse_ip_literal("198.18.0.3")) == std::nullopt);  // never given out
+    // A dual-stack listener reports the IPv4-mapped form.
+    CHECK(pool.name_for(*parse_ip_literal("::ffff:198.18.0.2")) == std::optional<std::string>("other.example.com"));
+    CHECK(FakePool::in_pool(*parse_ip_literal("198.19.255.254")));
+    CHECK_FALSE(FakePool::in_pool(*parse_ip_literal("198.20.0.1")));
+    CHECK_FALSE(FakePool::in_pool(*parse_ip_literal("198.17.255.255")));
+    // NAT64 and 6to4 spellings of a pool address are not the pool (they are
+    // literals, vetted as such).
+    CHECK_FALSE(FakePool::in_pool(*parse_ip_literal("64:ff9b::198.18.0.1")));
+    CHECK(pool.size() == 2);
 }

@@ -169,6 +169,8 @@ Result<std::vector<std::string>> learn_allowlist(std::string_view jsonl, const R
         json j = json::parse(line, nullptr, false);
         if (!j.is_object()) return input_error("line " + std::to_string(n), "is not a JSON object");
         if (cc::json::string_at(j, "event") != "connection") continue;
+        // A captured sandbox's DNS answers: the connection that follows says the port.
+        if (cc::json::string_at(j, "proto") == "dns") continue;
         // A name written as {"bytes":...} (not UTF-8) is never learnt: no
         // allowlist entry can name it.
         std::string rule = cc::json::string_at(j, "rule"), host = cc::json::string_at(j, "host");

@@ -14,6 +14,8 @@ namespace {
 // A client sends one message: SCM_RIGHTS with listening stream sockets and a
 // JSON payload naming them by index, {"http":[0],"socks":[1]}. Each becomes a
 // listener of that kind; the reply is one line {"ok":true} or {"ok":false,...}.
+// A captured sandbox (cc-wrap --capture) adds "captured":[2,3,...], its
+// wildcard listeners, one a port, and "dns":[4,5], its bound UDP sockets.
 // With "hold":true the listeners live only as long as the client keeps its
 // connection open (cc-wrap holds it for the sandbox's lifetime), so a
 // long-lived session proxy serving many launches never piles up listeners in
@@ -24,6 +26,7 @@ namespace {
 struct InboxRequest {
     bool hold = false, events = false;
     std::vector<std::pair<int, Kind>> listeners;
+    std::vector<int> dns;
 };
 
 std::string parse_inbox_request(const std::string& payload, const std::vector<int>& fds, std::vector<bool>& used,
@@ -42,8 +45,10 @@ std::string parse_inbox_request(const std::string& payload, const std::vector<in
             continue;
         }
         Kind kind;
+        bool dns = key == "dns";
         if (key == "http") kind = Kind::http;
         else if (key == "socks") kind = Kind::socks;
+        else if (key == "captured" || dns) kind = Kind::captured;
         else return "unknown field '" + key + "'";
         if (!val.is_array()) return "'" + key + "' must be an array of fd indexes";
         for (auto& v : val) {
@@ -55,13 +60,22 @@ std::string parse_inbox_request(const std::string& payload, const std::vector<in
             int type = 0, listening = 0;
             socklen_t l = sizeof type;
             ::getsockopt(fds[i], SOL_SOCKET, SO_TYPE, &type, &l);
+            if (dns) {
+                sockaddr_storage ss{};
+                socklen_t sl = sizeof ss;
+                if (type != SOCK_DGRAM || ::getsockname(fds[i], reinterpret_cast<sockaddr*>(&ss), &sl) != 0 ||
+                    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
+                    return "fd index " + std::to_string(i) + " is not a bound UDP socket";
+                rq.dns.push_back(fds[i]);
+                continue;
+            }
             l = sizeof listening;
             ::getsockopt(fds[i], SOL_SOCKET, SO_ACCEPTCONN, &listening, &l);
             if (type != SOCK_STREAM || !listening) return "fd index " + std::to_string(i) + " is not a listening stream socket";
             rq.listeners.emplace_back(fds[i], kind);
         }
     }
-    if (rq.listeners.empty()) return "no listeners named";
+    if (rq.listeners.empty() && rq.dns.empty()) return "no listeners named";
     if (rq.events && !rq.hold) return "'events' needs 'hold': lines go back on the held connection";
     return "";
 }
@@ -74,9 +88,25 @@ std::string take_fds(Server& srv, const InboxRequest& rq, const std::shared_ptr<
         auto r = add_listener(srv, fd, kind, "", sink);
         if (!r) return r.error().one_line();
         adopted.push_back(fd);
-        srv.log("fd inbox: listening for " + std::string(kind == Kind::http ? "http" : "socks") + " on " + *r +
+        srv.log("fd inbox: listening for " + std::string(to_string(kind)) + " on " + *r +
                 (rq.hold ? " (while the sender holds its connection)" : "") +
                 (sink ? "; its connection lines go back to the sender too" : ""));
+    }
+    for (int fd : rq.dns) {
+        int fl = ::fcntl(fd, F_GETFL);
+        ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+        // Where the query went is where the answer comes from.
+        int one = 1;
+        ::setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one);
+        ::setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one);
+        sockaddr_storage ss{};
+        socklen_t l = sizeof ss;
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &l);
+        std::string name = "dns " + describe_client(Proto::endpoint(&ss, l), "");
+        asio::co_spawn(srv.io, serve_dns(srv, fd, name, sink), srv.on_done("a DNS socket"));
+        adopted.push_back(fd);
+        srv.log("fd inbox: answering DNS on " + name.substr(4) + " from the name pool " + FakePool::range() +
+                (rq.hold ? " (while the sender holds its connection)" : ""));
     }
     return "";
 }
@@ -92,13 +122,15 @@ void close_listeners(Server& srv, const std::vector<int>& fds) {
     }
     for (auto& l : srv.sh.loops)
         asio::post(l->io, [loop = l.get(), inodes] {
-            for (auto& a : loop->acceptors) {
+            auto handed = [&](int fd) {
                 struct stat st {};
-                if (!a->is_open() || ::fstat(a->native_handle(), &st) != 0) continue;
-                if (std::find(inodes->begin(), inodes->end(), st.st_ino) == inodes->end()) continue;
-                ErrorCode ignored;
-                a->close(ignored);
-            }
+                return ::fstat(fd, &st) == 0 && std::find(inodes->begin(), inodes->end(), st.st_ino) != inodes->end();
+            };
+            ErrorCode ignored;
+            for (auto& a : loop->acceptors)
+                if (a->is_open() && handed(a->native_handle())) a->close(ignored);
+            for (auto& d : loop->datagrams)
+                if (d->is_open() && handed(d->native_handle())) d->close(ignored);
         });
 }
 

@@ -8,7 +8,7 @@ namespace cc::net::detail {
 
 namespace {
 
-awaitable<void> accept_loop(Server& srv, Acceptor& acc, Kind kind, std::string listener,
+awaitable<void> accept_loop(Server& srv, Acceptor& acc, Kind kind, std::string listener, std::string key,
                             std::shared_ptr<EventSink> sink) {
     while (!srv.stopping) {
         ErrorCode ec;
@@ -23,7 +23,7 @@ awaitable<void> accept_loop(Server& srv, Acceptor& acc, Kind kind, std::string l
             co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
             continue;
         }
-        asio::co_spawn(srv.io, serve(srv, kind, std::move(s), listener, peer, sink), srv.on_done("a connection"));
+        asio::co_spawn(srv.io, serve(srv, kind, std::move(s), listener, key, peer, sink), srv.on_done("a connection"));
     }
 }
 
@@ -70,11 +70,12 @@ Result<std::string> add_listener(Server& srv, int fd, Kind kind, const std::stri
         where = (a->v4() ? a->to_string() : "[" + a->to_string() + "]") + ":" + std::to_string(port);
     }
     std::string name = listener.empty() ? where : listener;
-    asio::co_spawn(srv.io, accept_loop(srv, *acc, kind, name, sink), srv.on_done("a listener"));
+    std::string key = name + "#" + std::to_string(srv.sh.next_listener++);
+    asio::co_spawn(srv.io, accept_loop(srv, *acc, kind, name, key, sink), srv.on_done("a listener"));
     srv.acceptors.push_back(std::move(acc));
     for (std::size_t i = 1; i < srv.sh.loops.size(); ++i) {
         Server* other = srv.sh.loops[i].get();
-        asio::post(other->io, [other, d = dups[i - 1], family = ss.ss_family, kind, name, sink] {
+        asio::post(other->io, [other, d = dups[i - 1], family = ss.ss_family, kind, name, key, sink] {
             if (other->stopping) {
                 ::close(d);
                 return;
@@ -87,7 +88,7 @@ Result<std::string> add_listener(Server& srv, int fd, Kind kind, const std::stri
                 other->log("loop " + std::to_string(other->index) + ": cannot use listening socket " + name);
                 return;
             }
-            asio::co_spawn(other->io, accept_loop(*other, *a, kind, name, sink), other->on_done("a listener"));
+            asio::co_spawn(other->io, accept_loop(*other, *a, kind, name, key, sink), other->on_done("a listener"));
             other->acceptors.push_back(std::move(a));
         });
     }

@@ -347,8 +347,20 @@ Verdict auth_denied(std::string reason) {
     return Verdict{false, "auth", std::move(reason), "http_request_denied"};
 }
 
-awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener, Proto::endpoint peer,
-                      std::shared_ptr<EventSink> sink) {
+const char* to_string(Kind k) {
+    switch (k) {
+        case Kind::http:
+            return "http";
+        case Kind::socks:
+            return "socks";
+        case Kind::captured:
+            return "captured";
+    }
+    return "?";
+}
+
+awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener, std::string listener_key,
+                      Proto::endpoint peer, std::shared_ptr<EventSink> sink) {
     auto c = std::make_shared<Conn>(std::move(sock));
     c->sink = std::move(sink);
     std::uint64_t id = srv.next_id++;
@@ -361,12 +373,16 @@ awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener, P
     if (auto colon = who.rfind(':'); colon != std::string::npos && colon + 1 < who.size() &&
                                      who.find_first_not_of("0123456789", colon + 1) == std::string::npos)
         who.erase(colon);
-    std::string key = listener + "|" + who;
+    // A captured connection's peer address is its own destination (the
+    // sandbox's every address is local): the listener is the client.
+    if (kind == Kind::captured) who = "sandbox " + listener;
+    std::string key = kind == Kind::captured ? listener_key : listener_key + "|" + who;
     std::string busy = srv.sh.admit(key, who);
-    srv.sh.metrics.connection_opened(kind == Kind::http ? "http" : "socks5");
+    srv.sh.metrics.connection_opened(kind == Kind::http ? "http" : kind == Kind::socks ? "socks5" : "captured");
     try {
         if (kind == Kind::http) co_await serve_http(srv, c, client, busy);
-        else co_await serve_socks(srv, c, client, busy);
+        else if (kind == Kind::socks) co_await serve_socks(srv, c, client, busy);
+        else co_await serve_captured(srv, c, client, busy);
     } catch (const std::exception& e) {
         note_error(srv, "connection", e);
     }

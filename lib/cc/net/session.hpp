@@ -8,6 +8,7 @@
 //   http_proxy.cpp      CONNECT and absolute-form requests
 //   socks5_server.cpp   RFC 1928 / 1929
 //   fd_inbox.cpp        listening sockets handed over SCM_RIGHTS
+//   captured.cpp        connections and DNS queries captured in a sandbox (cc-wrap --capture)
 //   listeners.cpp       listening sockets and accept loops on every event loop
 //   metrics_page.cpp    --metrics-socket: the OpenMetrics page on a Unix socket
 //   asker.cpp           network asks put to --approver (its own thread)
@@ -17,6 +18,7 @@
 
 #include "cc/net/proxy.hpp"
 #include "cc/net/asker.hpp"
+#include "cc/net/fake_dns.hpp"
 #include "cc/net/metrics.hpp"
 
 #include <fcntl.h>
@@ -62,7 +64,12 @@ constexpr std::uint64_t unlimited = ~std::uint64_t{0};
 constexpr std::size_t read_chunk = 64 * 1024;
 constexpr int pipe_size = 256 * 1024;
 
-enum class Kind { http, socks };
+// http and socks: the proxy protocols. captured: a listener on the wildcard
+// address of one port in a sandbox whose every destination is local
+// (cc-wrap --capture); the connection's local address is where the client
+// meant to go.
+enum class Kind { http, socks, captured };
+const char* to_string(Kind k);
 
 // Why the proxy itself ended a connection (the connection line's "closed").
 enum class Closed { none, header_timeout, idle_timeout, first_byte_timeout, shutdown };
@@ -155,6 +162,12 @@ struct Shared {
     // Requests on intercepted hosts whose action the policy marks ask, put
     // to the same --approver (under asker_mu too); none: ask is deny.
     std::unique_ptr<Asker> request_asker;
+    // Names the captured sandboxes' resolver answered, and the addresses
+    // that stand for them (captured.cpp).
+    FakePool fake_pool;
+    // Each listener's own key for the caps (two sandboxes' listeners have
+    // the same address, each in its own namespace).
+    std::atomic<std::uint64_t> next_listener{0};
 
     explicit Shared(const ProxyConfig& c) : cfg(c) {}
     void stop_all();
@@ -193,6 +206,8 @@ struct Server {
     std::optional<asio::steady_timer> sweep{std::in_place, io};
     Clock::time_point sweep_at = Clock::time_point::max();
     std::vector<std::unique_ptr<Acceptor>> acceptors;
+    // Captured sandboxes' DNS sockets served on this loop (serve_dns).
+    std::vector<std::unique_ptr<asio::posix::stream_descriptor>> datagrams;
     std::unordered_map<std::uint64_t, std::weak_ptr<Conn>> live;
     std::uint64_t next_id = 0;
     std::vector<Pipe> pipes;  // idle, empty pipes for splice
@@ -243,6 +258,7 @@ struct Server {
             sweep_at = Clock::time_point::max();
         }
         for (auto& a : acceptors) a->close(ec);
+        for (auto& d : datagrams) d->close(ec);
         for (auto& [id, w] : live)
             if (auto c = w.lock()) c->close(Closed::shutdown);
         if (signals) signals->cancel(ec);
@@ -359,12 +375,22 @@ bool token_matches(const ProxyConfig& cfg, std::string_view given);
 Verdict auth_denied(std::string reason);
 
 // One accepted connection: admitted under the caps (or answered "busy" in
-// its protocol), served, released.
-awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener, Proto::endpoint peer,
-                      std::shared_ptr<EventSink> sink);
+// its protocol), served, released. `listener_key` is that listener's own
+// (every loop's accept on it shares it); the client for the caps is the
+// listener and the peer address, or the listener alone when captured.
+awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener, std::string listener_key,
+                      Proto::endpoint peer, std::shared_ptr<EventSink> sink);
 // `busy`: why the caps refused this connection ("" when admitted).
 awaitable<void> serve_http(Server& srv, std::shared_ptr<Conn> c, std::string client, std::string busy);
 awaitable<void> serve_socks(Server& srv, std::shared_ptr<Conn> c, std::string client, std::string busy);
+awaitable<void> serve_captured(Server& srv, std::shared_ptr<Conn> c, std::string client, std::string busy);
+// A captured sandbox's resolver: a bound UDP socket (IP_PKTINFO on), whose
+// queries are answered from the fake pool for names the rules could admit
+// and NXDOMAIN for the rest; one connection line per query.
+awaitable<void> serve_dns(Server& srv, int fd, std::string listener, std::shared_ptr<EventSink> sink);
+// The DNS answer's verdict for a name: what a CONNECT to it would get from
+// the name rules on a port its allow entries admit (no resolution, no ask).
+Verdict dns_verdict(const Server& srv, const std::string& name);
 
 // Listeners (listeners.cpp). add_listener accepts on `fd` on every loop;
 // its result names where it listens.

@@ -6,6 +6,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <linux/nsfs.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -19,9 +21,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 
 #include <nlohmann/json.hpp>
 
+#include "cc/core/json_writer.hpp"
 #include "cc/fs/unique_fd.hpp"
 
 namespace cc::sandbox {
@@ -32,7 +36,11 @@ std::string errno_text(const char* what) { return std::string(what) + ": " + std
 
 bool send_with_fds(int sock, const std::string& payload, const int* fds, int nfds) {
     iovec iov{const_cast<char*>(payload.data()), payload.size()};
-    alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))] = {};
+    alignas(cmsghdr) char ctl[CMSG_SPACE((k_max_capture_ports + 4) * sizeof(int))] = {};
+    if (nfds < 0 || static_cast<std::size_t>(nfds) > k_max_capture_ports + 4) {
+        errno = EINVAL;
+        return false;
+    }
     msghdr m{};
     m.msg_iov = &iov;
     m.msg_iovlen = 1;
@@ -72,6 +80,13 @@ struct NsJob {
     ino_t self_ino = 0;
     int ports[2] = {0, 0};
     int fds[2] = {-1, -1};
+    // --capture
+    bool capture = false;
+    std::size_t ncap = 0;
+    std::uint16_t cap_ports[k_max_capture_ports] = {};
+    int cap_fds[k_max_capture_ports] = {};
+    int dns4 = -1, dns6 = -1;
+    bool ipv6 = false;
     int ns_fds[2] = {-1, -1};  // the sandbox's network namespace and its owner
     ino_t net_ino = 0, user_ino = 0;
     int err = 0;
@@ -86,6 +101,132 @@ struct NsJob {
 // CAP_SYS_ADMIN (to join a user namespace it does not own).
 // IP_FREEBIND: bubblewrap may not have brought the sandbox's loopback up yet;
 // the listener starts receiving as soon as it is.
+// `local` route for every address of `family` (0.0.0.0/0, ::/0) on the
+// loopback device `ifindex`, in the local table: the kernel then takes every
+// destination as its own. One RTM_NEWROUTE over rtnetlink, its ack read; 0
+// or an errno.
+int add_local_default_route(int family, int ifindex) {
+    int nl = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+    if (nl < 0) return errno;
+    struct {
+        nlmsghdr n;
+        rtmsg r;
+        char attrs[64];
+    } req{};
+    req.n.nlmsg_len = NLMSG_LENGTH(sizeof(rtmsg));
+    req.n.nlmsg_type = RTM_NEWROUTE;
+    req.n.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_REPLACE | NLM_F_ACK;
+    req.n.nlmsg_seq = 1;
+    req.r.rtm_family = static_cast<unsigned char>(family);
+    req.r.rtm_dst_len = 0;
+    req.r.rtm_table = RT_TABLE_LOCAL;
+    req.r.rtm_protocol = RTPROT_BOOT;
+    req.r.rtm_scope = RT_SCOPE_HOST;
+    req.r.rtm_type = RTN_LOCAL;
+    auto* a = reinterpret_cast<rtattr*>(reinterpret_cast<char*>(&req) + NLMSG_ALIGN(req.n.nlmsg_len));
+    a->rta_type = RTA_OIF;
+    a->rta_len = RTA_LENGTH(sizeof(int));
+    std::memcpy(RTA_DATA(a), &ifindex, sizeof(int));
+    req.n.nlmsg_len = NLMSG_ALIGN(req.n.nlmsg_len) + RTA_ALIGN(a->rta_len);
+    sockaddr_nl kernel{};
+    kernel.nl_family = AF_NETLINK;
+    int err = 0;
+    if (::sendto(nl, &req, req.n.nlmsg_len, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) < 0) {
+        err = errno;
+    } else {
+        alignas(nlmsghdr) char buf[1024];
+        ssize_t n = ::recv(nl, buf, sizeof buf, 0);
+        auto* h = reinterpret_cast<nlmsghdr*>(buf);
+        if (n < 0)
+            err = errno;
+        else if (n < static_cast<ssize_t>(NLMSG_LENGTH(sizeof(nlmsgerr))) || h->nlmsg_type != NLMSG_ERROR)
+            err = EPROTO;
+        else
+            err = -reinterpret_cast<nlmsgerr*>(NLMSG_DATA(h))->error;
+    }
+    ::close(nl);
+    return err;
+}
+
+// The capture set-up inside the sandbox's network namespace: the local
+// routes, a listener on each port and the resolver's sockets. IPv6 is used
+// when the namespace has it; without, IPv4 alone (said by the caller).
+// Loopback must be up first, and bringing it up is bubblewrap's (it adds
+// 127.0.0.1 and then sets it up; up first, its address request would fail):
+// waited for, at most 2 s.
+const char* capture_in_netns(NsJob* j) {
+    int ctl = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (ctl < 0) return "socket";
+    ifreq ifr{};
+    std::memcpy(ifr.ifr_name, "lo", 3);
+    bool up = false;
+    for (int i = 0; i < 2000 && !up; ++i) {
+        if (::ioctl(ctl, SIOCGIFFLAGS, &ifr) != 0) break;
+        up = (ifr.ifr_flags & IFF_UP) != 0;
+        if (!up) {
+            timespec ms{0, 1000000};
+            ::nanosleep(&ms, nullptr);
+        }
+    }
+    int ifindex = 0;
+    if (up && ::ioctl(ctl, SIOCGIFINDEX, &ifr) == 0) ifindex = ifr.ifr_ifindex;
+    ::close(ctl);
+    if (!up || ifindex <= 0) return "the sandbox's loopback (bubblewrap did not bring it up within 2 s)";
+    if (int e = add_local_default_route(AF_INET, ifindex); e != 0) {
+        errno = e;
+        return "the local route for 0.0.0.0/0 on loopback";
+    }
+    j->ipv6 = add_local_default_route(AF_INET6, ifindex) == 0;
+    int one = 1, zero = 0;
+    for (std::size_t i = 0; i < j->ncap; ++i) {
+        int fd = -1;
+        if (j->ipv6) {
+            fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            if (fd < 0) return "socket";
+            j->cap_fds[i] = fd;
+            ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+            ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+            sockaddr_in6 a{};
+            a.sin6_family = AF_INET6;
+            a.sin6_port = htons(j->cap_ports[i]);
+            a.sin6_addr = in6addr_any;
+            if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, SOMAXCONN) != 0)
+                return "a captured port's listener";
+        } else {
+            fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            if (fd < 0) return "socket";
+            j->cap_fds[i] = fd;
+            ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+            sockaddr_in a{};
+            a.sin_family = AF_INET;
+            a.sin_port = htons(j->cap_ports[i]);
+            a.sin_addr.s_addr = htonl(INADDR_ANY);
+            if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, SOMAXCONN) != 0)
+                return "a captured port's listener";
+        }
+    }
+    // The resolver: port 53 of every address, so a client that ignores
+    // resolv.conf and asks a resolver of its own is answered here too.
+    j->dns4 = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (j->dns4 < 0) return "socket";
+    sockaddr_in a4{};
+    a4.sin_family = AF_INET;
+    a4.sin_port = htons(53);
+    a4.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (::bind(j->dns4, reinterpret_cast<sockaddr*>(&a4), sizeof a4) != 0) return "the resolver's socket 0.0.0.0:53";
+    if (j->ipv6) {
+        j->dns6 = ::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (j->dns6 < 0) return "socket";
+        ::setsockopt(j->dns6, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        sockaddr_in6 a6{};
+        a6.sin6_family = AF_INET6;
+        a6.sin6_port = htons(53);
+        a6.sin6_addr = in6addr_any;
+        if (::bind(j->dns6, reinterpret_cast<sockaddr*>(&a6), sizeof a6) != 0) return "the resolver's socket [::]:53";
+    }
+    return nullptr;
+}
+
 int ns_child(void* arg) {
     auto* j = static_cast<NsJob*>(arg);
     auto fail = [j](const char* step) {
@@ -133,15 +274,36 @@ int ns_child(void* arg) {
         if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, SOMAXCONN) != 0)
             return fail(i == 0 ? "http listener 127.0.0.1:3128" : "socks listener 127.0.0.1:1080");
     }
+    if (j->capture)
+        if (const char* step = capture_in_netns(j)) return fail(step);
     return 0;
 }
 
 }  // namespace
 
+void close_listeners(Listeners& l) {
+    for (int* fd : {&l.http, &l.socks, &l.dns4, &l.dns6})
+        if (*fd >= 0) ::close(std::exchange(*fd, -1));
+    for (int fd : l.captured)
+        if (fd >= 0) ::close(fd);
+    l.captured.clear();
+}
+
 Result<Listeners> listeners_in_netns(pid_t pid, std::optional<unsigned long> expect_net_ino, int http_port,
-                                     int socks_port, std::optional<std::pair<unsigned, unsigned>> as) {
+                                     int socks_port, std::optional<std::pair<unsigned, unsigned>> as,
+                                     const CaptureSetup* capture) {
     const std::string what = "proxy listeners inside the sandbox";
     NsJob job;
+    if (capture) {
+        if (capture->ports.size() > k_max_capture_ports)
+            return input_error("--capture", "more than " + std::to_string(k_max_capture_ports) + " ports");
+        job.capture = true;
+        job.ncap = capture->ports.size();
+        for (std::size_t i = 0; i < job.ncap; ++i) {
+            job.cap_ports[i] = capture->ports[i];
+            job.cap_fds[i] = -1;
+        }
+    }
     std::snprintf(job.path, sizeof job.path, "/proc/%d/ns/net", static_cast<int>(pid));
     if (as) {
         job.drop = true;
@@ -172,9 +334,15 @@ Result<Listeners> listeners_in_netns(pid_t pid, std::optional<unsigned long> exp
     for (int fd : job.ns_fds)
         if (fd >= 0) ::close(fd);
     if (child < 0) return unavailable_error(what, std::string("clone: ") + std::strerror(clone_errno));
+    Listeners out;
+    out.http = job.fds[0];
+    out.socks = job.fds[1];
+    out.dns4 = job.dns4;
+    out.dns6 = job.dns6;
+    out.ipv6 = job.ipv6;
+    for (std::size_t i = 0; i < job.ncap; ++i) out.captured.push_back(job.cap_fds[i]);
     if (job.err != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        for (int fd : job.fds)
-            if (fd >= 0) ::close(fd);
+        close_listeners(out);
         std::string why = job.step ? std::string(job.step) : "the namespace helper failed";
         if (job.step && job.err != 0 && job.err != ESRCH) why += std::string(": ") + std::strerror(job.err);
         if (job.step && std::strcmp(job.step, "open the sandbox's network namespace") == 0)
@@ -184,10 +352,10 @@ Result<Listeners> listeners_in_netns(pid_t pid, std::optional<unsigned long> exp
                    std::to_string(job.self_ino) + ")";
         return unavailable_error(what, why);
     }
-    return Listeners{job.fds[0], job.fds[1]};
+    return out;
 }
 
-Result<int> hand_over(const std::string& inbox, int http_fd, int socks_fd, bool events) {
+Result<int> hand_over(const std::string& inbox, const Listeners& l, bool events) {
     int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0) return io_error("socket", "cannot create");
     sockaddr_un a{};
@@ -202,10 +370,23 @@ Result<int> hand_over(const std::string& inbox, int http_fd, int socks_fd, bool 
         return unavailable_error("cc-egress fd inbox '" + inbox + "'", why);
     };
     if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return fail(std::strerror(errno));
-    int fds[2] = {http_fd, socks_fd};
-    const char* payload = events ? R"({"http":[0],"socks":[1],"hold":true,"events":true})" "\n"
-                                 : R"({"http":[0],"socks":[1],"hold":true})" "\n";
-    if (!send_with_fds(s, payload, fds, 2)) return fail(errno_text("sendmsg"));
+    std::vector<int> fds = {l.http, l.socks};
+    nlohmann::json payload = {{"http", {0}}, {"socks", {1}}, {"hold", true}};
+    if (events) payload["events"] = true;
+    if (!l.captured.empty()) {
+        payload["captured"] = nlohmann::json::array();
+        for (int fd : l.captured) {
+            payload["captured"].push_back(fds.size());
+            fds.push_back(fd);
+        }
+    }
+    for (int fd : {l.dns4, l.dns6})
+        if (fd >= 0) {
+            payload["dns"].push_back(fds.size());
+            fds.push_back(fd);
+        }
+    if (!send_with_fds(s, cc::json::write(payload) + "\n", fds.data(), static_cast<int>(fds.size())))
+        return fail(errno_text("sendmsg"));
     return s;
 }
 

@@ -7,7 +7,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <algorithm>
+#include <cctype>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -137,6 +141,71 @@ Status resolve_intercept(const WrapRequest& rq, Resolved& r, spec::Backend backe
     return ok();
 }
 
+// --capture: the ports an allowlist entry admits ("host", "host:443,8443",
+// "[v6]:443", "host:*"); a bare entry admits 80 and 443. `any` is set by an
+// entry for every port (no listener can stand for all of them).
+void entry_ports(std::string e, std::set<std::uint16_t>& out, bool& any) {
+    if (auto hash = e.find('#'); hash != std::string::npos) e.erase(hash);
+    while (!e.empty() && std::isspace(static_cast<unsigned char>(e.back()))) e.pop_back();
+    std::string ports;
+    if (!e.empty() && e.front() == '[') {
+        auto rb = e.find(']');
+        if (rb != std::string::npos && rb + 1 < e.size() && e[rb + 1] == ':') ports = e.substr(rb + 2);
+    } else if (std::count(e.begin(), e.end(), ':') == 1) {
+        ports = e.substr(e.find(':') + 1);
+    }
+    if (ports.empty()) {
+        out.insert(80);
+        out.insert(443);
+        return;
+    }
+    if (ports == "*") {
+        any = true;
+        return;
+    }
+    std::stringstream ss(ports);
+    std::string one;
+    while (std::getline(ss, one, ','))
+        if (!one.empty() && one.size() <= 5 && one.find_first_not_of("0123456789") == std::string::npos &&
+            std::stoi(one) >= 1 && std::stoi(one) <= 65535)
+            out.insert(static_cast<std::uint16_t>(std::stoi(one)));
+}
+
+// Programs that ignore the proxy variables are captured in the sandbox's
+// network namespace and handed to cc-egress: bubblewrap's namespace and
+// the fd handover, so the native backend only.
+Status resolve_capture(const WrapRequest& rq, Resolved& r, spec::Backend backend) {
+    EgressWiring& w = r.in.egress;
+    if (!rq.capture) {
+        if (!rq.capturePorts.empty()) return input_error("--capture-port", "applies with --capture only");
+        return ok();
+    }
+    if (!r.wants_egress || r.seatbelt || backend != spec::Backend::native)
+        return input_error("--capture", "needs the native backend (bubblewrap) with the dispatch profile");
+    if (w.source == EgressWiring::Source::handed && w.inbox.empty())
+        return input_error("--capture", "needs a cc-egress with an fd inbox (--egress names one without)");
+    std::set<std::uint16_t> ports = {80, 443};
+    bool any = false;
+    for (const auto& e : r.spec.egressAllowlist) entry_ports(e, ports, any);
+    for (int p : rq.capturePorts) {
+        if (p < 1 || p > 65535) return input_error("--capture-port " + std::to_string(p), "is not a port (1-65535)");
+        ports.insert(static_cast<std::uint16_t>(p));
+    }
+    // The proxies' own listeners hold those ports on 127.0.0.1.
+    for (int own : {3128, 1080})
+        if (ports.erase(static_cast<std::uint16_t>(own)))
+            log("note: --capture leaves port " + std::to_string(own) + " to the proxy listening there");
+    if (ports.size() > k_max_capture_ports)
+        return input_error(
+            "--capture", std::to_string(ports.size()) + " ports asked; at most " + std::to_string(k_max_capture_ports));
+    if (any)
+        log("note: --capture takes the ports entries name (" + std::to_string(ports.size()) +
+            "); an entry for every port (host:*) is reached on other ports through the proxy variables only");
+    w.capture = true;
+    w.capturePorts.assign(ports.begin(), ports.end());
+    return ok();
+}
+
 Result<Resolved> resolve_launch(const WrapRequest& rq) {
     Resolved r;
     // 1. Input: spec, switch, backend flag, profile. Bad input: exit 2.
@@ -262,6 +331,7 @@ Result<Resolved> resolve_launch(const WrapRequest& rq) {
         if (auto ic = intercept_from_ready(*j, in.egress, *rq.egressReady); !ic) return ic.error();
     }
     if (auto s = resolve_intercept(rq, r, choice->backend); !s) return s.error();
+    if (auto s = resolve_capture(rq, r, choice->backend); !s) return s.error();
     if (r.own_egress && !rq.print && !rq.printSeatbelt) {
         r.egress_exe = find_egress();
         if (!r.egress_exe)

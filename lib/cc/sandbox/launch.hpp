@@ -27,6 +27,8 @@ struct WrapRequest {
     std::vector<std::string> intercept;         // --intercept HOST, for the cc-egress cc-wrap starts
     std::vector<std::string> credentials;       // --credential NAME@HOSTS=file:PATH|fd:N, for it too
     std::optional<std::string> upstreamCa;      // --upstream-ca FILE, for it too
+    bool capture = false;                      // --capture: TCP and DNS of programs that ignore the proxy variables
+    std::vector<int> capturePorts;             // --capture-port N, besides the allowlist's own ports
     std::optional<std::string> runAs;           // --run-as UID[:GID] (root only)
     std::vector<std::string> denyWrite;         // --deny-write
     bool dropFilenameDenies = false;

@@ -128,6 +128,17 @@ auto Builder::proxy_wiring() -> void {
             add(MountOp::ro_bind, in.runtimeDir + "/tls", guest_tls_dir,
                 "the session CA of cc-egress (it terminates TLS for some hosts): ca.pem, and bundle.pem with the system's roots");
         }
+        if (in.egress.capture && p.transport == Transport::fd_handover) {
+            p.capture = true;
+            p.capturePorts = in.egress.capturePorts;
+            add(MountOp::ro_bind, in.runtimeDir + "/resolv.conf", "/etc/resolv.conf",
+                "capture: the sandbox's resolver is cc-egress's name pool on 127.0.0.1:53");
+            std::string ports;
+            for (auto port : p.capturePorts) ports += (ports.empty() ? "" : ",") + std::to_string(port);
+            plan.notes.push_back("capture: TCP to any address on ports " + ports +
+                                 " goes to cc-egress as a CONNECT to its name and port; other ports are refused by the "
+                                 "kernel (connection refused, not logged), and UDP other than DNS reaches nothing");
+        }
 }
 
 auto Builder::environment() -> void {
@@ -474,6 +485,7 @@ auto Builder::build() -> Result<Plan> {
             plan.chdir = in.profile == Profile::terminal ? in.home : "/";
         plan.layers = {"user-ns", "mount-ns", "pid-ns", "ipc-ns", "uts-ns"};
         if (plan.proxy.transport != Transport::host) plan.layers.push_back("net-ns");
+        if (plan.proxy.capture) plan.layers.push_back("capture");
         plan.seccomp = default_seccomp({in.spec.allowNestedNamespaces, in.spec.allowPtrace});
         plan.layers.push_back("seccomp");
         if (in.spec.allowNestedNamespaces)
@@ -610,6 +622,7 @@ nlohmann::json to_json(const Plan& p) {
     if (!p.proxy.policy.empty()) j["proxy"]["policy"] = p.proxy.policy;
     if (!p.proxy.approver.empty()) j["proxy"]["approver"] = p.proxy.approver;
     if (p.proxy.intercept) j["proxy"]["intercept"] = true;
+    if (p.proxy.capture) j["proxy"]["capture"] = {{"ports", p.proxy.capturePorts}, {"resolver", "127.0.0.1:53"}};
     if (p.vm) j["microvm"] = to_json(*p.vm);
     return j;
 }

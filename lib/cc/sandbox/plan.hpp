@@ -60,6 +60,10 @@ struct EgressWiring {
     bool intercepting = false;
     std::string caPem;  // "" until the ready line is read
     std::vector<std::pair<std::string, std::string>> placeholders;  // NAME, placeholder ("" until read)
+    // --capture: the command's TCP to any address on these ports goes to
+    // cc-egress with its destination, and its DNS to cc-egress's name pool.
+    bool capture = false;
+    std::vector<std::uint16_t> capturePorts;
 };
 
 // Who the command is on the host. It is never uid 0 of the host: run by
@@ -144,6 +148,11 @@ struct ProxyWiring {
     // cc-egress terminates TLS for some hosts: the session CA is in
     // guest_tls_dir (ca.pem, and bundle.pem with the system's roots).
     bool intercept = false;
+    // --capture: every destination in the sandbox is local; each of these
+    // ports has a listener handed to cc-egress, port 53 answers from its
+    // name pool, and /etc/resolv.conf names 127.0.0.1.
+    bool capture = false;
+    std::vector<std::uint16_t> capturePorts;
 };
 
 struct Plan {

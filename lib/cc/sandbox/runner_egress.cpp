@@ -42,9 +42,14 @@ Status Runner::hand_over_listeners(int status_fd) {
         net_ino = j["net-namespace"].get<unsigned long>();
     std::optional<std::pair<unsigned, unsigned>> as;
     if (plan_.identity.drop) as = std::pair{plan_.identity.uid, plan_.identity.gid};
-    auto fds = listeners_in_netns(pid1_, net_ino, plan_.proxy.httpPort, plan_.proxy.socksPort, as);
+    CaptureSetup capture{plan_.proxy.capturePorts};
+    auto fds = listeners_in_netns(pid1_, net_ino, plan_.proxy.httpPort, plan_.proxy.socksPort, as,
+                                  plan_.proxy.capture ? &capture : nullptr);
     if (!fds) return fds.error();
-    const cc::fs::UniqueFd http_owned{fds->http}, socks_owned{fds->socks};  // ours until the end of this step
+    struct Owned {  // ours until the end of this step
+        Listeners& l;
+        ~Owned() { close_listeners(l); }
+    } owned{*fds};
     if (eg_ && eg_->stdout_r >= 0 && !eg_->ready_seen) {
         auto ready = read_line(eg_->stdout_r, eg_->head, left_ms());
         if (!ready) return egress_gone("exited before it was ready");
@@ -60,11 +65,16 @@ Status Runner::hand_over_listeners(int status_fd) {
     // Our own cc-egress may die mid-run: a copy of the listeners is kept
     // to hand to its successor (egress_died), so the command's proxies
     // stay where they are and it never gains another way out.
-    if (!inbox_events_) {
+    // Not with capture: the names its resolver gave out live in that
+    // cc-egress alone, and a successor would refuse their addresses.
+    if (!inbox_events_ && !plan_.proxy.capture) {
         spare_http_.reset(::fcntl(fds->http, F_DUPFD_CLOEXEC, 3));
         spare_socks_.reset(::fcntl(fds->socks, F_DUPFD_CLOEXEC, 3));
     }
-    auto conn = hand_over(plan_.proxy.inbox, fds->http, fds->socks, inbox_events_);
+    if (plan_.proxy.capture && !fds->ipv6)
+        log("--capture: the sandbox's network namespace has no IPv6; IPv4 destinations are captured, IPv6 ones are "
+            "unreachable");
+    auto conn = hand_over(plan_.proxy.inbox, *fds, inbox_events_);
     if (!conn) return conn.error();
     inbox_conn_ = *conn;
     return ok();
@@ -229,7 +239,10 @@ Status Runner::restart_egress() {
     if (!ready) return egress_gone("exited before it was ready (restart)");
     eg_->ready_seen = true;
     // The inbox is made when cc-egress is ready.
-    auto conn = hand_over(eg_->inbox, spare_http_.get(), spare_socks_.get(), false);
+    Listeners spare;
+    spare.http = spare_http_.get();
+    spare.socks = spare_socks_.get();
+    auto conn = hand_over(eg_->inbox, spare, false);
     if (!conn) return conn.error();
     if (auto a = await_handover_ack(*conn, eg_->inbox, 5000, nullptr); !a) {
         ::close(*conn);

@@ -131,6 +131,16 @@ Status make_masks(const Plan& plan) {
     if (fd < 0) return io_error(f, "cannot create the mask file");
     ::close(fd);
     ::chmod(d.c_str(), 0);
+    if (plan.proxy.capture) {
+        // The sandbox's resolver: cc-egress's name pool, on loopback.
+        const std::string r = plan.runtimeDir + "/resolv.conf";
+        int rfd = ::open(r.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+        const std::string text =
+            "# cc-wrap --capture: names are answered by cc-egress\nnameserver 127.0.0.1\noptions attempts:2\n";
+        bool written = rfd >= 0 && ::write(rfd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+        if (rfd >= 0) ::close(rfd);
+        if (!written || ::chmod(r.c_str(), 0644) != 0) return io_error(r, "cannot write the sandbox's resolv.conf");
+    }
     return ok();
 }
 

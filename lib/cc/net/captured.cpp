@@ -1,0 +1,269 @@
+// Connections and DNS queries captured in a sandbox's network namespace
+// (cc-wrap --capture). There every destination address is local (a `local`
+// route for 0.0.0.0/0 and ::/0 on loopback), so a connection to any address
+// reaches the listener cc-wrap bound to the wildcard address of that port,
+// and the accepted socket's own address is where the client meant to go. An
+// address of the fake pool stands for the name the sandbox's resolver gave
+// it out for; any other address is a literal. From there the connection is
+// decided exactly as a CONNECT to that name and port: the same vetting
+// (rules, resolution, addresses, approver), the same tunnel (server-name
+// checks on TLS ports), interception, and the same connection line.
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "cc/net/intercept.hpp"
+#include "cc/net/relay.hpp"
+
+namespace cc::net::detail {
+
+namespace {
+
+// The client learns of a refusal as a reset connection: the kernel
+// completed its handshake before anyone could decide.
+void reset_client(Conn& c) {
+    linger l{1, 0};
+    ::setsockopt(c.client.native_handle(), SOL_SOCKET, SO_LINGER, &l, sizeof l);
+}
+
+}  // namespace
+
+awaitable<void> serve_captured(Server& srv, std::shared_ptr<Conn> c, std::string client, std::string busy) {
+    Record rec(srv, c, "captured", client);
+    try {
+        sockaddr_storage ss{};
+        socklen_t len = sizeof ss;
+        std::optional<Address> dst;
+        std::uint16_t port = 0;
+        if (::getsockname(c->client.native_handle(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+            dst = address_of(reinterpret_cast<sockaddr*>(&ss));
+            port = ntohs(ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
+                                                 : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+        }
+        if (!dst || port == 0) {
+            rec.j["reason"] = "no original destination";
+            reset_client(*c);
+            co_return;
+        }
+        rec.j["port"] = port;
+        std::string host = dst->to_string();
+        if (FakePool::in_pool(*dst)) {
+            auto name = srv.sh.fake_pool.name_for(*dst);
+            if (!name) {
+                rec.j["host"] = host;
+                rec.decide(Verdict{false, "capture",
+                                   "an address of the name pool " + std::string(FakePool::range()) +
+                                       " that the sandbox's resolver never gave out",
+                                   "destination_ip_prohibited"});
+                reset_client(*c);
+                co_return;
+            }
+            host = *name;
+            rec.j["fakeAddress"] = dst->to_string();
+        }
+        rec.j["host"] = host;
+        if (!busy.empty()) {
+            rec.decide(Verdict{false, "limit", busy, "connection_limit_reached"});
+            reset_client(*c);
+            co_return;
+        }
+        auto t = canonical_target(host);
+        if (!t) {
+            rec.j["reason"] = t.error().one_line();
+            reset_client(*c);
+            co_return;
+        }
+        t->port = port;
+        Vetting v = co_await vet(srv, *t, rec);
+        rec.decide(v.verdict);
+        if (!v.verdict.allow) {
+            reset_client(*c);
+            co_return;
+        }
+        Dialed d = co_await dial(srv, c, v.addrs, t->port);
+        if (!d.ok) {
+            rec.j["error"] = std::strerror(d.err);
+            reset_client(*c);
+            co_return;
+        }
+        rec.j["address"] = d.address;
+        if (srv.sh.interceptor && srv.sh.interceptor->intercepts(t->host)) {
+            rec.j["intercepted"] = true;
+            std::string why;
+            auto up = co_await open_upstream_tls(srv, c, *t, why);
+            if (!up) {
+                rec.decide(Verdict{false, "intercept", why, "tls_certificate_error"});
+                reset_client(*c);
+                co_return;
+            }
+            co_await serve_intercepted(srv, c, *t, std::move(up), rec);
+            co_return;
+        }
+        co_await tunnel(srv, c, *t, std::string(), rec);
+    } catch (const std::exception& e) {
+        note_error(srv, "captured", e);
+        if (!rec.j.contains("error")) rec.j["error"] = e.what();
+    }
+}
+
+Verdict dns_verdict(const Server& srv, const std::string& name) {
+    auto t = canonical_target(name);
+    if (!t) return Verdict{false, "malformed", "not a host name: " + t.error().one_line(), "dns_error"};
+    if (t->address) return Verdict{false, "capture", "an address asked as a name", "dns_error"};
+    // A port its allow entries admit (443 when none does, or all do): the
+    // name rules then say what a connection to it would meet before any
+    // address is known. Report mode answers what it would only report.
+    auto ports = srv.cfg.rules->allowed_ports(*t);
+    t->port = ports && !ports->any && !ports->ports.empty() ? ports->ports.front() : 443;
+    Verdict v = srv.cfg.rules->check_target(*t);
+    if (srv.cfg.report) v = report_only(v);
+    return v;
+}
+
+namespace {
+
+struct Datagram {
+    std::string data;
+    sockaddr_storage from{};
+    socklen_t from_len = 0;
+    // Where the query was sent (IP_PKTINFO / IPV6_PKTINFO): the answer comes
+    // from there, as a connected client expects.
+    bool have_to = false;
+    in_pktinfo to4{};
+    in6_pktinfo to6{};
+};
+
+bool receive(int fd, Datagram& d) {
+    char buf[4096];
+    alignas(cmsghdr) char ctl[256];
+    iovec iov{buf, sizeof buf};
+    msghdr m{};
+    m.msg_name = &d.from;
+    m.msg_namelen = sizeof d.from;
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof ctl;
+    ssize_t n = ::recvmsg(fd, &m, MSG_DONTWAIT);
+    if (n < 0) return false;
+    d.data.assign(buf, static_cast<std::size_t>(n));
+    d.from_len = m.msg_namelen;
+    for (cmsghdr* cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
+        if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO) {
+            std::memcpy(&d.to4, CMSG_DATA(cm), sizeof d.to4);
+            d.have_to = true;
+        } else if (cm->cmsg_level == IPPROTO_IPV6 && cm->cmsg_type == IPV6_PKTINFO) {
+            std::memcpy(&d.to6, CMSG_DATA(cm), sizeof d.to6);
+            d.have_to = true;
+        }
+    }
+    return true;
+}
+
+void answer(int fd, const Datagram& d, const std::string& reply) {
+    iovec iov{const_cast<char*>(reply.data()), reply.size()};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(in6_pktinfo))] = {};
+    msghdr m{};
+    m.msg_name = const_cast<sockaddr_storage*>(&d.from);
+    m.msg_namelen = d.from_len;
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    if (d.have_to) {
+        m.msg_control = ctl;
+        cmsghdr* cm;
+        if (d.from.ss_family == AF_INET) {
+            m.msg_controllen = CMSG_SPACE(sizeof(in_pktinfo));
+            cm = CMSG_FIRSTHDR(&m);
+            cm->cmsg_level = IPPROTO_IP;
+            cm->cmsg_type = IP_PKTINFO;
+            cm->cmsg_len = CMSG_LEN(sizeof(in_pktinfo));
+            in_pktinfo pi{};
+            pi.ipi_spec_dst = d.to4.ipi_addr;
+            std::memcpy(CMSG_DATA(cm), &pi, sizeof pi);
+        } else {
+            m.msg_controllen = CMSG_SPACE(sizeof(in6_pktinfo));
+            cm = CMSG_FIRSTHDR(&m);
+            cm->cmsg_level = IPPROTO_IPV6;
+            cm->cmsg_type = IPV6_PKTINFO;
+            cm->cmsg_len = CMSG_LEN(sizeof(in6_pktinfo));
+            in6_pktinfo pi{};
+            pi.ipi6_addr = d.to6.ipi6_addr;
+            std::memcpy(CMSG_DATA(cm), &pi, sizeof pi);
+        }
+    }
+    (void)::sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+// One query: its answer, and its connection line.
+void answer_query(Server& srv, int fd, const Datagram& d, const std::string& listener,
+                  const std::shared_ptr<EventSink>& sink) {
+    auto conn = std::make_shared<Conn>(Sock(srv.io));
+    conn->sink = sink;
+    Record rec(srv, conn, "dns",
+               describe_client(
+                   asio::generic::stream_protocol::endpoint(reinterpret_cast<const sockaddr*>(&d.from), d.from_len),
+                   listener));
+    std::string why;
+    std::uint16_t id = 0;
+    auto q = parse_dns_query(d.data, why, &id);
+    if (!q) {
+        rec.j["reason"] = "malformed DNS query: " + why;
+        if (d.data.size() >= 12) answer(fd, d, dns_error_reply(id, DnsRcode::formerr));
+        return;
+    }
+    rec.j["host"] = q->name;
+    const char* type = dns_type_name(q->qtype);
+    rec.j["qtype"] = type ? std::string(type) : "TYPE" + std::to_string(q->qtype);
+    if (q->qclass != 1) {
+        rec.j["reason"] = "DNS class " + std::to_string(q->qclass) + " (only IN is answered)";
+        answer(fd, d, dns_reply(d.data, *q, DnsRcode::notimp));
+        return;
+    }
+    Verdict v = dns_verdict(srv, q->name);
+    if (!v.allow) {
+        rec.decide(v);
+        answer(fd, d, dns_reply(d.data, *q, DnsRcode::nxdomain));
+        return;
+    }
+    auto name = canonical_name(q->name);
+    std::optional<Address> a = srv.sh.fake_pool.address_for(*name);
+    if (!a) {
+        rec.decide(
+            Verdict{false, "capture", std::string("the name pool ") + FakePool::range() + " is used up", "dns_error"});
+        answer(fd, d, dns_reply(d.data, *q, DnsRcode::servfail));
+        return;
+    }
+    rec.decide(v);
+    // Only A carries an address; every other type of an admitted name has
+    // no record (NODATA), so clients go on with A.
+    if (q->qtype == 1) rec.j["address"] = a->to_string();
+    answer(fd, d, dns_reply(d.data, *q, DnsRcode::noerror, q->qtype == 1 ? a : std::nullopt));
+}
+
+}  // namespace
+
+awaitable<void> serve_dns(Server& srv, int fd, std::string listener, std::shared_ptr<EventSink> sink) {
+    auto& desc = *srv.datagrams.emplace_back(std::make_unique<asio::posix::stream_descriptor>(srv.io, fd));
+    while (!srv.stopping && desc.is_open()) {
+        ErrorCode ec;
+        co_await desc.async_wait(asio::posix::descriptor_base::wait_read, asio::redirect_error(use_awaitable, ec));
+        if (ec) co_return;
+        // A burst at a time, so one sandbox's flood cannot hold the loop.
+        for (int i = 0; i < 64 && desc.is_open(); ++i) {
+            Datagram d;
+            if (!receive(desc.native_handle(), d)) break;
+            try {
+                answer_query(srv, desc.native_handle(), d, listener, sink);
+            } catch (const std::exception& e) {
+                note_error(srv, "dns", e);
+            }
+        }
+    }
+    // Closed (the sender left, or shutdown): gone from the loop's list.
+    auto& list = srv.datagrams;
+    list.erase(std::remove_if(list.begin(), list.end(), [&](const auto& p) { return p.get() == &desc; }), list.end());
+}
+
+}  // namespace cc::net::detail
