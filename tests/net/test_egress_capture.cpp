@@ -16,6 +16,11 @@ void spit(const std::string& path, const std::string& text) {
     std::ofstream(path) << text;
 }
 
+std::string slurp(const std::string& path) {
+    std::ifstream f(path);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
 // Every proxy variable unset: the command is a program that ignores them.
 const std::string k_no_proxy =
     "unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy GIT_SSH_COMMAND; ";
@@ -54,7 +59,7 @@ struct Capture {
         ::mkdir(dir.c_str(), 0755);
         ::chmod(dir.c_str(), 0755);
         dns = std::make_unique<Dns>(
-            std::map<std::string, std::string>{{"origin.test", "127.0.0.1"}, {"other.test", "127.0.0.1"}});
+            std::map<std::string, std::string>{{"origin.test", "127.0.0.1"}, {"other.test", "127.0.0.1"}, {"git.test", "127.0.0.1"}});
         const std::string p = std::to_string(origin.port);
         std::vector<std::string> args = {"--no-baseline", "--dns-server", dns->server(), "--allow", "origin.test:" + p,
                                          "--allow", "127.0.0.1:" + p, "--fd-inbox", dir + "/inbox.sock"};
@@ -222,4 +227,42 @@ TEST_CASE("shared cc-egress: one sandbox holding its share of tunnels leaves ano
     ::kill(a.id(), SIGTERM);
     a.wait();
     CHECK(a.exit_code() == 143);
+}
+
+// ssh without a ProxyCommand (GIT_SSH_COMMAND unset): it reaches the host's
+// SSH port by name through the capture, and the server hears ssh's own
+// identification string.
+TEST_CASE("capture: ssh with no ProxyCommand reaches an allowed SSH server by name") {
+    if (!cc::test::bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!cc::test::have_program("ssh")) CC_SKIP("ssh not installed");
+    const std::string server =
+        "import socket,sys\n"
+        "l=socket.socket(); l.bind((\"127.0.0.1\",0)); l.listen(4)\n"
+        "print(l.getsockname()[1], flush=True)\n"
+        "c,_=l.accept(); c.sendall(b\"SSH-2.0-cc-test\\r\\n\")\n"
+        "d=b\"\"\n"
+        "while b\"\\n\" not in d:\n"
+        " x=c.recv(256)\n"
+        " if not x: break\n"
+        " d+=x\n"
+        "open(sys.argv[1],\"wb\").write(d.split(b\"\\r\\n\")[0])\n";
+    bp::ipstream out;
+    const std::string heard = cc::test::scratch_dir() + "/ssh-heard";
+    bp::child sshd(bp::search_path("python3"), std::vector<std::string>{"-c", server, heard}, bp::std_out > out);
+    std::string port_line;
+    REQUIRE(std::getline(out, port_line));
+    const std::string sp = port_line;
+    Capture c({"--allow", "git.test:" + sp, "--allow", "127.0.0.1:" + sp});
+    auto r = c.wrap("ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=10 "
+                    "-p " + sp + " git@git.test true; echo ssh=$?",
+                    {"--capture", "--capture-port", sp});
+    INFO(r.err);
+    CHECK(r.out == "ssh=255\n");  // the test server speaks no further than its banner
+    sshd.wait();
+    CHECK(slurp(heard).rfind("SSH-2.0-OpenSSH", 0) == 0);
+    REQUIRE(c.eg->stop() == 0);
+    const json* line = c.eg->find("git.test", "captured");
+    REQUIRE(line);
+    CHECK((*line)["decision"] == "allow");
+    CHECK((*line)["port"] == std::stoi(sp));
 }

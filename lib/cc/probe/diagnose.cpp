@@ -1,4 +1,5 @@
 #include "cc/probe/diagnose.hpp"
+#include "cc/sandbox/handover.hpp"
 #include "cc/sandbox/microvm.hpp"
 #include "cc/probe/confinement.hpp"
 #include "cc/core/child.hpp"
@@ -416,6 +417,19 @@ Result<Diagnosis> diagnose(const ProbeResult& p, const DiagnoseOptions& opts) {
         d.checks.push_back(s);
         d.checks.push_back(check_landlock());
         d.checks.push_back(check_seccomp_notify());
+        // cc-wrap --capture: every destination local in a network namespace.
+        if (auto cap = sandbox::capture_self_test(); cap)
+            d.checks.push_back({"capture", CheckStatus::ok,
+                                "a network namespace of this user takes every destination as its own (local route for "
+                                "0.0.0.0/0 on loopback): cc-wrap --capture can hand programs that ignore the proxy "
+                                "variables to cc-egress",
+                                "", false});
+        else
+            d.checks.push_back({"capture", CheckStatus::fail, cap.error().one_line(),
+                                "cc-wrap --capture needs a network namespace whose routes this user may change "
+                                "(rtnetlink, the namespace's own CAP_NET_ADMIN); without it, only clients that honour "
+                                "the proxy variables reach the network",
+                                false});
     } else if (p.platform == "macos") {
         Check s{"sandbox-exec", p.sandboxExec ? CheckStatus::ok : CheckStatus::fail, p.sandboxExec.value_or("sandbox-exec not found"),
                 p.sandboxExec ? "" : "sandbox-exec ships with macOS in /usr/bin", d.backend == spec::Backend::native};

@@ -20,6 +20,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 
@@ -280,6 +281,66 @@ int ns_child(void* arg) {
 }
 
 }  // namespace
+
+Status capture_self_test() {
+    int report[2];
+    if (::pipe2(report, O_CLOEXEC) != 0) return unavailable_error("capture self-test", errno_text("pipe"));
+    pid_t pid = ::fork();
+    if (pid < 0) {
+        ::close(report[0]);
+        ::close(report[1]);
+        return unavailable_error("capture self-test", errno_text("fork"));
+    }
+    if (pid == 0) {
+        ::close(report[0]);
+        auto fail = [&](const char* step) {
+            char buf[256];
+            int n = std::snprintf(buf, sizeof buf, "%s: %s", step, std::strerror(errno));
+            if (n > 0) (void)!::write(report[1], buf, static_cast<std::size_t>(std::min(n, 255)));
+            ::_exit(1);
+        };
+        if (::unshare(CLONE_NEWNET | (::geteuid() != 0 ? CLONE_NEWUSER : 0)) != 0) fail("unshare (network namespace)");
+        int ctl = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        ifreq ifr{};
+        std::memcpy(ifr.ifr_name, "lo", 3);
+        if (ctl < 0 || ::ioctl(ctl, SIOCGIFFLAGS, &ifr) != 0) fail("loopback");
+        ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP);
+        if (::ioctl(ctl, SIOCSIFFLAGS, &ifr) != 0 || ::ioctl(ctl, SIOCGIFINDEX, &ifr) != 0) fail("bringing loopback up");
+        if (int e = add_local_default_route(AF_INET, ifr.ifr_ifindex); e != 0) {
+            errno = e;
+            fail("the local route for 0.0.0.0/0 (rtnetlink)");
+        }
+        int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        socklen_t len = sizeof a;
+        if (l < 0 || ::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(l, 1) != 0 ||
+            ::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+            fail("a wildcard listener");
+        int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        a.sin_addr.s_addr = htonl((198u << 24) | (18u << 16) | 1u);
+        if (c < 0 || ::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) fail("connect to 198.18.0.1");
+        int got = ::accept(l, nullptr, nullptr);
+        sockaddr_in local{};
+        len = sizeof local;
+        if (got < 0 || ::getsockname(got, reinterpret_cast<sockaddr*>(&local), &len) != 0) fail("accept");
+        if (local.sin_addr.s_addr != a.sin_addr.s_addr) {
+            errno = EADDRNOTAVAIL;
+            fail("the accepted connection's own address is not 198.18.0.1");
+        }
+        ::_exit(0);
+    }
+    ::close(report[1]);
+    std::string why;
+    char buf[256];
+    ssize_t n;
+    while ((n = ::read(report[0], buf, sizeof buf)) > 0) why.append(buf, static_cast<std::size_t>(n));
+    ::close(report[0]);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return ok();
+    return unavailable_error("capture", why.empty() ? "the self-test child failed" : why);
+}
 
 void close_listeners(Listeners& l) {
     for (int* fd : {&l.http, &l.socks, &l.dns4, &l.dns6})

@@ -57,6 +57,13 @@ Result<Listeners> listeners_in_netns(pid_t pid, std::optional<unsigned long> exp
                                      int socks_port, std::optional<std::pair<unsigned, unsigned>> as = std::nullopt,
                                      const CaptureSetup* capture = nullptr);
 
+// Can this host capture (cc-wrap --capture)? A child process makes a
+// network namespace of its own (and a user namespace, unprivileged), brings
+// its loopback up, adds the local route for 0.0.0.0/0, listens on the
+// wildcard address and connects to 198.18.0.1 there: ok() when the listener
+// sees that address as the connection's own, else which step failed and why.
+Status capture_self_test();
+
 // Closes every descriptor `l` holds.
 void close_listeners(Listeners& l);
 
