@@ -58,11 +58,12 @@ struct Capture {
         dir = cc::test::scratch_dir() + "/capture-" + std::to_string(n++);
         ::mkdir(dir.c_str(), 0755);
         ::chmod(dir.c_str(), 0755);
-        dns = std::make_unique<Dns>(
-            std::map<std::string, std::string>{{"origin.test", "127.0.0.1"}, {"other.test", "127.0.0.1"}, {"git.test", "127.0.0.1"}});
+        dns = std::make_unique<Dns>(std::map<std::string, std::string>{
+            {"origin.test", "127.0.0.1"}, {"other.test", "127.0.0.1"}, {"git.test", "127.0.0.1"}});
         const std::string p = std::to_string(origin.port);
-        std::vector<std::string> args = {"--no-baseline", "--dns-server", dns->server(), "--allow", "origin.test:" + p,
-                                         "--allow", "127.0.0.1:" + p, "--fd-inbox", dir + "/inbox.sock"};
+        std::vector<std::string> args = {"--no-baseline",  "--dns-server",     dns->server(),
+                                         "--allow",        "origin.test:" + p, "--allow",
+                                         "127.0.0.1:" + p, "--fd-inbox",       dir + "/inbox.sock"};
         args.insert(args.end(), egress_args.begin(), egress_args.end());
         eg = std::make_unique<Egress>(args);
         ready_path = dir + "/ready.json";
@@ -98,6 +99,19 @@ TEST_CASE("capture: clients that ignore the proxy variables reach allowed names 
     REQUIRE(c.other.port != 0);
     REQUIRE(c.eg->ready.value("event", "") == "ready");
     const std::string p = std::to_string(c.origin.port), q = std::to_string(c.other.port);
+    // A UDP service on the host: reachable from the host itself.
+    int udp = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    const std::uint16_t udp_port = bind_loopback(udp);
+    REQUIRE(udp_port != 0);
+    auto host_udp =
+        cc::test::run({"python3", "-c",
+                       "import socket; socket.socket(socket.AF_INET,socket.SOCK_DGRAM).sendto(b'host',('127.0.0.1'," +
+                           std::to_string(udp_port) + "))"});
+    REQUIRE(host_udp.status == 0);
+    char got[64];
+    pollfd pf{udp, POLLIN, 0};
+    REQUIRE(::poll(&pf, 1, 5000) == 1);
+    CHECK(::recv(udp, got, sizeof got, 0) == 4);
     // What the refusals below refuse is there: on the host, both names
     // resolve (the test's DNS) and both services answer.
     CHECK(http_code(curl({"-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:" + q + "/hello"})) == "200");
@@ -113,7 +127,16 @@ TEST_CASE("capture: clients that ignore the proxy variables reach allowed names 
         "git -c http.proxy= ls-remote http://origin.test:" + p + "/o/r.git >/dev/null 2>&1; echo git=$?; " +
         "getent hosts other.test >/dev/null; echo other-dns=$?; " + py_get("literal", "127.0.0.1", c.origin.port) +
         py_get("unnamed", "127.0.0.1", c.other.port) + py_get("metadata", "169.254.169.254", c.origin.port) +
-        py_get("pool", "198.18.200.200", c.origin.port);
+        py_get("pool", "198.18.200.200", c.origin.port) +
+        // UDP other than DNS: to an allowed name's port where the host has a
+        // UDP service, and twice to a public address.
+        "python3 -c 'import socket\n"
+        "s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n"
+        "s.sendto(b\"cc-udp\",(\"origin.test\"," +
+        std::to_string(udp_port) +
+        "))\n"
+        "s.sendto(b\"a\",(\"203.0.113.9\",4444)); s.sendto(b\"b\",(\"203.0.113.9\",4444))\n"
+        "print(\"udp=sent\")'; ";
     // The proxy variables still work beside capture (curl's first request).
     auto r =
         c.wrap(script, {"--capture", "--capture-port", q},
@@ -171,6 +194,21 @@ TEST_CASE("capture: clients that ignore the proxy variables reach allowed names 
             CHECK(l["rule"] == "no allow entry");
         }
     CHECK(other_nx);
+    // UDP: reported once a destination, and nothing reached the host's service.
+    CHECK(r.out.find("udp=sent\n") != std::string::npos);
+    auto udp_lines = c.lines("udp");
+    int to_public = 0;
+    bool to_pool = false;
+    for (const auto& l : udp_lines) {
+        CHECK(l["decision"] == "deny");
+        CHECK(l["rule"] == "udp");
+        if (l["host"] == "203.0.113.9" && l["port"] == 4444) ++to_public;
+        if (l["host"].get<std::string>().rfind("198.18.", 0) == 0 && l["port"] == udp_port) to_pool = true;
+    }
+    CHECK(to_public == 1);
+    CHECK(to_pool);
+    CHECK(::recv(udp, got, sizeof got, MSG_DONTWAIT) == -1);
+    ::close(udp);
     // The test's resolver was asked for origin.test by cc-egress alone,
     // never for the refused name.
     auto asked = c.dns->questions();
@@ -208,13 +246,16 @@ TEST_CASE("shared cc-egress: one sandbox holding its share of tunnels leaves ano
         "held=[]\n"
         "for i in range(3):\n"
         " s=socket.create_connection((\"127.0.0.1\",3128))\n"
-        " s.sendall(b\"CONNECT 127.0.0.1:" + p + " HTTP/1.1\\r\\nHost: 127.0.0.1:" + p + "\\r\\n\\r\\n\")\n"
+        " s.sendall(b\"CONNECT 127.0.0.1:" +
+        p + " HTTP/1.1\\r\\nHost: 127.0.0.1:" + p +
+        "\\r\\n\\r\\n\")\n"
         " codes.append(s.recv(4096).split(b\" \")[1].decode())\n"
         " held.append(s)\n"
         "print(\"held\", *codes, flush=True)\n"
         "time.sleep(60)\n'";
     bp::ipstream a_out;
-    bp::child a(bin("cc-wrap"), std::vector<std::string>{"--spec", c.spec_path, "--egress", c.ready_path, "--", "sh", "-c", hold},
+    bp::child a(bin("cc-wrap"),
+                std::vector<std::string>{"--spec", c.spec_path, "--egress", c.ready_path, "--", "sh", "-c", hold},
                 bp::std_out > a_out, bp::std_err > bp::null);
     std::string line;
     REQUIRE(std::getline(a_out, line));
@@ -253,9 +294,11 @@ TEST_CASE("capture: ssh with no ProxyCommand reaches an allowed SSH server by na
     REQUIRE(std::getline(out, port_line));
     const std::string sp = port_line;
     Capture c({"--allow", "git.test:" + sp, "--allow", "127.0.0.1:" + sp});
-    auto r = c.wrap("ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=10 "
-                    "-p " + sp + " git@git.test true; echo ssh=$?",
-                    {"--capture", "--capture-port", sp});
+    auto r = c.wrap(
+        "ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=10 "
+        "-p " +
+            sp + " git@git.test true; echo ssh=$?",
+        {"--capture", "--capture-port", sp});
     INFO(r.err);
     CHECK(r.out == "ssh=255\n");  // the test server speaks no further than its banner
     sshd.wait();

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "cc/net/intercept.hpp"
 #include "cc/net/relay.hpp"
@@ -242,10 +243,110 @@ void answer_query(Server& srv, int fd, const Datagram& d, const std::string& lis
     answer(fd, d, dns_reply(d.data, *q, DnsRcode::noerror, q->qtype == 1 ? a : std::nullopt));
 }
 
+// A datagram socket served on this loop: closed with the loop, or with the
+// handover that brought it (close_listeners); dropped from the list when its
+// coroutine ends.
+asio::posix::stream_descriptor& adopt_datagram(Server& srv, int fd) {
+    return *srv.datagrams.emplace_back(std::make_unique<asio::posix::stream_descriptor>(srv.io, fd));
+}
+
+void drop_datagram(Server& srv, const asio::posix::stream_descriptor& d) {
+    auto& list = srv.datagrams;
+    list.erase(std::remove_if(list.begin(), list.end(), [&](const auto& p) { return p.get() == &d; }), list.end());
+}
+
+// Where a copy of a UDP datagram was going; nullopt for what is not
+// reported: DNS (the resolver's own traffic, both ways) and loopback, where
+// a service of the sandbox's own may listen.
+struct UdpDestination {
+    Address to;
+    std::uint16_t port = 0;
+};
+
+std::optional<UdpDestination> udp_destination(const unsigned char* b, std::size_t n, int family,
+                                              const std::optional<Address>& v6_to) {
+    const unsigned char* udp = b;
+    UdpDestination d;
+    if (family == AF_INET) {
+        if (n < 20 || (b[0] >> 4) != 4 || b[9] != IPPROTO_UDP) return std::nullopt;
+        std::size_t ihl = (b[0] & 0x0fu) * 4u;
+        if (ihl < 20 || n < ihl + 8) return std::nullopt;
+        d.to = Address::v4((std::uint32_t{b[16]} << 24) | (std::uint32_t{b[17]} << 16) | (std::uint32_t{b[18]} << 8) |
+                           b[19]);
+        udp = b + ihl;
+    } else {
+        if (n < 8 || !v6_to) return std::nullopt;
+        d.to = *v6_to;
+    }
+    std::uint16_t sport = static_cast<std::uint16_t>((udp[0] << 8) | udp[1]);
+    d.port = static_cast<std::uint16_t>((udp[2] << 8) | udp[3]);
+    if (d.port == 53 || sport == 53) return std::nullopt;
+    static const Cidr loop4{Address::v4(0x7f000000u), 8};  // 127.0.0.0/8
+    if (loop4.contains(d.to) || d.to.to_string() == "::1") return std::nullopt;
+    return d;
+}
+
 }  // namespace
 
+awaitable<void> serve_udp_report(Server& srv, int fd, std::shared_ptr<EventSink> sink) {
+    auto& desc = adopt_datagram(srv, fd);
+    sockaddr_storage own{};
+    socklen_t own_len = sizeof own;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&own), &own_len);
+    const int family = own.ss_family;
+    // Each destination once: a sender of many datagrams is one line, and the
+    // set is bounded.
+    std::set<std::string> seen;
+    constexpr std::size_t max_seen = 4096;
+    while (!srv.stopping && desc.is_open()) {
+        ErrorCode ec;
+        co_await desc.async_wait(asio::posix::descriptor_base::wait_read, asio::redirect_error(use_awaitable, ec));
+        if (ec) break;
+        for (int i = 0; i < 64 && desc.is_open(); ++i) {
+            unsigned char buf[2048];
+            alignas(cmsghdr) char ctl[128];
+            iovec iov{buf, sizeof buf};
+            msghdr m{};
+            m.msg_iov = &iov;
+            m.msg_iovlen = 1;
+            m.msg_control = ctl;
+            m.msg_controllen = sizeof ctl;
+            ssize_t n = ::recvmsg(desc.native_handle(), &m, MSG_DONTWAIT);
+            if (n < 0) break;
+            std::optional<Address> v6_to;
+            for (cmsghdr* cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm))
+                if (cm->cmsg_level == IPPROTO_IPV6 && cm->cmsg_type == IPV6_PKTINFO) {
+                    in6_pktinfo pi{};
+                    std::memcpy(&pi, CMSG_DATA(cm), sizeof pi);
+                    sockaddr_in6 sa{};
+                    sa.sin6_family = AF_INET6;
+                    sa.sin6_addr = pi.ipi6_addr;
+                    v6_to = address_of(reinterpret_cast<sockaddr*>(&sa));
+                }
+            auto d = udp_destination(buf, static_cast<std::size_t>(n), family, v6_to);
+            if (!d) continue;
+            srv.sh.metrics.error("udp_refused");
+            std::string key = d->to.to_string() + "|" + std::to_string(d->port);
+            if (seen.size() >= max_seen || !seen.insert(key).second) continue;
+            try {
+                auto conn = std::make_shared<Conn>(Sock(srv.io));
+                conn->sink = sink;
+                Record rec(srv, conn, "udp", "sandbox");
+                rec.j["host"] = d->to.to_string();
+                rec.j["port"] = d->port;
+                rec.decide(Verdict{false, "udp",
+                                   "UDP other than DNS is not relayed: it reaches nothing outside the sandbox",
+                                   "destination_ip_prohibited"});
+            } catch (const std::exception& e) {
+                note_error(srv, "udp", e);
+            }
+        }
+    }
+    drop_datagram(srv, desc);
+}
+
 awaitable<void> serve_dns(Server& srv, int fd, std::string listener, std::shared_ptr<EventSink> sink) {
-    auto& desc = *srv.datagrams.emplace_back(std::make_unique<asio::posix::stream_descriptor>(srv.io, fd));
+    auto& desc = adopt_datagram(srv, fd);
     while (!srv.stopping && desc.is_open()) {
         ErrorCode ec;
         co_await desc.async_wait(asio::posix::descriptor_base::wait_read, asio::redirect_error(use_awaitable, ec));
@@ -262,8 +363,7 @@ awaitable<void> serve_dns(Server& srv, int fd, std::string listener, std::shared
         }
     }
     // Closed (the sender left, or shutdown): gone from the loop's list.
-    auto& list = srv.datagrams;
-    list.erase(std::remove_if(list.begin(), list.end(), [&](const auto& p) { return p.get() == &desc; }), list.end());
+    drop_datagram(srv, desc);
 }
 
 }  // namespace cc::net::detail

@@ -15,7 +15,8 @@ namespace {
 // JSON payload naming them by index, {"http":[0],"socks":[1]}. Each becomes a
 // listener of that kind; the reply is one line {"ok":true} or {"ok":false,...}.
 // A captured sandbox (cc-wrap --capture) adds "captured":[2,3,...], its
-// wildcard listeners, one a port, and "dns":[4,5], its bound UDP sockets.
+// wildcard listeners, one a port, "dns":[4,5], its bound UDP sockets, and
+// "udp":[6,7], raw UDP sockets whose copies of datagrams are reported.
 // With "hold":true the listeners live only as long as the client keeps its
 // connection open (cc-wrap holds it for the sandbox's lifetime), so a
 // long-lived session proxy serving many launches never piles up listeners in
@@ -27,6 +28,7 @@ struct InboxRequest {
     bool hold = false, events = false;
     std::vector<std::pair<int, Kind>> listeners;
     std::vector<int> dns;
+    std::vector<int> udp;
 };
 
 std::string parse_inbox_request(const std::string& payload, const std::vector<int>& fds, std::vector<bool>& used,
@@ -45,10 +47,10 @@ std::string parse_inbox_request(const std::string& payload, const std::vector<in
             continue;
         }
         Kind kind;
-        bool dns = key == "dns";
+        bool dns = key == "dns", udp = key == "udp";
         if (key == "http") kind = Kind::http;
         else if (key == "socks") kind = Kind::socks;
-        else if (key == "captured" || dns) kind = Kind::captured;
+        else if (key == "captured" || dns || udp) kind = Kind::captured;
         else return "unknown field '" + key + "'";
         if (!val.is_array()) return "'" + key + "' must be an array of fd indexes";
         for (auto& v : val) {
@@ -60,6 +62,15 @@ std::string parse_inbox_request(const std::string& payload, const std::vector<in
             int type = 0, listening = 0;
             socklen_t l = sizeof type;
             ::getsockopt(fds[i], SOL_SOCKET, SO_TYPE, &type, &l);
+            if (udp) {
+                int proto = 0;
+                socklen_t pl = sizeof proto;
+                ::getsockopt(fds[i], SOL_SOCKET, SO_PROTOCOL, &proto, &pl);
+                if (type != SOCK_RAW || proto != IPPROTO_UDP)
+                    return "fd index " + std::to_string(i) + " is not a raw UDP socket";
+                rq.udp.push_back(fds[i]);
+                continue;
+            }
             if (dns) {
                 sockaddr_storage ss{};
                 socklen_t sl = sizeof ss;
@@ -76,6 +87,7 @@ std::string parse_inbox_request(const std::string& payload, const std::vector<in
         }
     }
     if (rq.listeners.empty() && rq.dns.empty()) return "no listeners named";
+    if (!rq.udp.empty() && rq.dns.empty()) return "'udp' comes with 'dns' (a captured sandbox's)";
     if (rq.events && !rq.hold) return "'events' needs 'hold': lines go back on the held connection";
     return "";
 }
@@ -107,6 +119,12 @@ std::string take_fds(Server& srv, const InboxRequest& rq, const std::shared_ptr<
         adopted.push_back(fd);
         srv.log("fd inbox: answering DNS on " + name.substr(4) + " from the name pool " + FakePool::range() +
                 (rq.hold ? " (while the sender holds its connection)" : ""));
+    }
+    for (int fd : rq.udp) {
+        int fl = ::fcntl(fd, F_GETFL);
+        ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+        asio::co_spawn(srv.io, serve_udp_report(srv, fd, sink), srv.on_done("a UDP report socket"));
+        adopted.push_back(fd);
     }
     return "";
 }

@@ -87,6 +87,7 @@ struct NsJob {
     std::uint16_t cap_ports[k_max_capture_ports] = {};
     int cap_fds[k_max_capture_ports] = {};
     int dns4 = -1, dns6 = -1;
+    int udp4 = -1, udp6 = -1;
     bool ipv6 = false;
     int ns_fds[2] = {-1, -1};  // the sandbox's network namespace and its owner
     ino_t net_ino = 0, user_ino = 0;
@@ -225,6 +226,19 @@ const char* capture_in_netns(NsJob* j) {
         a6.sin6_addr = in6addr_any;
         if (::bind(j->dns6, reinterpret_cast<sockaddr*>(&a6), sizeof a6) != 0) return "the resolver's socket [::]:53";
     }
+    // The UDP report: raw sockets (the namespace's own CAP_NET_RAW) get a
+    // copy of each UDP datagram delivered in it; a small buffer, so a flood
+    // is dropped by the kernel rather than read.
+    int small = 64 * 1024;
+    j->udp4 = ::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_UDP);
+    if (j->udp4 < 0) return "the UDP report's raw socket";
+    ::setsockopt(j->udp4, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    if (j->ipv6) {
+        j->udp6 = ::socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_UDP);
+        if (j->udp6 < 0) return "the UDP report's raw socket (IPv6)";
+        ::setsockopt(j->udp6, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        ::setsockopt(j->udp6, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one);
+    }
     return nullptr;
 }
 
@@ -343,7 +357,7 @@ Status capture_self_test() {
 }
 
 void close_listeners(Listeners& l) {
-    for (int* fd : {&l.http, &l.socks, &l.dns4, &l.dns6})
+    for (int* fd : {&l.http, &l.socks, &l.dns4, &l.dns6, &l.udp4, &l.udp6})
         if (*fd >= 0) ::close(std::exchange(*fd, -1));
     for (int fd : l.captured)
         if (fd >= 0) ::close(fd);
@@ -400,6 +414,8 @@ Result<Listeners> listeners_in_netns(pid_t pid, std::optional<unsigned long> exp
     out.socks = job.fds[1];
     out.dns4 = job.dns4;
     out.dns6 = job.dns6;
+    out.udp4 = job.udp4;
+    out.udp6 = job.udp6;
     out.ipv6 = job.ipv6;
     for (std::size_t i = 0; i < job.ncap; ++i) out.captured.push_back(job.cap_fds[i]);
     if (job.err != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -444,6 +460,11 @@ Result<int> hand_over(const std::string& inbox, const Listeners& l, bool events)
     for (int fd : {l.dns4, l.dns6})
         if (fd >= 0) {
             payload["dns"].push_back(fds.size());
+            fds.push_back(fd);
+        }
+    for (int fd : {l.udp4, l.udp6})
+        if (fd >= 0) {
+            payload["udp"].push_back(fds.size());
             fds.push_back(fd);
         }
     if (!send_with_fds(s, cc::json::write(payload) + "\n", fds.data(), static_cast<int>(fds.size())))
