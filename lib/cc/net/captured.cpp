@@ -163,6 +163,17 @@ bool receive(int fd, Datagram& d) {
     return true;
 }
 
+// `m`'s one control message: `v` at level and type.
+template <class T>
+void put_cmsg(msghdr& m, int level, int type, const T& v) {
+    m.msg_controllen = CMSG_SPACE(sizeof(T));
+    cmsghdr* cm = CMSG_FIRSTHDR(&m);
+    cm->cmsg_level = level;
+    cm->cmsg_type = type;
+    cm->cmsg_len = CMSG_LEN(sizeof(T));
+    std::memcpy(CMSG_DATA(cm), &v, sizeof v);
+}
+
 void answer(int fd, const Datagram& d, const std::string& reply) {
     iovec iov{const_cast<char*>(reply.data()), reply.size()};
     alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(in6_pktinfo))] = {};
@@ -173,25 +184,14 @@ void answer(int fd, const Datagram& d, const std::string& reply) {
     m.msg_iovlen = 1;
     if (d.have_to) {
         m.msg_control = ctl;
-        cmsghdr* cm;
         if (d.from.ss_family == AF_INET) {
-            m.msg_controllen = CMSG_SPACE(sizeof(in_pktinfo));
-            cm = CMSG_FIRSTHDR(&m);
-            cm->cmsg_level = IPPROTO_IP;
-            cm->cmsg_type = IP_PKTINFO;
-            cm->cmsg_len = CMSG_LEN(sizeof(in_pktinfo));
             in_pktinfo pi{};
             pi.ipi_spec_dst = d.to4.ipi_addr;
-            std::memcpy(CMSG_DATA(cm), &pi, sizeof pi);
+            put_cmsg(m, IPPROTO_IP, IP_PKTINFO, pi);
         } else {
-            m.msg_controllen = CMSG_SPACE(sizeof(in6_pktinfo));
-            cm = CMSG_FIRSTHDR(&m);
-            cm->cmsg_level = IPPROTO_IPV6;
-            cm->cmsg_type = IPV6_PKTINFO;
-            cm->cmsg_len = CMSG_LEN(sizeof(in6_pktinfo));
             in6_pktinfo pi{};
             pi.ipi6_addr = d.to6.ipi6_addr;
-            std::memcpy(CMSG_DATA(cm), &pi, sizeof pi);
+            put_cmsg(m, IPPROTO_IPV6, IPV6_PKTINFO, pi);
         }
     }
     (void)::sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
