@@ -266,4 +266,26 @@ inline int count_fds(pid_t pid) {
 }
 
 
+inline void openssl(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{"openssl"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = cc::test::run(argv);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+}
+
+// A test CA and an origin certificate for `names` signed by it, in `dir`:
+// ca.pem, origin.pem, origin.key.
+inline void make_origin_pki(const std::string& dir, const std::string& names) {
+    openssl({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+             dir + "/ca.key", "-out", dir + "/ca.pem", "-days", "2", "-subj", "/CN=test origin CA", "-addext",
+             "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign"});
+    openssl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", dir + "/origin.key",
+             "-out", dir + "/origin.csr", "-subj", "/CN=origin"});
+    std::ofstream(dir + "/ext") << "subjectAltName=" + names + "\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n";
+    openssl({"x509", "-req", "-in", dir + "/origin.csr", "-CA", dir + "/ca.pem", "-CAkey", dir + "/ca.key",
+             "-CAcreateserial", "-out", dir + "/origin.pem", "-days", "2", "-extfile", dir + "/ext"});
+    REQUIRE(std::ifstream(dir + "/origin.pem").peek() != std::ifstream::traits_type::eof());
+}
+
 }  // namespace egress_fixture

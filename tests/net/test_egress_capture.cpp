@@ -309,3 +309,44 @@ TEST_CASE("capture: ssh with no ProxyCommand reaches an allowed SSH server by na
     CHECK((*line)["decision"] == "allow");
     CHECK((*line)["port"] == std::stoi(sp));
 }
+
+// A captured connection to a TLS port meets the tunnel's checks exactly as a
+// CONNECT would: the server name must be the name the address stands for
+// (or itself allowed), and plain bytes there are refused.
+TEST_CASE("capture: TLS server-name and TLS-port checks hold on the captured path") {
+    if (!cc::test::bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    const std::string pki = cc::test::scratch_dir() + "/capture-pki";
+    ::mkdir(pki.c_str(), 0700);
+    make_origin_pki(pki, "DNS:origin.test,DNS:evil.test");
+    Origin tls("0", {{"ORIGIN_TLS_CERT", pki + "/origin.pem"}, {"ORIGIN_TLS_KEY", pki + "/origin.key"}});
+    REQUIRE(tls.port != 0);
+    const std::string t = std::to_string(tls.port);
+    Capture c({"--allow", "origin.test:" + t, "--allow", "127.0.0.1:" + t, "--tls-ports", "443," + t});
+    // Without the proxy, the mismatched server name is served by this origin.
+    auto direct =
+        curl({"-sk", "--connect-to", "evil.test:" + t + ":127.0.0.1:" + t, "https://evil.test:" + t + "/hello"});
+    CHECK(direct.out == "hello\n");
+    auto r = c.wrap("curl -sSk --max-time 10 -w ' ok\\n' https://origin.test:" + t +
+                        "/hello; echo good=$?; "
+                        "curl -sSk --max-time 10 --connect-to evil.test:" +
+                        t + ":origin.test:" + t + " https://evil.test:" + t +
+                        "/hello; echo sni=$?; "
+                        "curl -sS --max-time 10 http://origin.test:" +
+                        t + "/hello; echo plain=$?",
+                    {"--capture", "--capture-port", t});
+    INFO(r.err);
+    CHECK(r.out.find("hello\n ok\ngood=0\n") != std::string::npos);
+    // The server name evil.test on a tunnel to origin.test: cut before the
+    // handshake (curl's 35), and plain HTTP to a TLS port (curl's 56 or 52).
+    CHECK(r.out.find("sni=35\n") != std::string::npos);
+    CHECK((r.out.find("plain=56\n") != std::string::npos || r.out.find("plain=52\n") != std::string::npos));
+    REQUIRE(c.eg->stop() == 0);
+    int sni = 0, plain = 0;
+    for (const auto& l : c.lines("captured")) {
+        if (l.value("host", "") != "origin.test" || l.value("decision", "") != "deny") continue;
+        if (l.value("rule", "") == "tls sni evil.test") ++sni;
+        if (l.value("rule", "") == "tls") ++plain;
+    }
+    CHECK(sni == 1);
+    CHECK(plain == 1);
+}
