@@ -1,5 +1,7 @@
+#include <netinet/tcp.h>
 #include <sys/un.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "cc/net/session.hpp"
@@ -71,6 +73,15 @@ Result<std::string> add_listener(Server& srv, int fd, Kind kind, const std::stri
     }
     std::string name = listener.empty() ? where : listener;
     std::string key = name + "#" + std::to_string(srv.sh.next_listener++);
+    // The proxy protocols speak first from the client's side: a connection
+    // is taken only once its first bytes are there (TCP_DEFER_ACCEPT), so
+    // its first read needs no second trip through the event loop, and a
+    // client that connects and says nothing holds no descriptor of ours.
+    // Not on captured listeners: SSH, SMTP and the like wait for the server.
+    if (kind != Kind::captured && (ss.ss_family == AF_INET || ss.ss_family == AF_INET6)) {
+        int secs = std::max(1, srv.cfg.handshake_timeout_ms / 1000);
+        ::setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof secs);
+    }
     asio::co_spawn(srv.io, accept_loop(srv, *acc, kind, name, key, sink), srv.on_done("a listener"));
     srv.acceptors.push_back(std::move(acc));
     for (std::size_t i = 1; i < srv.sh.loops.size(); ++i) {
