@@ -136,7 +136,8 @@ TEST_CASE("capture: clients that ignore the proxy variables reach allowed names 
         std::to_string(udp_port) +
         "))\n"
         "s.sendto(b\"a\",(\"203.0.113.9\",4444)); s.sendto(b\"b\",(\"203.0.113.9\",4444))\n"
-        "print(\"udp=sent\")'; ";
+        "print(\"udp=sent\")'; " +
+        py_get("uncaptured", "origin.test", 9);
     // The proxy variables still work beside capture (curl's first request).
     auto r =
         c.wrap(script, {"--capture", "--capture-port", q},
@@ -203,11 +204,21 @@ TEST_CASE("capture: clients that ignore the proxy variables reach allowed names 
         CHECK(l["decision"] == "deny");
         CHECK(l["rule"] == "udp");
         if (l["host"] == "203.0.113.9" && l["port"] == 4444) ++to_public;
-        if (l["host"].get<std::string>().rfind("198.18.", 0) == 0 && l["port"] == udp_port) to_pool = true;
+        if (l["host"] == "origin.test" && l.value("fakeAddress", "").rfind("198.18.", 0) == 0 && l["port"] == udp_port)
+            to_pool = true;
     }
     CHECK(to_public == 1);
     CHECK(to_pool);
     CHECK(::recv(udp, got, sizeof got, MSG_DONTWAIT) == -1);
+    // A port nothing captures: refused by the kernel, and reported once; no
+    // tcp line for a captured port.
+    CHECK(r.out.find("uncaptured=ConnectionRefusedError\n") != std::string::npos);
+    auto tcp_lines = c.lines("tcp");
+    REQUIRE(tcp_lines.size() == 1);
+    CHECK(tcp_lines[0]["host"] == "origin.test");
+    CHECK(tcp_lines[0]["port"] == 9);
+    CHECK(tcp_lines[0]["rule"] == "port not captured");
+    CHECK(tcp_lines[0]["decision"] == "deny");
     ::close(udp);
     // The test's resolver was asked for origin.test by cc-egress alone,
     // never for the refused name.

@@ -255,32 +255,35 @@ void drop_datagram(Server& srv, const asio::posix::stream_descriptor& d) {
     list.erase(std::remove_if(list.begin(), list.end(), [&](const auto& p) { return p.get() == &d; }), list.end());
 }
 
-// Where a copy of a UDP datagram was going; nullopt for what is not
-// reported: DNS (the resolver's own traffic, both ways) and loopback, where
-// a service of the sandbox's own may listen.
-struct UdpDestination {
+// Where a copy of a UDP datagram or TCP SYN was going (both headers start
+// with the source and destination ports); nullopt for what is not reported:
+// DNS (the resolver's own traffic, both ways), loopback, where a service of
+// the sandbox's own may listen, and a SYN to a port a listener captures.
+struct Destination {
     Address to;
     std::uint16_t port = 0;
 };
 
-std::optional<UdpDestination> udp_destination(const unsigned char* b, std::size_t n, int family,
-                                              const std::optional<Address>& v6_to) {
-    const unsigned char* udp = b;
-    UdpDestination d;
+std::optional<Destination> report_destination(const unsigned char* b, std::size_t n, int family, int proto,
+                                              const std::optional<Address>& v6_to,
+                                              const std::set<std::uint16_t>& captured) {
+    const unsigned char* l4 = b;
+    Destination d;
     if (family == AF_INET) {
-        if (n < 20 || (b[0] >> 4) != 4 || b[9] != IPPROTO_UDP) return std::nullopt;
+        if (n < 20 || (b[0] >> 4) != 4 || b[9] != proto) return std::nullopt;
         std::size_t ihl = (b[0] & 0x0fu) * 4u;
         if (ihl < 20 || n < ihl + 8) return std::nullopt;
         d.to = Address::v4((std::uint32_t{b[16]} << 24) | (std::uint32_t{b[17]} << 16) | (std::uint32_t{b[18]} << 8) |
                            b[19]);
-        udp = b + ihl;
+        l4 = b + ihl;
     } else {
         if (n < 8 || !v6_to) return std::nullopt;
         d.to = *v6_to;
     }
-    std::uint16_t sport = static_cast<std::uint16_t>((udp[0] << 8) | udp[1]);
-    d.port = static_cast<std::uint16_t>((udp[2] << 8) | udp[3]);
-    if (d.port == 53 || sport == 53) return std::nullopt;
+    std::uint16_t sport = static_cast<std::uint16_t>((l4[0] << 8) | l4[1]);
+    d.port = static_cast<std::uint16_t>((l4[2] << 8) | l4[3]);
+    if (proto == IPPROTO_UDP && (d.port == 53 || sport == 53)) return std::nullopt;
+    if (proto == IPPROTO_TCP && captured.count(d.port)) return std::nullopt;
     static const Cidr loop4{Address::v4(0x7f000000u), 8};  // 127.0.0.0/8
     if (loop4.contains(d.to) || d.to.to_string() == "::1") return std::nullopt;
     return d;
@@ -288,12 +291,24 @@ std::optional<UdpDestination> udp_destination(const unsigned char* b, std::size_
 
 }  // namespace
 
-awaitable<void> serve_udp_report(Server& srv, int fd, std::shared_ptr<EventSink> sink) {
+awaitable<void> serve_report(Server& srv, int fd, std::shared_ptr<const std::set<std::uint16_t>> captured,
+                             std::shared_ptr<EventSink> sink) {
     auto& desc = adopt_datagram(srv, fd);
     sockaddr_storage own{};
     socklen_t own_len = sizeof own;
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&own), &own_len);
     const int family = own.ss_family;
+    int proto = 0;
+    socklen_t pl = sizeof proto;
+    ::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &pl);
+    const bool udp = proto == IPPROTO_UDP;
+    const Verdict refused =
+        udp ? Verdict{false, "udp", "UDP other than DNS is not relayed: it reaches nothing outside the sandbox",
+                      "destination_ip_prohibited"}
+            : Verdict{false, "port not captured",
+                      "no listener takes this port in the sandbox (cc-wrap --capture-port adds one): the kernel "
+                      "refused the connection",
+                      "destination_ip_prohibited"};
     // Each destination once: a sender of many datagrams is one line, and the
     // set is bounded.
     std::set<std::string> seen;
@@ -323,22 +338,26 @@ awaitable<void> serve_udp_report(Server& srv, int fd, std::shared_ptr<EventSink>
                     sa.sin6_addr = pi.ipi6_addr;
                     v6_to = address_of(reinterpret_cast<sockaddr*>(&sa));
                 }
-            auto d = udp_destination(buf, static_cast<std::size_t>(n), family, v6_to);
+            auto d = report_destination(buf, static_cast<std::size_t>(n), family, proto, v6_to, *captured);
             if (!d) continue;
-            srv.sh.metrics.error("udp_refused");
+            srv.sh.metrics.error(udp ? "udp_refused" : "port_not_captured");
             std::string key = d->to.to_string() + "|" + std::to_string(d->port);
             if (seen.size() >= max_seen || !seen.insert(key).second) continue;
             try {
                 auto conn = std::make_shared<Conn>(Sock(srv.io));
                 conn->sink = sink;
-                Record rec(srv, conn, "udp", "sandbox");
-                rec.j["host"] = d->to.to_string();
+                Record rec(srv, conn, udp ? "udp" : "tcp", "sandbox");
+                std::string host = d->to.to_string();
+                if (FakePool::in_pool(d->to))
+                    if (auto name = srv.sh.fake_pool.name_for(d->to)) {
+                        rec.j["fakeAddress"] = host;
+                        host = *name;
+                    }
+                rec.j["host"] = host;
                 rec.j["port"] = d->port;
-                rec.decide(Verdict{false, "udp",
-                                   "UDP other than DNS is not relayed: it reaches nothing outside the sandbox",
-                                   "destination_ip_prohibited"});
+                rec.decide(refused);
             } catch (const std::exception& e) {
-                note_error(srv, "udp", e);
+                note_error(srv, udp ? "udp" : "tcp", e);
             }
         }
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <set>
 
 #include "cc/net/relay.hpp"
 #include "cc/core/json_writer.hpp"
@@ -16,7 +17,8 @@ namespace {
 // listener of that kind; the reply is one line {"ok":true} or {"ok":false,...}.
 // A captured sandbox (cc-wrap --capture) adds "captured":[2,3,...], its
 // wildcard listeners, one a port, "dns":[4,5], its bound UDP sockets, and
-// "udp":[6,7], raw UDP sockets whose copies of datagrams are reported.
+// "report":[6,...], raw UDP and TCP sockets whose copies of datagrams and
+// SYNs are reported.
 // With "hold":true the listeners live only as long as the client keeps its
 // connection open (cc-wrap holds it for the sandbox's lifetime), so a
 // long-lived session proxy serving many launches never piles up listeners in
@@ -28,7 +30,7 @@ struct InboxRequest {
     bool hold = false, events = false;
     std::vector<std::pair<int, Kind>> listeners;
     std::vector<int> dns;
-    std::vector<int> udp;
+    std::vector<int> report;
 };
 
 std::string parse_inbox_request(const std::string& payload, const std::vector<int>& fds, std::vector<bool>& used,
@@ -47,10 +49,10 @@ std::string parse_inbox_request(const std::string& payload, const std::vector<in
             continue;
         }
         Kind kind;
-        bool dns = key == "dns", udp = key == "udp";
+        bool dns = key == "dns", report = key == "report";
         if (key == "http") kind = Kind::http;
         else if (key == "socks") kind = Kind::socks;
-        else if (key == "captured" || dns || udp) kind = Kind::captured;
+        else if (key == "captured" || dns || report) kind = Kind::captured;
         else return "unknown field '" + key + "'";
         if (!val.is_array()) return "'" + key + "' must be an array of fd indexes";
         for (auto& v : val) {
@@ -62,13 +64,13 @@ std::string parse_inbox_request(const std::string& payload, const std::vector<in
             int type = 0, listening = 0;
             socklen_t l = sizeof type;
             ::getsockopt(fds[i], SOL_SOCKET, SO_TYPE, &type, &l);
-            if (udp) {
+            if (report) {
                 int proto = 0;
                 socklen_t pl = sizeof proto;
                 ::getsockopt(fds[i], SOL_SOCKET, SO_PROTOCOL, &proto, &pl);
-                if (type != SOCK_RAW || proto != IPPROTO_UDP)
-                    return "fd index " + std::to_string(i) + " is not a raw UDP socket";
-                rq.udp.push_back(fds[i]);
+                if (type != SOCK_RAW || (proto != IPPROTO_UDP && proto != IPPROTO_TCP))
+                    return "fd index " + std::to_string(i) + " is not a raw UDP or TCP socket";
+                rq.report.push_back(fds[i]);
                 continue;
             }
             if (dns) {
@@ -87,7 +89,7 @@ std::string parse_inbox_request(const std::string& payload, const std::vector<in
         }
     }
     if (rq.listeners.empty() && rq.dns.empty()) return "no listeners named";
-    if (!rq.udp.empty() && rq.dns.empty()) return "'udp' comes with 'dns' (a captured sandbox's)";
+    if (!rq.report.empty() && rq.dns.empty()) return "'report' comes with 'dns' (a captured sandbox's)";
     if (rq.events && !rq.hold) return "'events' needs 'hold': lines go back on the held connection";
     return "";
 }
@@ -120,10 +122,20 @@ std::string take_fds(Server& srv, const InboxRequest& rq, const std::shared_ptr<
         srv.log("fd inbox: answering DNS on " + name.substr(4) + " from the name pool " + FakePool::range() +
                 (rq.hold ? " (while the sender holds its connection)" : ""));
     }
-    for (int fd : rq.udp) {
+    // The ports this handover's captured listeners take: a SYN to any other
+    // is refused by the kernel, and reported.
+    auto captured = std::make_shared<std::set<std::uint16_t>>();
+    for (auto& [fd, kind] : rq.listeners) {
+        sockaddr_storage ss{};
+        socklen_t l = sizeof ss;
+        if (kind == Kind::captured && ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &l) == 0)
+            captured->insert(ntohs(ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
+                                                           : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port));
+    }
+    for (int fd : rq.report) {
         int fl = ::fcntl(fd, F_GETFL);
         ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-        asio::co_spawn(srv.io, serve_udp_report(srv, fd, sink), srv.on_done("a UDP report socket"));
+        asio::co_spawn(srv.io, serve_report(srv, fd, captured, sink), srv.on_done("a report socket"));
         adopted.push_back(fd);
     }
     return "";

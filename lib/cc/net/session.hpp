@@ -36,6 +36,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -388,10 +389,12 @@ awaitable<void> serve_captured(Server& srv, std::shared_ptr<Conn> c, std::string
 // queries are answered from the fake pool for names the rules could admit
 // and NXDOMAIN for the rest; one connection line per query.
 awaitable<void> serve_dns(Server& srv, int fd, std::string listener, std::shared_ptr<EventSink> sink);
-// A captured sandbox's raw UDP socket: UDP other than DNS goes nowhere (every
-// destination there is local); each destination it was sent to is reported
-// once, as a deny line (proto "udp").
-awaitable<void> serve_udp_report(Server& srv, int fd, std::shared_ptr<EventSink> sink);
+// A captured sandbox's raw socket. UDP: other than DNS it goes nowhere
+// (every destination there is local); TCP (SYNs only): a port none of
+// `captured` is refused by the kernel. Each destination is reported once,
+// as a deny line (proto "udp" or "tcp").
+awaitable<void> serve_report(Server& srv, int fd, std::shared_ptr<const std::set<std::uint16_t>> captured,
+                             std::shared_ptr<EventSink> sink);
 // The DNS answer's verdict for a name: what a CONNECT to it would get from
 // the name rules on a port its allow entries admit (no resolution, no ask).
 Verdict dns_verdict(const Server& srv, const std::string& name);

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <linux/filter.h>
 #include <linux/nsfs.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
@@ -87,7 +88,7 @@ struct NsJob {
     std::uint16_t cap_ports[k_max_capture_ports] = {};
     int cap_fds[k_max_capture_ports] = {};
     int dns4 = -1, dns6 = -1;
-    int udp4 = -1, udp6 = -1;
+    int report[4] = {-1, -1, -1, -1};  // raw: udp4, udp6, tcp4, tcp6
     bool ipv6 = false;
     int ns_fds[2] = {-1, -1};  // the sandbox's network namespace and its owner
     ino_t net_ino = 0, user_ino = 0;
@@ -226,18 +227,41 @@ const char* capture_in_netns(NsJob* j) {
         a6.sin6_addr = in6addr_any;
         if (::bind(j->dns6, reinterpret_cast<sockaddr*>(&a6), sizeof a6) != 0) return "the resolver's socket [::]:53";
     }
-    // The UDP report: raw sockets (the namespace's own CAP_NET_RAW) get a
-    // copy of each UDP datagram delivered in it; a small buffer, so a flood
-    // is dropped by the kernel rather than read.
+    // The report: raw sockets (the namespace's own CAP_NET_RAW) get a copy
+    // of each UDP datagram and, through a filter, of each TCP SYN delivered
+    // in it; a small buffer, so a flood is dropped by the kernel rather than
+    // read. An IPv4 raw socket reads from the IP header, an IPv6 one from the
+    // TCP header.
+    static sock_filter syn4[] = {
+        BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 0),          // x = IP header length
+        BPF_STMT(BPF_LD | BPF_B | BPF_IND, 13),          // a = TCP flags
+        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x12),       // SYN, ACK
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x02, 0, 1),  // SYN alone
+        BPF_STMT(BPF_RET | BPF_K, 0xffff),
+        BPF_STMT(BPF_RET | BPF_K, 0),
+    };
+    static sock_filter syn6[] = {
+        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 13),
+        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x12),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x02, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, 0xffff),
+        BPF_STMT(BPF_RET | BPF_K, 0),
+    };
     int small = 64 * 1024;
-    j->udp4 = ::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_UDP);
-    if (j->udp4 < 0) return "the UDP report's raw socket";
-    ::setsockopt(j->udp4, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-    if (j->ipv6) {
-        j->udp6 = ::socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_UDP);
-        if (j->udp6 < 0) return "the UDP report's raw socket (IPv6)";
-        ::setsockopt(j->udp6, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-        ::setsockopt(j->udp6, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one);
+    for (int i = 0; i < 4; ++i) {
+        const bool v6 = i % 2 == 1, tcp = i >= 2;
+        if (v6 && !j->ipv6) continue;
+        int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_RAW | SOCK_CLOEXEC, tcp ? IPPROTO_TCP : IPPROTO_UDP);
+        if (fd < 0) return "the report's raw socket";
+        j->report[i] = fd;
+        if (tcp) {
+            sock_fprog prog{};
+            prog.len = static_cast<unsigned short>(v6 ? sizeof syn6 / sizeof syn6[0] : sizeof syn4 / sizeof syn4[0]);
+            prog.filter = v6 ? syn6 : syn4;
+            if (::setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) != 0) return "the report's SYN filter";
+        }
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        if (v6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one);
     }
     return nullptr;
 }
@@ -357,7 +381,7 @@ Status capture_self_test() {
 }
 
 void close_listeners(Listeners& l) {
-    for (int* fd : {&l.http, &l.socks, &l.dns4, &l.dns6, &l.udp4, &l.udp6})
+    for (int* fd : {&l.http, &l.socks, &l.dns4, &l.dns6, &l.report[0], &l.report[1], &l.report[2], &l.report[3]})
         if (*fd >= 0) ::close(std::exchange(*fd, -1));
     for (int fd : l.captured)
         if (fd >= 0) ::close(fd);
@@ -414,8 +438,7 @@ Result<Listeners> listeners_in_netns(pid_t pid, std::optional<unsigned long> exp
     out.socks = job.fds[1];
     out.dns4 = job.dns4;
     out.dns6 = job.dns6;
-    out.udp4 = job.udp4;
-    out.udp6 = job.udp6;
+    for (int i = 0; i < 4; ++i) out.report[i] = job.report[i];
     out.ipv6 = job.ipv6;
     for (std::size_t i = 0; i < job.ncap; ++i) out.captured.push_back(job.cap_fds[i]);
     if (job.err != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -462,9 +485,9 @@ Result<int> hand_over(const std::string& inbox, const Listeners& l, bool events)
             payload["dns"].push_back(fds.size());
             fds.push_back(fd);
         }
-    for (int fd : {l.udp4, l.udp6})
+    for (int fd : l.report)
         if (fd >= 0) {
-            payload["udp"].push_back(fds.size());
+            payload["report"].push_back(fds.size());
             fds.push_back(fd);
         }
     if (!send_with_fds(s, cc::json::write(payload) + "\n", fds.data(), static_cast<int>(fds.size())))

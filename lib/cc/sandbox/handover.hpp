@@ -37,9 +37,11 @@ struct Listeners {
     // the resolver's UDP sockets on port 53 (IPv4, IPv6).
     std::vector<int> captured;
     int dns4 = -1, dns6 = -1;
-    // Raw UDP sockets that see a copy of every datagram the command sends,
-    // so cc-egress reports UDP other than DNS (which goes nowhere).
-    int udp4 = -1, udp6 = -1;
+    // Raw sockets that see a copy of every UDP datagram and every TCP SYN
+    // the command sends, so cc-egress reports UDP other than DNS (which goes
+    // nowhere) and connections to ports nothing captures (which the kernel
+    // refuses): udp4, udp6, tcp4, tcp6.
+    int report[4] = {-1, -1, -1, -1};
     bool ipv6 = false;  // the local route for ::/0 and the IPv6 sockets are in place
 };
 

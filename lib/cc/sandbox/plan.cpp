@@ -137,8 +137,8 @@ auto Builder::proxy_wiring() -> void {
             for (auto port : p.capturePorts) ports += (ports.empty() ? "" : ",") + std::to_string(port);
             plan.notes.push_back("capture: TCP to any address on ports " + ports +
                                  " goes to cc-egress as a CONNECT to its name and port; other ports are refused by the "
-                                 "kernel (connection refused, not logged), and UDP other than DNS reaches nothing (each destination "
-                                 "reported once)");
+                                 "kernel (connection refused), and UDP other than DNS reaches nothing (both reported once a "
+                                 "destination)");
         }
 }
 
