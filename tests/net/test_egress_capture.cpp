@@ -361,3 +361,31 @@ TEST_CASE("capture: TLS server-name and TLS-port checks hold on the captured pat
     CHECK(sni == 1);
     CHECK(plain == 1);
 }
+
+// One sandbox cannot use up the name pool every sandbox of a cc-egress
+// shares: an allow entry for *.big.test admits any number of names, and
+// past its share the sandbox's resolver answers SERVFAIL (names it was
+// given keep their addresses).
+TEST_CASE("capture: one sandbox's resolver gives out at most 8192 names") {
+    if (!cc::test::bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    Capture c({"--allow", "*.big.test"});
+    const std::string asker =
+        "python3 -c 'import socket,struct\n"
+        "s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.settimeout(5); s.connect((\"127.0.0.1\",53))\n"
+        "def ask(i,name):\n"
+        " q=struct.pack(\">HHHHHH\",i&0xffff,0x100,1,0,0,0)+b\"\".join(bytes([len(l)])+l.encode() for l in "
+        "name.split(\".\"))+b\"\\0\\0\\1\\0\\1\"\n"
+        " s.send(q); return s.recv(512)[3]&15\n"
+        "codes=[ask(i,\"n%d.big.test\"%i) for i in range(8200)]\n"
+        "print(codes[:8192].count(0), codes[8192:].count(2), ask(1,\"n0.big.test\"))'";
+    auto r = c.wrap(asker, {"--capture"});
+    INFO(r.err);
+    CHECK(r.out == "8192 8 0\n");
+    REQUIRE(c.eg->stop() == 0);
+    int refused = 0;
+    for (const auto& l : c.lines("dns"))
+        if (l.value("decision", "") == "deny" &&
+            l.value("reason", "") == "this sandbox's resolver gave out 8192 names already")
+            ++refused;
+    CHECK(refused == 8);
+}

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <unordered_set>
 
 #include "cc/net/intercept.hpp"
 #include "cc/net/relay.hpp"
@@ -198,8 +199,13 @@ void answer(int fd, const Datagram& d, const std::string& reply) {
 }
 
 // One query: its answer, and its connection line.
+// One sandbox may be given this many names: the pool is shared by every
+// sandbox a cc-egress serves, and one that asks for names without end (an
+// allow entry like *.example.com admits any number) must not use it up.
+constexpr std::size_t k_names_per_resolver = 8192;
+
 void answer_query(Server& srv, int fd, const Datagram& d, const std::string& listener,
-                  const std::shared_ptr<EventSink>& sink) {
+                  const std::shared_ptr<EventSink>& sink, std::unordered_set<std::string>& given) {
     auto conn = std::make_shared<Conn>(Sock(srv.io));
     conn->sink = sink;
     Record rec(srv, conn, "dns",
@@ -229,6 +235,15 @@ void answer_query(Server& srv, int fd, const Datagram& d, const std::string& lis
         return;
     }
     auto name = canonical_name(q->name);
+    if (!given.count(*name) && given.size() >= k_names_per_resolver) {
+        rec.decide(
+            Verdict{false, "capture",
+                    "this sandbox's resolver gave out " + std::to_string(k_names_per_resolver) + " names already",
+                    "dns_error"});
+        answer(fd, d, dns_reply(d.data, *q, DnsRcode::servfail));
+        return;
+    }
+    given.insert(*name);
     std::optional<Address> a = srv.sh.fake_pool.address_for(*name);
     if (!a) {
         rec.decide(
@@ -366,6 +381,7 @@ awaitable<void> serve_report(Server& srv, int fd, std::shared_ptr<const std::set
 
 awaitable<void> serve_dns(Server& srv, int fd, std::string listener, std::shared_ptr<EventSink> sink) {
     auto& desc = adopt_datagram(srv, fd);
+    std::unordered_set<std::string> given;  // names this socket's sandbox was given
     while (!srv.stopping && desc.is_open()) {
         ErrorCode ec;
         co_await desc.async_wait(asio::posix::descriptor_base::wait_read, asio::redirect_error(use_awaitable, ec));
@@ -375,7 +391,7 @@ awaitable<void> serve_dns(Server& srv, int fd, std::string listener, std::shared
             Datagram d;
             if (!receive(desc.native_handle(), d)) break;
             try {
-                answer_query(srv, desc.native_handle(), d, listener, sink);
+                answer_query(srv, desc.native_handle(), d, listener, sink, given);
             } catch (const std::exception& e) {
                 note_error(srv, "dns", e);
             }
