@@ -553,3 +553,35 @@ TEST_CASE("egress intercept: a real git push over HTTPS is refused at the proxy;
     CHECK((*l)["action"] == "push");
     CHECK((*l)["rule"] == "requests.json rules[0] (push)");
 }
+
+// Node's fetch ignores the proxy variables: without --capture it has no way
+// out of the sandbox at all; with it, its connection is captured,
+// intercepted like any other, and the origin gets the secret.
+TEST_CASE("cc-wrap --credential --capture: Node's fetch, which ignores the proxy variables, gets the secret injected") {
+    if (!cc::test::bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!cc::test::have_program("node")) CC_SKIP("node not installed");
+    Setup s;
+    ::chmod(s.dir.c_str(), 0755);
+    ::chmod((s.dir + "/ca.pem").c_str(), 0644);
+    spit(s.dir + "/spec.json",
+         json{{"sessionId", "nf"}, {"workspaceId", "ws"}, {"egressAllowlist", {"127.0.0.1:" + s.port}}}.dump());
+    const std::string fetch =
+        "node -e 'fetch(\"https://127.0.0.1:" + s.port +
+        "/headers\", {headers: {authorization: \"Bearer \" + process.env.GH_TOKEN}})"
+        ".then(r => r.text()).then(t => console.log(t.split(\"\\n\").filter(l => l.startsWith(\"authorization\")).join()))"
+        ".catch(e => console.log(\"failed:\", e.cause ? e.cause.code : e.message))'";
+    std::vector<std::string> base = {bin("cc-wrap"), "--spec", s.dir + "/spec.json", "--credential",
+                                     "GH_TOKEN@127.0.0.1=file:" + s.dir + "/token", "--upstream-ca", s.dir + "/ca.pem"};
+    auto without = base;
+    without.insert(without.end(), {"--", "sh", "-c", fetch});
+    auto w = cc::test::run(without);
+    INFO(w.err);
+    CHECK(w.out == "failed: ECONNREFUSED\n");
+    auto with = base;
+    with.insert(with.end(), {"--capture", "--", "sh", "-c", fetch});
+    auto r = cc::test::run(with);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out == "authorization: Bearer " + k_secret + "\n");
+    CHECK(s.origin_log().find("GET /headers") != std::string::npos);
+}
