@@ -801,3 +801,36 @@ TEST_CASE("plan: a gitdir pointer file is write-denied; a writable bind inside a
     CHECK(std::any_of(ok->notes.begin(), ok->notes.end(),
                       [](const std::string& n) { return n.find("writableInProtected") == 0; }));
 }
+
+TEST_CASE("plan: --capture binds the resolver's resolv.conf where /etc/resolv.conf leads, and names the layer", "[plan]") {
+    FakeHost h = standard_host();
+    PlanInput in = standard_input();
+    in.egress.capture = true;
+    in.egress.capturePorts = {80, 443, 8443};
+    // A plain file: bound over it.
+    h.file("/etc/resolv.conf");
+    Plan p = make(in, h);
+    CHECK(p.proxy.capture);
+    CHECK(p.proxy.capturePorts == std::vector<std::uint16_t>{80, 443, 8443});
+    CHECK(std::find(p.layers.begin(), p.layers.end(), "capture") != p.layers.end());
+    auto resolv_dest = [](const Plan& plan) {
+        for (const auto& m : plan.mounts)
+            if (m.src == "/run/user/0/cc-wrap.T/resolv.conf") return m.dest;
+        return std::string();
+    };
+    CHECK(resolv_dest(p) == "/etc/resolv.conf");
+    auto j = to_json(p);
+    CHECK(j["proxy"]["capture"]["ports"] == nlohmann::json::array({80, 443, 8443}));
+    // systemd-resolved's relative symlink: the bind goes where it leads.
+    FakeHost r = standard_host();
+    r.dir("/run/systemd/resolve");
+    r.file("/run/systemd/resolve/stub-resolv.conf");
+    r.dir("/etc");
+    r.links["/etc/resolv.conf"] = "../run/systemd/resolve/stub-resolv.conf";
+    CHECK(resolv_dest(make(in, r)) == "/run/systemd/resolve/stub-resolv.conf");
+    // Without capture: no bind, no layer.
+    in.egress.capture = false;
+    Plan off = make(in, h);
+    CHECK(resolv_dest(off).empty());
+    CHECK(std::find(off.layers.begin(), off.layers.end(), "capture") == off.layers.end());
+}

@@ -131,7 +131,16 @@ auto Builder::proxy_wiring() -> void {
         if (in.egress.capture && p.transport == Transport::fd_handover) {
             p.capture = true;
             p.capturePorts = in.egress.capturePorts;
-            add(MountOp::ro_bind, in.runtimeDir + "/resolv.conf", "/etc/resolv.conf",
+            // /etc/resolv.conf is often a symlink (systemd-resolved's stub
+            // file under /run): bubblewrap mounts over the file it leads to,
+            // so the bind goes there (made in the sandbox's own /run).
+            std::string resolv = "/etc/resolv.conf";
+            for (int hops = 0; hops < 8; ++hops) {
+                auto link = host.read_link(resolv);
+                if (!link || link->empty()) break;
+                resolv = normalise((*link)[0] == '/' ? *link : parent_of(resolv) + "/" + *link, "");
+            }
+            add(MountOp::ro_bind, in.runtimeDir + "/resolv.conf", resolv,
                 "capture: the sandbox's resolver is cc-egress's name pool on 127.0.0.1:53");
             std::string ports;
             for (auto port : p.capturePorts) ports += (ports.empty() ? "" : ",") + std::to_string(port);
