@@ -329,7 +329,9 @@ TEST_CASE("capture: TLS server-name and TLS-port checks hold on the captured pat
     const std::string pki = cc::test::scratch_dir() + "/capture-pki";
     ::mkdir(pki.c_str(), 0700);
     make_origin_pki(pki, "DNS:origin.test,DNS:evil.test");
-    Origin tls("0", {{"ORIGIN_TLS_CERT", pki + "/origin.pem"}, {"ORIGIN_TLS_KEY", pki + "/origin.key"}});
+    Origin tls("0", {{"ORIGIN_TLS_CERT", pki + "/origin.pem"},
+                     {"ORIGIN_TLS_KEY", pki + "/origin.key"},
+                     {"ORIGIN_LOG", pki + "/origin.log"}});
     REQUIRE(tls.port != 0);
     const std::string t = std::to_string(tls.port);
     Capture c({"--allow", "origin.test:" + t, "--allow", "127.0.0.1:" + t, "--tls-ports", "443," + t});
@@ -343,13 +345,19 @@ TEST_CASE("capture: TLS server-name and TLS-port checks hold on the captured pat
                         t + ":origin.test:" + t + " https://evil.test:" + t +
                         "/hello; echo sni=$?; "
                         "curl -sS --max-time 10 http://origin.test:" +
-                        t + "/hello; echo plain=$?",
+                        t + "/hello; echo plain=$?; " +
+                        // git over HTTPS with no proxy (the test CA is not in the sandbox, hence no verify).
+                        "git -c http.proxy= -c http.sslVerify=false ls-remote https://origin.test:" + t +
+                        "/o/r.git >/dev/null 2>&1; echo git=$?",
                     {"--capture", "--capture-port", t});
     INFO(r.err);
     CHECK(r.out.find("hello\n ok\ngood=0\n") != std::string::npos);
     // The server name evil.test on a tunnel to origin.test: cut before the
     // handshake (curl's 35), and plain HTTP to a TLS port (curl's 56 or 52).
     CHECK(r.out.find("sni=35\n") != std::string::npos);
+    // git reached the origin over TLS by name (no repository there: 128).
+    CHECK(r.out.find("git=128\n") != std::string::npos);
+    CHECK(slurp(pki + "/origin.log").find("GET /o/r.git/info/refs?service=git-upload-pack") != std::string::npos);
     CHECK((r.out.find("plain=56\n") != std::string::npos || r.out.find("plain=52\n") != std::string::npos));
     REQUIRE(c.eg->stop() == 0);
     int sni = 0, plain = 0;
