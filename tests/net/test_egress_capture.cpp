@@ -219,6 +219,26 @@ TEST_CASE("capture: clients that ignore the proxy variables reach allowed names 
     CHECK(tcp_lines[0]["port"] == 9);
     CHECK(tcp_lines[0]["rule"] == "port not captured");
     CHECK(tcp_lines[0]["decision"] == "deny");
+    // Every line, of every proto, matches the published schema.
+    if (cc::test::have_program("python3")) {
+        const std::string lines_file = c.dir + "/lines.jsonl";
+        {
+            std::ofstream f(lines_file);
+            for (const auto& l : c.eg->lines) f << l.dump() << "\n";
+        }
+        auto v = cc::test::run({"python3", "-c",
+                                "import json,sys,jsonschema\n"
+                                "v=jsonschema.Draft202012Validator(json.load(open(sys.argv[1])))\n"
+                                "ls=[json.loads(l) for l in open(sys.argv[2])]\n"
+                                "[v.validate(l) for l in ls]\n"
+                                "print(sorted(set(l['proto'] for l in ls)))\n",
+                                cc::test::source_dir() + "/share/cc/schema/egress-connection.schema.json", lines_file});
+        if (v.err.find("No module named 'jsonschema'") == std::string::npos) {
+            INFO(v.err);
+            CHECK(v.status == 0);
+            CHECK(v.out == "['captured', 'dns', 'http', 'tcp', 'udp']\n");
+        }
+    }
     ::close(udp);
     // The test's resolver was asked for origin.test by cc-egress alone,
     // never for the refused name.
