@@ -96,14 +96,6 @@ struct NsJob {
     const char* step = nullptr;
 };
 
-// Run by root, the sandbox was made by bubblewrap as the sandbox's uid, so
-// its namespaces are that uid's: the helper becomes that uid first (raw
-// calls: glibc's would signal cc-wrap's threads) and needs no capability of
-// root's to open the namespaces or join them. A container's root commonly
-// has neither CAP_SYS_PTRACE (to open another uid's /proc/PID/ns) nor
-// CAP_SYS_ADMIN (to join a user namespace it does not own).
-// IP_FREEBIND: bubblewrap may not have brought the sandbox's loopback up yet;
-// the listener starts receiving as soon as it is.
 // `local` route for every address of `family` (0.0.0.0/0, ::/0) on the
 // loopback device `ifindex`, in the local table: the kernel then takes every
 // destination as its own. One RTM_NEWROUTE over rtnetlink, its ack read; 0
@@ -266,6 +258,14 @@ const char* capture_in_netns(NsJob* j) {
     return nullptr;
 }
 
+// Run by root, the sandbox was made by bubblewrap as the sandbox's uid, so
+// its namespaces are that uid's: the helper becomes that uid first (raw
+// calls: glibc's would signal cc-wrap's threads) and needs no capability of
+// root's to open the namespaces or join them. A container's root commonly
+// has neither CAP_SYS_PTRACE (to open another uid's /proc/PID/ns) nor
+// CAP_SYS_ADMIN (to join a user namespace it does not own).
+// IP_FREEBIND: bubblewrap may not have brought the sandbox's loopback up yet;
+// the listener starts receiving as soon as it is.
 int ns_child(void* arg) {
     auto* j = static_cast<NsJob*>(arg);
     auto fail = [j](const char* step) {
