@@ -272,7 +272,7 @@ TEST_CASE("shared cc-egress: one sandbox holding its share of tunnels leaves ano
     const std::string p = std::to_string(c.origin.port);
     // Sandbox A opens three tunnels through its proxy and holds them.
     const std::string hold =
-        "python3 -c 'import socket,sys,time\n"
+        "exec python3 -c 'import socket,sys,time\n"
         "codes=[]\n"
         "held=[]\n"
         "for i in range(3):\n"
@@ -331,6 +331,8 @@ TEST_CASE("capture: ssh with no ProxyCommand reaches an allowed SSH server by na
             sp + " git@git.test true; echo ssh=$?",
         {"--capture", "--capture-port", sp});
     INFO(r.err);
+    // cc-wrap ended on its own, with the command (a hang would be killed by run()).
+    CHECK(r.status == 0);
     CHECK(r.out == "ssh=255\n");  // the test server speaks no further than its banner
     sshd.wait();
     CHECK(slurp(heard).rfind("SSH-2.0-OpenSSH", 0) == 0);
@@ -371,6 +373,8 @@ TEST_CASE("capture: TLS server-name and TLS-port checks hold on the captured pat
                         "/o/r.git >/dev/null 2>&1; echo git=$?",
                     {"--capture", "--capture-port", t});
     INFO(r.err);
+    // cc-wrap ended on its own, with the command (a hang would be killed by run()).
+    CHECK(r.status == 0);
     CHECK(r.out.find("hello\n ok\ngood=0\n") != std::string::npos);
     // The server name evil.test on a tunnel to origin.test: cut before the
     // handshake (curl's 35), and plain HTTP to a TLS port (curl's 56 or 52).
@@ -408,6 +412,8 @@ TEST_CASE("capture: one sandbox's resolver gives out at most 8192 names") {
         "print(codes[:8192].count(0), codes[8192:].count(2), ask(1,\"n0.big.test\"))'";
     auto r = c.wrap(asker, {"--capture"});
     INFO(r.err);
+    // cc-wrap ended on its own, with the command (a hang would be killed by run()).
+    CHECK(r.status == 0);
     CHECK(r.out == "8192 8 0\n");
     REQUIRE(c.eg->stop() == 0);
     int refused = 0;

@@ -328,15 +328,15 @@ void Runner::read_each(std::unique_ptr<asio::posix::stream_descriptor>& sd, std:
                std::function<void(std::string_view)> feed, std::function<void()> ended) {
     sd = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
     auto buf = std::make_shared<std::array<char, 4096>>();
-    loop = [s = sd.get(), buf, l = &loop, feed = std::move(feed), ended = std::move(ended)] {
-        s->async_read_some(asio::buffer(*buf), [buf, l, &feed, &ended](auto ec, std::size_t n) {
+    loop = [this, s = sd.get(), buf, l = &loop, feed = std::move(feed), ended = std::move(ended)] {
+        s->async_read_some(asio::buffer(*buf), [this, buf, l, &feed, &ended](auto ec, std::size_t n) {
             if (ec == asio::error::operation_aborted) return;
             if (ec || n == 0) {
                 if (ended) ended();
                 return;
             }
             feed(std::string_view(buf->data(), n));
-            (*l)();
+            if (!watchers_done_) (*l)();
         });
     };
     loop();
@@ -440,6 +440,7 @@ void Runner::reap() {
 
 void Runner::finish_if_done() {
     if (exited_ && open_streams_ == 0) {
+        watchers_done_ = true;
         sigs_.cancel();
         drain_.cancel();
         if (egress_sd_) egress_sd_->cancel();

@@ -131,6 +131,11 @@ private:
     LineSplitter egress_split_{65536};
     int open_streams_ = 0;
     bool exited_ = false, killed_ = false, forwarded_ = false, stdout_gone_ = false;
+    // Set by finish_if_done: the watchers (read_each) read no more. A read
+    // that had already completed when they were cancelled must not start
+    // another, or io_.run() waits on it for good (what follows is read
+    // after the loop: last_inbox_lines, read_to_eof).
+    bool watchers_done_ = false;
 };
 
 }  // namespace cc::sandbox::detail
