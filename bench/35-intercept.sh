@@ -7,18 +7,8 @@
 #  3. a fresh connection's first request (20 runs): the time the second TLS
 #     handshake and the minted certificate add.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${CC_BUILD:-$root/build-bench}
-egress=$(command -v cc-egress || echo "$build/cmd/cc-egress/cc-egress")
-export CC_DATA_DIR=${CC_DATA_DIR:-$root/share/cc}
-unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy
-for p in node openssl curl python3; do
-  command -v "$p" >/dev/null || { echo "35-intercept: $p not installed; skipped"; exit 0; }
-done
-dir=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$dir"; }
-trap cleanup EXIT
+source "$(dirname "$0")/common.sh"
+bench_needs 35-intercept node openssl curl python3
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$dir/ca.key" -out "$dir/ca.pem" \

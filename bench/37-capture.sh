@@ -8,20 +8,9 @@
 #     (Python sockets, so both paths have the same client);
 #  2. a 256 MiB download with curl (--noproxy '*' against -p -x).
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${CC_BUILD:-$root/build-bench}
-egress=$(command -v cc-egress || echo "$build/cmd/cc-egress/cc-egress")
-wrap=$(command -v cc-wrap || echo "$build/cmd/cc-wrap/cc-wrap")
-export CC_DATA_DIR=${CC_DATA_DIR:-$root/share/cc}
-unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy
-for p in node curl python3 bwrap; do
-  command -v "$p" >/dev/null || { echo "37-capture: $p not installed; skipped"; exit 0; }
-done
-dir=$(mktemp -d)
+source "$(dirname "$0")/common.sh"
+bench_needs 37-capture node curl python3 bwrap
 chmod 755 "$dir"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$dir"; }
-trap cleanup EXIT
 
 cat > "$dir/origin.js" <<'JS'
 const http = require("http");
