@@ -17,24 +17,7 @@ openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$dir/o.k
 printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > "$dir/ext"
 openssl x509 -req -in "$dir/o.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial -out "$dir/o.pem" \
   -days 2 -extfile "$dir/ext" 2>/dev/null
-cat > "$dir/origin.js" <<'JS'
-const https = require("https"), fs = require("fs");
-const small = Buffer.alloc(1024, 120), chunk = Buffer.alloc(1 << 20, 120);
-const srv = https.createServer({key: fs.readFileSync(process.argv[2]), cert: fs.readFileSync(process.argv[3])}, (req, res) => {
-  if (req.url === "/big") {
-    res.writeHead(200, {"Content-Length": 256 * chunk.length});
-    let n = 0;
-    const more = () => { while (n < 256) { n++; if (!res.write(chunk)) return res.once("drain", more); } res.end(); };
-    more();
-  } else {
-    res.writeHead(200, {"Content-Length": small.length});
-    res.end(small);
-  }
-});
-srv.keepAliveTimeout = 60000;
-srv.listen(0, "127.0.0.1", () => console.log(srv.address().port));
-JS
-node "$dir/origin.js" "$dir/o.key" "$dir/o.pem" > "$dir/port" & pids+=($!)
+node "$root/bench/origin.js" "$dir/o.key" "$dir/o.pem" > "$dir/port" & pids+=($!)
 for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.05; done
 port=$(cat "$dir/port")
 

@@ -12,23 +12,7 @@ source "$(dirname "$0")/common.sh"
 bench_needs 37-capture node curl python3 bwrap
 chmod 755 "$dir"
 
-cat > "$dir/origin.js" <<'JS'
-const http = require("http");
-const small = Buffer.alloc(1024, 120), chunk = Buffer.alloc(1 << 20, 120);
-const srv = http.createServer((req, res) => {
-  if (req.url === "/big") {
-    res.writeHead(200, {"Content-Length": 256 * chunk.length});
-    let n = 0;
-    const more = () => { while (n < 256) { n++; if (!res.write(chunk)) return res.once("drain", more); } res.end(); };
-    more();
-  } else {
-    res.writeHead(200, {"Content-Length": small.length, "Connection": "close"});
-    res.end(small);
-  }
-});
-srv.listen(0, "127.0.0.1", () => console.log(srv.address().port));
-JS
-node "$dir/origin.js" > "$dir/port" & pids+=($!)
+ORIGIN_CLOSE=1 node "$root/bench/origin.js" > "$dir/port" & pids+=($!)
 for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.05; done
 port=$(cat "$dir/port")
 
