@@ -41,8 +41,7 @@ awaitable<void> serve_captured(Server& srv, std::shared_ptr<Conn> c, std::string
         std::uint16_t port = 0;
         if (::getsockname(c->client.native_handle(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
             dst = address_of(reinterpret_cast<sockaddr*>(&ss));
-            port = ntohs(ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
-                                                 : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+            port = port_of(reinterpret_cast<sockaddr*>(&ss));
         }
         if (!dst || port == 0) {
             rec.j["reason"] = "no original destination";
@@ -108,20 +107,6 @@ awaitable<void> serve_captured(Server& srv, std::shared_ptr<Conn> c, std::string
         note_error(srv, "captured", e);
         if (!rec.j.contains("error")) rec.j["error"] = e.what();
     }
-}
-
-Verdict dns_verdict(const Server& srv, const std::string& name) {
-    auto t = canonical_target(name);
-    if (!t) return Verdict{false, "malformed", "not a host name: " + t.error().one_line(), "dns_error"};
-    if (t->address) return Verdict{false, "capture", "an address asked as a name", "dns_error"};
-    // A port its allow entries admit (443 when none does, or all do): the
-    // name rules then say what a connection to it would meet before any
-    // address is known. Report mode answers what it would only report.
-    auto ports = srv.cfg.rules->allowed_ports(*t);
-    t->port = ports && !ports->any && !ports->ports.empty() ? ports->ports.front() : 443;
-    Verdict v = srv.cfg.rules->check_target(*t);
-    if (srv.cfg.report) v = report_only(v);
-    return v;
 }
 
 namespace {
@@ -198,6 +183,24 @@ void answer(int fd, const Datagram& d, const std::string& reply) {
     (void)::sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
+// The DNS answer's verdict for a name: what a CONNECT to it would get from
+// the name rules on a port its allow entries admit (no resolution, no ask).
+// `canonical` gets the name the rules saw.
+Verdict dns_verdict(const Server& srv, const std::string& name, std::string& canonical) {
+    auto t = canonical_target(name);
+    if (!t) return Verdict{false, "malformed", "not a host name: " + t.error().one_line(), "dns_error"};
+    if (t->address) return Verdict{false, "capture", "an address asked as a name", "dns_error"};
+    canonical = t->host;
+    // A port its allow entries admit (443 when none does, or all do): the
+    // name rules then say what a connection to it would meet before any
+    // address is known. Report mode answers what it would only report.
+    auto ports = srv.cfg.rules->allowed_ports(*t);
+    t->port = ports && !ports->any && !ports->ports.empty() ? ports->ports.front() : 443;
+    Verdict v = srv.cfg.rules->check_target(*t);
+    if (srv.cfg.report) v = report_only(v);
+    return v;
+}
+
 // One query: its answer, and its connection line.
 // One sandbox may be given this many names: the pool is shared by every
 // sandbox a cc-egress serves, and one that asks for names without end (an
@@ -228,14 +231,14 @@ void answer_query(Server& srv, int fd, const Datagram& d, const std::string& lis
         answer(fd, d, dns_reply(d.data, *q, DnsRcode::notimp));
         return;
     }
-    Verdict v = dns_verdict(srv, q->name);
+    std::string name;
+    Verdict v = dns_verdict(srv, q->name, name);
     if (!v.allow) {
         rec.decide(v);
         answer(fd, d, dns_reply(d.data, *q, DnsRcode::nxdomain));
         return;
     }
-    auto name = canonical_name(q->name);
-    if (!given.count(*name) && given.size() >= k_names_per_resolver) {
+    if (!given.count(name) && given.size() >= k_names_per_resolver) {
         rec.decide(
             Verdict{false, "capture",
                     "this sandbox's resolver gave out " + std::to_string(k_names_per_resolver) + " names already",
@@ -243,8 +246,8 @@ void answer_query(Server& srv, int fd, const Datagram& d, const std::string& lis
         answer(fd, d, dns_reply(d.data, *q, DnsRcode::servfail));
         return;
     }
-    given.insert(*name);
-    std::optional<Address> a = srv.sh.fake_pool.address_for(*name);
+    given.insert(name);
+    std::optional<Address> a = srv.sh.fake_pool.address_for(name);
     if (!a) {
         rec.decide(
             Verdict{false, "capture", std::string("the name pool ") + FakePool::range() + " is used up", "dns_error"});

@@ -129,8 +129,7 @@ std::string take_fds(Server& srv, const InboxRequest& rq, const std::shared_ptr<
         sockaddr_storage ss{};
         socklen_t l = sizeof ss;
         if (kind == Kind::captured && ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &l) == 0)
-            captured->insert(ntohs(ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
-                                                           : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port));
+            captured->insert(port_of(reinterpret_cast<sockaddr*>(&ss)));
     }
     for (int fd : rq.report) {
         int fl = ::fcntl(fd, F_GETFL);

@@ -316,4 +316,10 @@ std::optional<Address> address_of(const sockaddr* sa) {
     return std::nullopt;
 }
 
+std::uint16_t port_of(const sockaddr* sa) {
+    if (sa->sa_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(sa)->sin_port);
+    if (sa->sa_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
+    return 0;
+}
+
 }  // namespace cc::net

@@ -105,5 +105,7 @@ Result<HostPattern> parse_pattern(std::string_view text);
 
 // Address of a socket address (AF_INET / AF_INET6).
 std::optional<Address> address_of(const sockaddr* sa);
+// Its port (host order); 0 for a family other than AF_INET and AF_INET6.
+std::uint16_t port_of(const sockaddr* sa);
 
 }  // namespace cc::net

@@ -67,9 +67,8 @@ Result<std::string> add_listener(Server& srv, int fd, Kind kind, const std::stri
     std::string where = listener;
     if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
         auto a = address_of(reinterpret_cast<sockaddr*>(&ss));
-        std::uint16_t port = ntohs(ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
-                                                           : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
-        where = (a->v4() ? a->to_string() : "[" + a->to_string() + "]") + ":" + std::to_string(port);
+        where = (a->v4() ? a->to_string() : "[" + a->to_string() + "]") + ":" +
+                std::to_string(port_of(reinterpret_cast<sockaddr*>(&ss)));
     }
     std::string name = listener.empty() ? where : listener;
     std::string key = name + "#" + std::to_string(srv.sh.next_listener++);

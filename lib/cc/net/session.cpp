@@ -327,9 +327,7 @@ std::string describe_client(const Proto::endpoint& peer, const std::string& list
     const sockaddr* sa = peer.data();
     if (peer.size() >= sizeof(sockaddr_in) && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6)) {
         if (auto a = address_of(sa)) {
-            std::uint16_t port = ntohs(sa->sa_family == AF_INET ? reinterpret_cast<const sockaddr_in*>(sa)->sin_port
-                                                                : reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
-            return a->to_string() + ":" + std::to_string(port);
+            return a->to_string() + ":" + std::to_string(port_of(sa));
         }
     }
     return listener;

@@ -395,9 +395,6 @@ awaitable<void> serve_dns(Server& srv, int fd, std::string listener, std::shared
 // as a deny line (proto "udp" or "tcp").
 awaitable<void> serve_report(Server& srv, int fd, std::shared_ptr<const std::set<std::uint16_t>> captured,
                              std::shared_ptr<EventSink> sink);
-// The DNS answer's verdict for a name: what a CONNECT to it would get from
-// the name rules on a port its allow entries admit (no resolution, no ask).
-Verdict dns_verdict(const Server& srv, const std::string& name);
 
 // Listeners (listeners.cpp). add_listener accepts on `fd` on every loop;
 // its result names where it listens.

@@ -111,8 +111,7 @@ awaitable<void> serve_socks(Server& srv, std::shared_ptr<Conn> c, std::string cl
         socklen_t len = sizeof ss;
         if (::getsockname(c->upstream->native_handle(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
             bound = address_of(reinterpret_cast<sockaddr*>(&ss));
-            bport = ntohs(ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
-                                                  : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+            bport = port_of(reinterpret_cast<sockaddr*>(&ss));
         }
         if (srv.sh.interceptor && srv.sh.interceptor->intercepts(t->host)) {
             rec.j["intercepted"] = true;
