@@ -63,6 +63,10 @@ int main(int argc, char** argv) {
         app.add_option("--vm-kernel", rq.vmKernel, "backend microvm: the guest kernel image (modules/ and version beside it)");
         app.add_option("--vm-memory", rq.vmMemory, "backend microvm: the guest's memory in MiB (default 256)")
             ->check(CLI::Range(64u, 65536u));
+        app.add_option("--vm-boot", rq.vmBoot,
+                       "backend microvm: snapshot (default: restore a saved guest, saving one first if there is none) "
+                       "or cold (a full boot)")
+            ->type_name("{snapshot,cold}");
         app.add_option("command", rq.command, "the command and its arguments, after --");
         if (auto rc = cc::tool::parse(app, argc, argv, "cc-wrap")) return *rc;
         rq.printText = rq.print && cc::tool::text_output(format);

@@ -1,5 +1,6 @@
 #include "cc/sandbox/launch.hpp"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -262,6 +263,7 @@ Result<Resolved> resolve_launch(const WrapRequest& rq) {
         if (rq.vmAccel) vo.accel = *rq.vmAccel;
         vo.kernel = rq.vmKernel;
         if (rq.vmMemory) vo.memoryMiB = *rq.vmMemory;
+        if (rq.vmBoot) vo.boot = *rq.vmBoot;
         auto v = resolve_vm(vo);
         if (!v) return v.error();
         vm = *v;
@@ -269,8 +271,11 @@ Result<Resolved> resolve_launch(const WrapRequest& rq) {
             pr.microvm.available = true;
             pr.microvm.reason = "TCG asked for (--vm-accel tcg): emulation, no KVM needed";
         }
-    } else if (rq.vmAccel || rq.vmKernel || rq.vmMemory) {
-        return input_error(rq.vmAccel ? "--vm-accel" : rq.vmKernel ? "--vm-kernel" : "--vm-memory",
+    } else if (rq.vmAccel || rq.vmKernel || rq.vmMemory || rq.vmBoot) {
+        return input_error(rq.vmAccel    ? "--vm-accel"
+                           : rq.vmKernel ? "--vm-kernel"
+                           : rq.vmMemory ? "--vm-memory"
+                                         : "--vm-boot",
                            "applies to --backend microvm only");
     }
     auto choice = probe::choose_backend(pr, requested);
@@ -342,6 +347,46 @@ Result<Resolved> resolve_launch(const WrapRequest& rq) {
     return r;
 }
 
+// The template boot of the microvm backend: the same VM in a sandbox of its
+// own (no proxies; the session's binds are in the export, but the guest
+// never mounts it), its guest saved where it waits
+// for a plan, the snapshot put in the snapshot directory. On success
+// r.in.vm boots from it ("restore"); otherwise "cold", with the reason.
+// Returns 0, 125 (no snapshot), or 128+N when a signal stopped it.
+int vm_template_boot(Resolved& r, RuntimeDir& rt, const WrapRequest& rq) {
+    VmInput& vm = *r.in.vm;
+    auto cold = [&](const std::string& why) {
+        vm.boot = "cold";
+        vm.bootWhy = why;
+        vm.snapshot.clear();
+        return 125;
+    };
+    PlanInput t = r.in;
+    t.runtimeDir = rt.path + "/vm-template";
+    t.spec.egressAllowlist.clear();
+    t.egress = EgressWiring{};
+    t.vm->boot = "template";
+    if (::mkdir(t.runtimeDir.c_str(), 0711) != 0) return cold(t.runtimeDir + ": cannot create");
+    auto tplan = build_plan(t, *real_paths(t.identity.uid, t.identity.gid));
+    if (!tplan) return cold("the template boot's plan: " + tplan.error().one_line());
+    if (auto s = make_masks(*tplan); !s) return cold("the template boot's masks: " + s.error().one_line());
+    if (auto s = write_initramfs(*tplan->vm, t.identity.uid, t.identity.gid, t.identity.drop); !s)
+        return cold(s.error().one_line());
+    WrapRequest trq = rq;
+    trq.events = false;
+    trq.pty = false;
+    trq.timeout = 300;
+    int st = run_plan(*tplan, trq, nullptr);
+    if (st > 128 && st != 128 + SIGKILL) return st;
+    if (st != 0) return cold("the template boot failed (exit " + std::to_string(st) + ")");
+    auto installed = install_vm_snapshot(vm, tplan->vm->saveDir + "/snapshot");
+    if (!installed) return cold(installed.error().one_line());
+    vm.boot = "restore";
+    vm.snapshot = *installed;
+    log("note: microvm: saved a snapshot of the booted guest in " + *installed + "; later runs restore it");
+    return 0;
+}
+
 // 5. Execute the plan and only the plan: the runtime directory's contents,
 // the session's own cc-egress, the masks, the VM's initramfs, the Seatbelt
 // tap, then the sandbox.
@@ -356,6 +401,26 @@ int execute_plan(Resolved& r, Result<Plan>& plan, RuntimeDir& rt, const WrapRequ
         fs::copy_file(r.installed_init, in.initExe, ec);
         if (ec || ::chmod(in.initExe.c_str(), 0755) != 0)
             return fail(io_error(in.initExe, "cannot copy the init step where the sandbox's uid can reach it"));
+    }
+    if (plan->vm && plan->vm->in.boot == "save") {
+        // No snapshot for this guest yet: a template boot saves one (no
+        // command runs in it), then this run restores it. When that fails,
+        // the run boots cold and says why.
+        int st = vm_template_boot(r, rt, rq);
+        if (st != 0 && st != 125) return st;  // stopped by a signal
+        plan = build_plan(in, *real_paths(in.identity.uid, in.identity.gid));
+        if (!plan) return fail(plan.error());
+        for (const auto& n : plan->notes)
+            if (n.rfind("microvm: cold boot", 0) == 0) log("note: " + n);
+    }
+    if (plan->vm && plan->vm->in.boot == "restore" && in.identity.drop) {
+        // The snapshot directory is root's alone: the monitor's uid reads a
+        // private copy (the plan binds it).
+        std::string copy = rt.path + "/vm-snapshot";
+        std::error_code ec;
+        fs::copy_file(plan->vm->in.snapshot, copy, ec);
+        if (ec || ::chown(copy.c_str(), in.identity.uid, in.identity.gid) != 0 || ::chmod(copy.c_str(), 0600) != 0)
+            return fail(io_error(copy, "cannot copy the VM snapshot for the sandbox's uid"));
     }
     Egress egress;
     if (r.own_egress) {

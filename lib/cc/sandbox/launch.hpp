@@ -46,6 +46,7 @@ struct WrapRequest {
     std::optional<std::string> vmAccel;         // --vm-accel kvm|tcg
     std::optional<std::string> vmKernel;        // --vm-kernel FILE
     std::optional<unsigned> vmMemory;           // --vm-memory MIB
+    std::optional<std::string> vmBoot;          // --vm-boot snapshot|cold
     std::vector<std::string> command;
 };
 

@@ -5,7 +5,14 @@
 //
 //   resolve (sys):  auto vm = resolve_vm(opts);            // monitor, kernel, modules, cc-wrap-vm
 //   plan (pure):    in.vm = *vm; build_plan(in, host)     // plan.vm, the monitor's argv
-//   execute (sys):  write_initramfs(plan)                  // /init, the modules, /cc/plan.json
+//   execute (sys):  write_initramfs(plan)                  // /init, the modules, /cc/boot.json; the plan file
+//
+// Boot: the guest boots generically, then waits for its session's plan,
+// which the host step sends over the status port. A snapshot of a guest
+// waiting there (saved once per monitor, kernel, init and memory size by a
+// template boot that runs no command) is restored for each later run, with
+// the session's own binds and proxies attached; the plan brings fresh
+// random bytes and the time.
 //
 // Filesystem: the monitor exports the host step's whole view (bubblewrap's
 // root: the system directories and the spec's binds, read-only where the
@@ -39,13 +46,27 @@ struct VmInput {
     unsigned memoryMiB = 256;
     unsigned cpus = 1;
     long tscKhz = 0;  // TCG: the host's TSC rate, so the guest skips calibrating it
+    // How the guest starts: "restore" (from `snapshot`, a file in the
+    // snapshot directory), "save" (no usable snapshot yet: a template boot
+    // saves one, then the run restores it), "cold" (a full boot: asked for,
+    // or snapshots cannot be had, bootWhy says why), and "template" (the
+    // template boot itself: no command, the guest saved to the plan's save
+    // directory).
+    std::string boot = "cold";
+    std::string bootWhy;
+    std::string snapshotDir;  // where snapshots are kept ("" with cold)
+    std::string snapshot;     // restore: the snapshot file; save: where it goes
+    std::string snapshotKey;  // what the snapshot must match (monitor, kernel, modules, init, memory, ...)
 };
 
 struct VmPlan {
     VmInput in;
     std::string initrd;    // host path, made in the runtime directory at launch
     std::string cmdline;   // the guest kernel's
-    nlohmann::json guest;  // /cc/plan.json inside the initramfs
+    nlohmann::json boot;   // /cc/boot.json inside the initramfs: the generic boot (modules, network)
+    nlohmann::json guest;  // the session's plan: the host step sends it when the guest is ready
+    std::string planFile;  // host path of `guest` (with the filter), made in the runtime directory at launch
+    std::string saveDir;   // template: host directory the snapshot is saved into
     std::vector<std::string> monitorArgv;
     std::string share = "virtio-9p";
     std::string why;
@@ -70,6 +91,7 @@ struct VmOptions {
     std::optional<std::string> kernel;   // --vm-kernel FILE (DIR/modules and DIR/version beside it)
     std::optional<std::string> monitor;  // CC_VM_MONITOR, else qemu-system-x86_64 on PATH
     unsigned memoryMiB = 256;
+    std::string boot = "snapshot";  // --vm-boot snapshot|cold
 };
 
 // Finds what a launch needs; unavailable (exit 125) with the reason when
@@ -83,8 +105,24 @@ std::vector<std::string> vm_kernel_candidates();
 // LIBEXECDIR/cc-vm-kernel when installed, the make step in a build tree.
 std::string vm_kernel_helper();
 
-// The initramfs (cpio newc, uncompressed): /init, /cc/plan.json, the modules.
+// The initramfs (cpio newc, uncompressed): /init, /cc/boot.json, the
+// modules; the same bytes for every session (nothing of the session is in
+// it), so a snapshot of a guest booted from it serves them all. And the
+// session's plan file beside it (the guest's part: argv, environment, uid,
+// filter), readable only by the uid the monitor runs as.
 Status write_initramfs(const VmPlan& vm, unsigned uid, unsigned gid, bool chown_to);
+
+// Snapshots (microvm_snapshot.cpp). The directory: CC_VM_SNAPSHOT_DIR, else
+// /var/cache/cc/microvm for root, else $XDG_CACHE_HOME/cc/microvm or
+// ~/.cache/cc/microvm; made 0700, and used only when it is a directory of
+// this user's that nobody else can write. Fills vm.boot ("restore" when a
+// snapshot for this key is there, "save" when not, "cold" with bootWhy when
+// the directory cannot be used).
+void resolve_vm_snapshot(VmInput& vm, bool want);
+// Puts a template boot's snapshot (`saved`, in the runtime directory) into
+// the snapshot directory under vm.snapshotKey: a private copy, renamed into
+// place. Returns the file's path.
+Result<std::string> install_vm_snapshot(const VmInput& vm, const std::string& saved);
 
 nlohmann::json to_json(const VmPlan& vm);
 

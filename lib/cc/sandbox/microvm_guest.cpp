@@ -1,6 +1,10 @@
 // The guest init of the microvm backend (microvm_guest.hpp): PID 1 inside the
-// VM. Everything it does comes from /cc/plan.json, which cc-wrap wrote into
-// the initramfs from the plan; nothing here decides policy.
+// VM. Two phases: the generic boot (/cc/boot.json of the initramfs: the
+// modules, the ports, the network), then "ready" on the status port and the
+// session's plan read from it (the host step sends it). A snapshot is taken
+// between the two, so a restored guest holds nothing of any session until
+// its plan comes. Everything it does comes from those two files, which
+// cc-wrap wrote from the plan; nothing here decides policy.
 #include "cc/sandbox/microvm_guest.hpp"
 
 #include <arpa/inet.h>
@@ -12,6 +16,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <linux/random.h>
+#include <time.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/mount.h>
@@ -27,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -244,6 +251,82 @@ std::string make_dev(const std::string& root) {
     ::_exit(126);
 }
 
+std::string unhex(const std::string& h) {
+    std::string out;
+    auto v = [](char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; };
+    for (std::size_t i = 0; i + 1 < h.size(); i += 2) out += static_cast<char>(v(h[i]) << 4 | v(h[i + 1]));
+    return out;
+}
+
+// The session's plan: "plan N" and N bytes of JSON on the status port. A
+// "kill N" line first (the host step was signalled before the plan went
+// out) ends the guest as that signal would have ended the command.
+nlohmann::json receive_plan(int status) {
+    std::string got;
+    char buf[65536];
+    for (;;) {
+        auto nl = got.find('\n');
+        if (nl != std::string::npos) {
+            std::string line = got.substr(0, nl);
+            if (line.rfind("kill ", 0) == 0) {
+                write_all(status, "signal " + std::to_string(std::atoi(line.c_str() + 5)) + "\n");
+                power_off();
+            }
+            if (line.rfind("plan ", 0) != 0) die(status, "status port: expected the plan, got '" + line.substr(0, 40) + "'");
+            std::size_t n = std::strtoul(line.c_str() + 5, nullptr, 10);
+            if (n == 0 || n > (64u << 20)) die(status, "status port: plan of " + std::to_string(n) + " bytes");
+            while (got.size() < nl + 1 + n) {
+                ssize_t k = ::read(status, buf, sizeof buf);
+                if (k < 0 && errno == EINTR) continue;
+                if (k <= 0) die(status, "status port closed in the plan");
+                got.append(buf, static_cast<std::size_t>(k));
+            }
+            nlohmann::json plan = nlohmann::json::parse(got.substr(nl + 1, n), nullptr, false);
+            if (!plan.is_object()) die(status, "the plan is not a JSON object");
+            return plan;
+        }
+        ssize_t k = ::read(status, buf, sizeof buf);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) die(status, "status port closed before the plan");
+        got.append(buf, static_cast<std::size_t>(k));
+    }
+}
+
+// What a restored guest must not share with any other guest restored from
+// the same snapshot: the random generator's state (the host's fresh bytes
+// are mixed in and the generator reseeded at once, so every later read,
+// the command's AT_RANDOM and ASLR included, differs per session) and the
+// wall clock (the snapshot's is from when it was taken).
+std::string freshen(const nlohmann::json& plan) {
+    std::string seed = unhex(plan.value("seed", std::string()));
+    if (seed.size() < 32) return "the plan has no seed";
+    int fd = ::open("/dev/urandom", O_RDWR | O_CLOEXEC);
+    if (fd < 0) return std::string("/dev/urandom: ") + std::strerror(errno);
+    std::vector<char> info(sizeof(rand_pool_info) + seed.size());
+    auto* rp = reinterpret_cast<rand_pool_info*>(info.data());
+    rp->entropy_count = static_cast<int>(seed.size() * 8);
+    rp->buf_size = static_cast<int>(seed.size());
+    std::memcpy(rp->buf, seed.data(), seed.size());
+    bool ok = ::ioctl(fd, RNDADDENTROPY, rp) == 0 && ::ioctl(fd, RNDRESEEDCRNG) == 0;
+    int e = errno;
+    ::close(fd);
+    if (!ok) return std::string("reseeding the random generator: ") + std::strerror(e);
+    if (plan.contains("realtime")) {
+        timespec ts{};
+        ts.tv_sec = plan["realtime"].value("sec", 0L);
+        ts.tv_nsec = plan["realtime"].value("nsec", 0L);
+        if (::clock_settime(CLOCK_REALTIME, &ts) != 0) return std::string("setting the clock: ") + std::strerror(errno);
+    }
+    std::string bpf = unhex(plan.value("seccomp", std::string()));
+    if (!bpf.empty()) {
+        int s = ::open("/cc/seccomp.bpf", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (s < 0) return std::string("/cc/seccomp.bpf: ") + std::strerror(errno);
+        write_all(s, bpf);
+        ::close(s);
+    }
+    return {};
+}
+
 }  // namespace
 
 void vm_guest_main() {
@@ -252,10 +335,10 @@ void vm_guest_main() {
     ::mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, nullptr);
     int c = ::open("/dev/console", O_WRONLY | O_CLOEXEC | O_NOCTTY);
     if (c >= 0) console_fd = c;
-    nlohmann::json plan = nlohmann::json::parse(read_file("/cc/plan.json"), nullptr, false);
-    if (!plan.is_object()) die(-1, "/cc/plan.json: not a JSON object");
+    nlohmann::json boot = nlohmann::json::parse(read_file("/cc/boot.json"), nullptr, false);
+    if (!boot.is_object()) die(-1, "/cc/boot.json: not a JSON object");
     std::string err;
-    for (const auto& m : plan.value("modules", std::vector<std::string>{}))
+    for (const auto& m : boot.value("modules", std::vector<std::string>{}))
         if (!load_module("/lib/modules/" + m, err)) die(-1, "module " + err);
 
     auto ports = find_ports({vm_port_stdin, vm_port_stdout, vm_port_stderr, vm_port_status});
@@ -268,7 +351,11 @@ void vm_guest_main() {
     int errp = ::open(ports[vm_port_stderr].c_str(), O_WRONLY | O_CLOEXEC);
     if (in < 0 || out < 0 || errp < 0) die(status, std::string("cannot open the stdio ports: ") + std::strerror(errno));
 
-    if (auto e = network(plan.contains("net") ? plan["net"] : nlohmann::json()); !e.empty()) die(status, e);
+    if (auto e = network(boot.contains("net") ? boot["net"] : nlohmann::json()); !e.empty()) die(status, e);
+    // Generic up to here. A snapshot is taken while the guest waits below.
+    write_all(status, "ready\n");
+    nlohmann::json plan = receive_plan(status);
+    if (auto e = freshen(plan); !e.empty()) die(status, e);
     ::mkdir("/newroot", 0755);
     std::string opts = "trans=virtio,version=9p2000.L,msize=" + std::to_string(plan.value("msize", 512000)) +
                        ",cache=" + plan.value("cache", std::string("mmap")) + ",access=client";

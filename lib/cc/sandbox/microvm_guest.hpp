@@ -5,12 +5,17 @@
 //     /run/cc/vm/cc-wrap-vm --internal-vm-host -- qemu-system-x86_64 ARGS...
 //   It starts the VM monitor with five socket pairs on fds 3..7 (the guest's
 //   stdin, stdout, stderr, its status channel and its serial console), copies
-//   them to and from its own stdio, forwards SIGTERM/SIGINT/SIGHUP into the
-//   guest ("kill N"), and exits with the status the guest reports (125 with
-//   the console's last lines when the guest reported none).
+//   them to and from its own stdio, sends the guest its plan when the guest
+//   says "ready" (at once after a snapshot restore), forwards
+//   SIGTERM/SIGINT/SIGHUP into the guest ("kill N"), and exits with the
+//   status the guest reports (125 with the console's last lines when the
+//   guest reported none).
 //
 // * the guest init: /init of the initramfs (PID 1 in the VM). It reads
-//   /cc/plan.json, loads the listed modules (finit_module), mounts the host
+//   /cc/boot.json, loads the listed modules (finit_module), brings up the
+//   ports and the network, says "ready" and reads its plan from the status
+//   port (a snapshot is saved at that point), reseeds its random generator
+//   and sets its clock from the plan, mounts the host
 //   step's filesystem view (virtio-9p tag "ccroot", everything bubblewrap
 //   binds, read-only where bubblewrap made it so), gives the command a fresh
 //   /proc and /dev, runs it as the plan's unprivileged uid, reports
@@ -29,6 +34,10 @@ inline constexpr int vm_fd_stdout = 4;
 inline constexpr int vm_fd_stderr = 5;
 inline constexpr int vm_fd_status = 6;
 inline constexpr int vm_fd_console = 7;
+// Only with a snapshot: the monitor's human monitor (saving: the file is
+// handed over it with "getfd"), and the snapshot read (-incoming fd:9).
+inline constexpr int vm_fd_monitor = 8;
+inline constexpr int vm_fd_snapshot_in = 9;
 
 // Names of the virtio-serial ports inside the guest.
 inline constexpr const char* vm_port_stdin = "cc.stdin";
@@ -36,7 +45,12 @@ inline constexpr const char* vm_port_stdout = "cc.stdout";
 inline constexpr const char* vm_port_stderr = "cc.stderr";
 inline constexpr const char* vm_port_status = "cc.status";
 
-// argv after "--internal-vm-host": "--", then the monitor's argv.
+// argv after "--internal-vm-host": [--plan FILE] [--restore FILE | --save
+// FILE], "--", then the monitor's argv. --plan: the session's plan, sent to
+// the guest once it is ready (with fresh random bytes and the time added).
+// --restore: the monitor starts from that snapshot. --save: no command runs;
+// the booted guest is saved to FILE where it waits for its plan, and the
+// host step exits 0 once the save is complete.
 int vm_host_main(const std::vector<std::string>& args);
 
 // The relay of one guest connection to a proxy (microvm_relay.cpp), which

@@ -149,6 +149,15 @@ auto Builder::microvm_mounts() -> void {
     }
     add(MountOp::ro_bind, vm.kernel, guest_file("kernel"), "microvm: the guest kernel (" + vm.kernelVersion + ")");
     add(MountOp::ro_bind, in.runtimeDir + "/vm-initrd", guest_file("initrd"), "microvm: the initramfs made for this launch");
+    if (vm.boot != "template")
+        add(MountOp::ro_bind, in.runtimeDir + "/vm-plan.json", guest_file("plan.json"),
+            "microvm: the session's plan, sent to the guest when it is ready");
+    if (vm.boot == "restore")
+        add(MountOp::ro_bind, in.identity.drop ? in.runtimeDir + "/vm-snapshot" : vm.snapshot, guest_file("snapshot"),
+            in.identity.drop ? "microvm: a copy of " + vm.snapshot + " the sandbox's uid can read, the guest restored from it"
+                             : "microvm: the snapshot the guest is restored from");
+    if (vm.boot == "template")
+        add(MountOp::bind, in.runtimeDir + "/vm-save", guest_file("save"), "microvm: where the template boot saves the guest");
     add(MountOp::ro_bind, vm.guestExe, guest_file("cc-wrap-vm"), "microvm: the host step (and the guest's /init)");
     if (vm.accel == "kvm") add(MountOp::dev_bind, "/dev/kvm", "/dev/kvm", "microvm: KVM for the VM monitor");
     std::stable_sort(plan.mounts.begin(), plan.mounts.end(),
@@ -180,7 +189,15 @@ Result<Plan> build_microvm_plan(const PlanInput& in, const HostPaths& host) {
     vm.why =
         "virtio-9p: built into the monitor, one device for the whole view bubblewrap made (no helper daemon, "
         "no shared-memory backend as virtiofs needs); read-only binds and masks are the host's mounts";
-    m.command = {guest_file("cc-wrap-vm"), "--internal-vm-host", "--"};
+    vm.planFile = in.runtimeDir + "/vm-plan.json";
+    if (vm.in.boot == "template") {
+        vm.saveDir = in.runtimeDir + "/vm-save";
+        m.command = {guest_file("cc-wrap-vm"), "--internal-vm-host", "--save", guest_file("save") + "/snapshot", "--"};
+    } else {
+        m.command = {guest_file("cc-wrap-vm"), "--internal-vm-host", "--plan", guest_file("plan.json")};
+        if (vm.in.boot == "restore") m.command.insert(m.command.end(), {"--restore", guest_file("snapshot")});
+        m.command.push_back("--");
+    }
     m.command.insert(m.command.end(), vm.monitorArgv.begin(), vm.monitorArgv.end());
     Builder b{m, host, {}, {}, {}, {}, {}, {}, {}};
     auto plan = b.build();
@@ -198,12 +215,13 @@ Result<Plan> build_microvm_plan(const PlanInput& in, const HostPaths& host) {
     }
     nlohmann::json genv = nlohmann::json::object();
     for (const auto& [k, v] : env) genv[k] = v;
+    vm.boot = {{"modules", vm.in.modules},
+               {"net", {{"interface", "eth0"}, {"address", vm_guest_address}, {"netmask", "255.255.255.0"}}}};
     vm.guest = {{"argv", in.command},
                 {"env", genv},
                 {"cwd", p.chdir.empty() ? "/" : p.chdir},
                 {"uid", p.identity.uid},
                 {"gid", p.identity.gid},
-                {"modules", vm.in.modules},
                 {"rootTag", "ccroot"},
                 {"msize", 512000},
                 // loose: the guest caches what it reads and writes (git status
@@ -211,14 +229,18 @@ Result<Plan> build_microvm_plan(const PlanInput& in, const HostPaths& host) {
                 // files the host changes during the run may be seen late.
                 // The init syncs before it reports the status, so the host
                 // sees every write once cc-wrap returns.
-                {"cache", "loose"},
-                {"net", {{"interface", "eth0"}, {"address", vm_guest_address}, {"netmask", "255.255.255.0"}}}};
+                {"cache", "loose"}};
     p.vm = vm;
     p.layers.push_back("microvm:" + vm.in.accel);
     p.notes.push_back(
         "microvm: the command runs in a " + vm.in.kernelVersion + " guest under " +
         (vm.in.accel == "kvm" ? std::string("KVM") : std::string("TCG (emulation, asked for with --vm-accel tcg)")) +
         "; the proxies are at " + vm_proxy_host + " inside the guest");
+    if (vm.in.boot == "cold" && !vm.in.bootWhy.empty())
+        p.notes.push_back("microvm: cold boot, no snapshot: " + vm.in.bootWhy);
+    else if (vm.in.boot == "save")
+        p.notes.push_back("microvm: no snapshot yet for this guest: a template boot saves one in " + vm.in.snapshotDir +
+                          ", then the run restores it");
     return plan;
 }
 
@@ -230,10 +252,14 @@ nlohmann::json to_json(const VmPlan& vm) {
             {"kernelVersion", vm.in.kernelVersion},
             {"modules", vm.in.modules},
             {"memoryMiB", vm.in.memoryMiB},
+            {"boot", vm.in.boot},
+            {"bootWhy", vm.in.bootWhy},
+            {"snapshot", vm.in.snapshot},
             {"initrd", vm.initrd},
             {"cmdline", vm.cmdline},
             {"share", vm.share},
             {"shareWhy", vm.why},
+            {"bootConfig", vm.boot},
             {"guest", vm.guest}};
 }
 

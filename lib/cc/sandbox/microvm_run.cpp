@@ -85,6 +85,28 @@ void cpio_entry(std::string& out, const std::string& name, unsigned mode, const 
     while (out.size() % 4) out += '\0';
 }
 
+// A new file only the monitor's uid reads.
+Status write_for_monitor(const std::string& path, const std::string& data, unsigned uid, unsigned gid, bool chown_to) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return io_error(path, "cannot create");
+    std::size_t off = 0;
+    while (off < data.size()) {
+        ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            ::close(fd);
+            return io_error(path, "cannot write");
+        }
+        off += static_cast<std::size_t>(n);
+    }
+    if (chown_to && ::fchown(fd, uid, gid) != 0) {
+        ::close(fd);
+        return io_error(path, "cannot hand to the sandbox's uid");
+    }
+    ::close(fd);
+    return ok();
+}
+
 }  // namespace
 
 std::vector<std::string> vm_kernel_candidates() {
@@ -186,6 +208,9 @@ Result<VmInput> resolve_vm(const VmOptions& o) {
         return unavailable_error("backend microvm", "cc-wrap-vm (the guest init) not found next to cc-wrap or in " +
                                                         std::string(CC_LIBEXECDIR));
     if (vm.accel == "tcg") vm.tscKhz = host_tsc_khz();
+    if (o.boot != "snapshot" && o.boot != "cold")
+        return input_error("--vm-boot", "unknown boot '" + o.boot + "' (snapshot or cold)");
+    resolve_vm_snapshot(vm, o.boot == "snapshot");
     return vm;
 }
 
@@ -197,34 +222,34 @@ Status write_initramfs(const VmPlan& vm, unsigned uid, unsigned gid, bool chown_
     std::string init = slurp(vm.in.guestExe);
     if (init.empty()) return io_error(vm.in.guestExe, "cannot read");
     cpio_entry(out, "init", 0100755, init, ino++);
-    cpio_entry(out, "cc/plan.json", 0100600, cc::json::write(vm.guest), ino++);
-    if (!vm.seccompBpf.empty()) cpio_entry(out, "cc/seccomp.bpf", 0100600, vm.seccompBpf, ino++);
+    cpio_entry(out, "cc/boot.json", 0100644, cc::json::write(vm.boot), ino++);
     for (const auto& m : vm.in.modules) {
         std::string data = slurp(vm.in.modulesDir + "/" + m);
         if (data.empty()) return io_error(vm.in.modulesDir + "/" + m, "cannot read");
         cpio_entry(out, "lib/modules/" + m, 0100644, data, ino++);
     }
     cpio_entry(out, "TRAILER!!!", 0, "", 0);
+    if (auto s = write_for_monitor(vm.initrd, out, uid, gid, chown_to); !s) return s;
+    if (vm.in.boot == "template") {
+        // The template boot saves the guest here (the monitor's uid writes it).
+        if (::mkdir(vm.saveDir.c_str(), 0700) != 0) return io_error(vm.saveDir, "cannot create");
+        if (chown_to && ::chown(vm.saveDir.c_str(), uid, gid) != 0)
+            return io_error(vm.saveDir, "cannot hand to the sandbox's uid");
+        return ok();
+    }
     // The plan holds the command's environment: readable only by the uid the
     // monitor runs as.
-    int fd = ::open(vm.initrd.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return io_error(vm.initrd, "cannot create");
-    std::size_t off = 0;
-    while (off < out.size()) {
-        ssize_t n = ::write(fd, out.data() + off, out.size() - off);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            ::close(fd);
-            return io_error(vm.initrd, "cannot write");
+    nlohmann::json plan = vm.guest;
+    if (!vm.seccompBpf.empty()) {
+        static const char d[] = "0123456789abcdef";
+        std::string h;
+        for (unsigned char c : vm.seccompBpf) {
+            h += d[c >> 4];
+            h += d[c & 15];
         }
-        off += static_cast<std::size_t>(n);
+        plan["seccomp"] = h;
     }
-    if (chown_to && ::fchown(fd, uid, gid) != 0) {
-        ::close(fd);
-        return io_error(vm.initrd, "cannot hand to the sandbox's uid");
-    }
-    ::close(fd);
-    return ok();
+    return write_for_monitor(vm.planFile, cc::json::write(plan), uid, gid, chown_to);
 }
 
 }  // namespace cc::sandbox

@@ -105,6 +105,11 @@ auto Builder::proxy_wiring() -> void {
             p.why = "terminal profile: network open without proxies";
             return;
         }
+        if (in.vm && in.vm->boot == "template") {
+            p.transport = Transport::none;
+            p.why = "microvm template boot: no command runs, so no proxies are wired";
+            return;
+        }
         p.egress = in.egress.source == EgressWiring::Source::handed ? "handed" : "own";
         p.policy = in.egress.policy;
         p.approver = in.egress.approver;

@@ -26,6 +26,9 @@ inline const std::vector<std::string> k_secrets = {
     "~/.config/git/credentials", "~/.claude/.credentials.json", "~/.codex/auth.json", "~/.gemini/oauth_creds.json",
     "~/.config/op", "~/.pgpass", "~/.my.cnf", "~/.s3cfg", "~/.boto", "~/.m2/settings.xml",
     "~/.gradle/gradle.properties", "~/.composer/auth.json", "~/.config/composer/auth.json",
+    // cc's own: the microvm backend's snapshots (a guest kernel's memory,
+    // which every later guest resumes from).
+    "~/.cache/cc",
 };
 
 // Files whose next read by the host runs code: shell start files and the
@@ -74,6 +77,7 @@ inline const std::vector<std::string> k_etc_secrets = {
     "/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key",
     "/etc/ssh/ssh_host_dsa_key", "/etc/ssl/private", "/etc/security/opasswd", "/etc/krb5.keytab",
     "/etc/NetworkManager/system-connections", "/etc/wireguard", "/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets",
+    "/var/cache/cc",  // cc's own: root's microvm snapshots
 };
 
 inline const std::vector<std::string> k_system_dirs = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"};
