@@ -289,3 +289,124 @@ TEST_CASE("microvm: an explicit request without what it needs fails 125 with the
     auto native = run({bin("cc-wrap"), "--spec", t.spec, "--vm-accel", "tcg", "--backend", "native", "--", "true"});
     CHECK(native.status == 2);
 }
+
+// Snapshots: the first run saves the ready guest (a template boot in which no
+// command runs), later runs restore it. Each restored guest must differ from
+// every other in what a session can observe of its randomness (the same
+// memory image restored twice would otherwise hand out the same
+// /dev/urandom bytes and the same boot id), and have the host's clock.
+TEST_CASE("microvm: snapshots are saved once, restored per run, and each restored guest has its own randomness and the host's clock") {
+    VmTree t;
+    if (auto why = cannot_boot(t); !why.empty()) CC_SKIP(why);
+    const std::string dir = t.root + "/snapshots";
+    RunOptions o;
+    o.env["CC_VM_SNAPSHOT_DIR"] = dir;
+    o.timeout_ms = 180000;
+
+    auto plan = json::parse(run(t.argv({"true"}, {"--print"}), o).out);
+    CHECK(plan["microvm"]["boot"] == "save");
+    struct stat ds {};
+    REQUIRE(::stat(dir.c_str(), &ds) == 0);
+    CHECK((ds.st_mode & 0777) == 0700);
+    CHECK(ds.st_uid == ::geteuid());
+
+    const std::vector<std::string> probe = {
+        "sh", "-c", "head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n'; echo; cat /proc/sys/kernel/random/boot_id; date +%s; exit 3"};
+    auto first = run(t.argv(probe), o);
+    INFO(first.err);
+    CHECK(first.status == 3);
+    CHECK(first.err.find("note: microvm: saved a snapshot of the booted guest in " + dir + "/") != std::string::npos);
+    std::vector<std::string> snaps;
+    for (const auto& e : fs::directory_iterator(dir)) snaps.push_back(e.path().string());
+    REQUIRE(snaps.size() == 1);
+    struct stat fsn {};
+    REQUIRE(::stat(snaps[0].c_str(), &fsn) == 0);
+    CHECK((fsn.st_mode & 0777) == 0600);
+    CHECK(fsn.st_size > (1 << 20));
+
+    plan = json::parse(run(t.argv({"true"}, {"--print"}), o).out);
+    CHECK(plan["microvm"]["boot"] == "restore");
+    CHECK(plan["microvm"]["snapshot"] == snaps[0]);
+    bool incoming = false;
+    for (const auto& a : plan["argv"]) incoming = incoming || a == "--restore";
+    CHECK(incoming);
+
+    auto a = run(t.argv(probe), o);
+    auto b = run(t.argv(probe), o);
+    INFO(a.err << b.err);
+    REQUIRE(a.status == 3);
+    REQUIRE(b.status == 3);
+    CHECK(a.err.find("saved a snapshot") == std::string::npos);
+    auto lines = [](const std::string& s) {
+        std::vector<std::string> v;
+        std::istringstream in(s);
+        for (std::string l; std::getline(in, l);) v.push_back(l);
+        return v;
+    };
+    auto la = lines(a.out), lb = lines(b.out), lf = lines(first.out);
+    REQUIRE(la.size() == 3);
+    REQUIRE(lb.size() == 3);
+    REQUIRE(lf.size() == 3);
+    CHECK(la[0].size() == 32);
+    CHECK(la[0] != lb[0]);  // /dev/urandom
+    CHECK(la[0] != lf[0]);
+    CHECK(la[1] != lb[1]);  // the boot id
+    CHECK(la[1].size() == 36);
+    long now = static_cast<long>(::time(nullptr));
+    CHECK(std::labs(std::atol(la[2].c_str()) - now) < 60);
+    CHECK(std::labs(std::atol(lb[2].c_str()) - now) < 60);
+    // Still one snapshot: nothing saved again.
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++n;
+    CHECK(n == 1);
+
+    // --vm-boot cold asks for a full boot: no snapshot named.
+    plan = json::parse(run(t.argv({"true"}, {"--print", "--vm-boot", "cold"}), o).out);
+    CHECK(plan["microvm"]["boot"] == "cold");
+    CHECK(plan["microvm"]["bootWhy"] == "");
+    CHECK(run(t.argv({"true"}, {"--vm-boot", "later"}), o).status == 2);
+
+    // A directory others may read or write is never used: a cold boot, saying why.
+    REQUIRE(::chmod(dir.c_str(), 0755) == 0);
+    plan = json::parse(run(t.argv({"true"}, {"--print"}), o).out);
+    CHECK(plan["microvm"]["boot"] == "cold");
+    CHECK(plan["microvm"]["bootWhy"] == dir + " is mode 0755; only its owner may use it (chmod 700 " + dir + ")");
+    auto c = run(t.argv({"sh", "-c", "exit 4"}), o);
+    CHECK(c.status == 4);
+    CHECK(c.err.find("note: microvm: cold boot, no snapshot: " + dir + " is mode 0755") != std::string::npos);
+}
+
+// Whoever writes a snapshot chooses the kernel of every later guest: the
+// default snapshot directory is masked in every sandbox, even one whose bind
+// shows the home it lies in. Without cc-wrap the same write lands.
+TEST_CASE("microvm: the snapshot directory is masked inside every sandbox") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot make its namespaces here");
+    const std::string home = cc::test::scratch_dir() + "/snaphome-" + std::to_string(::getpid());
+    const std::string snap = home + "/.cache/cc/microvm/k.snap";
+    fs::create_directories(home + "/.cache/cc/microvm");
+    spit(snap, "kernel\n");
+    REQUIRE(run({"sh", "-c", "echo agent > " + snap}).status == 0);  // the attack, without cc-wrap
+    REQUIRE(slurp(snap) == "agent\n");
+    spit(snap, "kernel\n");
+    if (cc::test::is_root()) REQUIRE(run({"chown", "-R", "65534:65534", home}).status == 0);
+    ::chmod(cc::test::scratch_dir().c_str(), 0755);
+    json j = {{"sessionId", "snap-mask"},
+              {"workspaceId", "ws"},
+              {"mode", "chat"},
+              {"guestWorkdir", home},
+              {"bindMounts", json::array({{{"hostPath", home}, {"guestPath", home}}})},
+              {"egressAllowlist", json::array()}};
+    std::string spec = home + "/../snap-spec-" + std::to_string(::getpid()) + ".json";
+    spit(spec, j.dump());
+    RunOptions o;
+    o.env["HOME"] = home;
+    auto r = run({bin("cc-wrap"), "--quiet", "--spec", spec, "--backend", "native", "--", "sh", "-c",
+                  "echo agent > " + snap + "; cat " + snap + "; touch " + home + "/ok"},
+                 o);
+    INFO(r.err);
+    CHECK(r.status == 0);  // touch's
+    CHECK(r.err.find("sh: 1: cannot create " + snap + ": Permission denied\n") != std::string::npos);
+    CHECK(r.err.find("cat: " + snap + ": Permission denied\n") != std::string::npos);
+    CHECK(slurp(snap) == "kernel\n");
+    CHECK(fs::exists(home + "/ok"));  // the rest of the home is writable: the mask is what refused
+}
