@@ -113,7 +113,7 @@ void prune(const std::string& dir, const std::string& keep) {
 void resolve_vm_snapshot(VmInput& vm, bool want) {
     vm.boot = "cold";
     if (!want) return;
-    std::string key = std::string(k_format) + "\n" + vm.monitor + " " + vm.monitorVersion + "\n" + vm.accel + " " +
+    std::string key = std::string(k_format) + "\n" + file_id(vm.monitor) + " " + vm.monitorVersion + "\n" + vm.accel + " " +
                       std::to_string(vm.memoryMiB) + "M " + std::to_string(vm.cpus) + " tsc " +
                       std::to_string(vm.tscKhz) + "\n" + file_id(vm.kernel) + "\n" + file_id(vm.guestExe) + "\n" +
                       file_id(detail::self_exe()) + "\n";
