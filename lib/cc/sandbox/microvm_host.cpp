@@ -97,8 +97,8 @@ std::string hmp(int fd, const std::string& cmd) {
     }
 }
 
-// Saves the stopped guest into `file` (handed to the monitor over its
-// socket, as "getfd" takes it); "" or why not.
+// Saves the guest, idle where it waits for its plan, into `file` (handed to
+// the monitor over its socket, as "getfd" takes it); "" or why not.
 std::string save_snapshot(int mon, int file) {
     if (hmp(mon, "").empty()) return "the monitor did not answer";
     // Saved running (the guest is idle, blocked on its status port), so a
@@ -320,6 +320,9 @@ int vm_host_main(const std::vector<std::string>& args) {
     std::cerr << "cc-wrap: microvm: the VM stopped without the command's status (the monitor " << how << ")"
               << (line.rfind("error ", 0) == 0 ? ": " + line.substr(6) : std::string()) << '\n';
     if (!console.empty()) std::cerr << "cc-wrap: microvm: the guest console's last lines:\n" << console << '\n';
+    if (!restore.empty() && status.empty())
+        std::cerr << "cc-wrap: microvm: the guest was restored from a snapshot and said nothing; if every run ends "
+                     "so, remove the snapshot (see microvm.snapshot in --print) or use --vm-boot cold\n";
     return 125;
 }
 
