@@ -22,12 +22,17 @@ std::string guest_file(const char* name) {
 // initcalls the guest never uses are skipped (the slowest under TCG that
 // nothing in the guest needs, from initcall_debug): kprobe tracing's set-up,
 // the KDF108 and BLAKE2s self-tests, the block tracer, trace_printk's
-// tracefs file, and the slab caches' sysfs directory.
+// tracefs file, the slab caches' sysfs directory, the function graph
+// tracer's files, hibernation's /dev/snapshot, and the kernel's built-in
+// certificates (the guest's modules carry no signature: microvm-kernel.sh
+// strips them). IPv6 is off (ipv6.disable=1): the guest's one link is IPv4,
+// to the proxies.
 std::string kernel_cmdline(const VmInput& vm) {
     std::string c =
         "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init cryptomgr.notests random.trust_cpu=on "
-        "no_timer_check 8250.nr_uarts=1 initcall_blacklist=init_kprobe_trace,crypto_kdf108_init,blake2s_mod_init,"
-        "init_blk_tracer,init_trace_printk_function_export,slab_sysfs_init";
+        "no_timer_check 8250.nr_uarts=1 ipv6.disable=1 initcall_blacklist=init_kprobe_trace,crypto_kdf108_init,"
+        "blake2s_mod_init,init_blk_tracer,init_trace_printk_function_export,slab_sysfs_init,init_graph_tracefs,"
+        "snapshot_device_init,load_system_certificate_list";
     // Under TCG the guest has no timer to calibrate the TSC against (microvm
     // has no PIT or HPET by default) and would wait for it; the host's rate
     // is given instead (the emulated TSC runs at the host's).
