@@ -92,26 +92,26 @@ done
 wait "$wrap" || true
 [ -n "$rss" ] && printf 'memory: the VM monitor (guest %s MiB) resident while the guest idles: %.0f MiB\n' 256 "$(echo "$rss/1024" | bc -l)"
 
-# 3. Shared-workdir I/O, timed inside (so boot is left out).
-io='s=$(date +%s%N); for i in $(seq 300); do echo data > t$i.o; done; cat t*.o >/dev/null; rm -f t*.o; m=$(date +%s%N); git status --porcelain >/dev/null; e=$(date +%s%N); echo $(( (m-s)/1000000 )) $(( (e-m)/1000000 ))'
-: > "$w/io.vm"; : > "$w/io.native"
-for _ in $(seq "$RUNS"); do
-  "${vm[@]}" -- sh -c "$io" >> "$w/io.vm"
-  "${native[@]}" -- sh -c "$io" >> "$w/io.native"
-done
+# A script timed inside (so boot is left out), RUNS interleaved rounds in the
+# (restored) VM and native: its lines in $w/NAME.vm and $w/NAME.native.
+inside() {
+  : > "$w/$1.vm"; : > "$w/$1.native"
+  for _ in $(seq "$RUNS"); do
+    "${snap[@]}" -- sh -c "$2" >> "$w/$1.vm"
+    "${native[@]}" -- sh -c "$2" >> "$w/$1.native"
+  done
+}
+
+# 3. Shared-workdir I/O.
+inside io 's=$(date +%s%N); for i in $(seq 300); do echo data > t$i.o; done; cat t*.o >/dev/null; rm -f t*.o; m=$(date +%s%N); git status --porcelain >/dev/null; e=$(date +%s%N); echo $(( (m-s)/1000000 )) $(( (e-m)/1000000 ))'
 printf 'workdir I/O (median of %d): 300 files create+read+remove: microvm %s ms, native %s ms; git status (300 files): microvm %s ms, native %s ms\n' \
   "$RUNS" "$(awk '{print $1}' "$w/io.vm" | median)" "$(awk '{print $1}' "$w/io.native" | median)" \
   "$(awk '{print $2}' "$w/io.vm" | median)" "$(awk '{print $2}' "$w/io.native" | median)"
 
-# 4. 50 MB read through the share against native, timed inside.
+# 4. 50 MB read through the share against native.
 head -c $((50 * 1024 * 1024)) /dev/urandom > "$w/work/big.bin"
 [ "$(id -u)" -eq 0 ] && chown 65534:65534 "$w/work/big.bin"
-rd='s=$(date +%s%N); cat big.bin > /dev/null; e=$(date +%s%N); echo $(( (e-s)/1000000 ))'
-: > "$w/rd.vm"; : > "$w/rd.native"
-for _ in $(seq "$RUNS"); do
-  "${snap[@]}" -- sh -c "$rd" >> "$w/rd.vm"
-  "${native[@]}" -- sh -c "$rd" >> "$w/rd.native"
-done
+inside rd 's=$(date +%s%N); cat big.bin > /dev/null; e=$(date +%s%N); echo $(( (e-s)/1000000 ))'
 v=$(median < "$w/rd.vm"); n=$(median < "$w/rd.native")
 printf '50 MB read (median of %d, second read: the host page cache is warm): microvm %s ms (%.0f MB/s), native %s ms (%.0f MB/s)\n' \
   "$RUNS" "$v" "$(echo "50 * 1000 / ($v + 0.5)" | bc -l)" "$n" "$(echo "50 * 1000 / ($n + 0.5)" | bc -l)"
