@@ -364,7 +364,10 @@ TEST_CASE("microvm: snapshots are saved once, restored per run, and each restore
     plan = json::parse(run(t.argv({"true"}, {"--print", "--vm-boot", "cold"}), o).out);
     CHECK(plan["microvm"]["boot"] == "cold");
     CHECK(plan["microvm"]["bootWhy"] == "");
-    CHECK(run(t.argv({"true"}, {"--vm-boot", "later"}), o).status == 2);
+    auto bad = run(t.argv({"true"}, {"--vm-boot", "later"}), o);
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find("--vm-boot: unknown boot 'later' (snapshot or cold)") != std::string::npos);
+    CHECK(bad.out.empty());
 
     // A directory others may read or write is never used: a cold boot, saying why.
     REQUIRE(::chmod(dir.c_str(), 0755) == 0);

@@ -349,9 +349,9 @@ Result<Resolved> resolve_launch(const WrapRequest& rq) {
 
 // The template boot of the microvm backend: the same VM in a sandbox of its
 // own (no proxies; the session's binds are in the export, but the guest
-// never mounts it), its guest saved where it waits
-// for a plan, the snapshot put in the snapshot directory. On success
-// r.in.vm boots from it ("restore"); otherwise "cold", with the reason.
+// never mounts it), its guest saved where it waits for a plan, the snapshot
+// put in the snapshot directory. On success r.in.vm boots from it
+// ("restore"); otherwise "cold", with the reason.
 // Returns 0, 125 (no snapshot), or 128+N when a signal stopped it.
 int vm_template_boot(Resolved& r, RuntimeDir& rt, const WrapRequest& rq) {
     VmInput& vm = *r.in.vm;

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cc::sandbox {
@@ -44,6 +45,19 @@ inline constexpr const char* vm_port_stdin = "cc.stdin";
 inline constexpr const char* vm_port_stdout = "cc.stdout";
 inline constexpr const char* vm_port_stderr = "cc.stderr";
 inline constexpr const char* vm_port_status = "cc.status";
+
+// Bytes as lowercase hex, the form the plan carries the filter and the seed
+// in (JSON strings hold text only).
+inline std::string vm_hex(std::string_view b) {
+    static const char d[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(b.size() * 2);
+    for (unsigned char c : b) {
+        out += d[c >> 4];
+        out += d[c & 15];
+    }
+    return out;
+}
 
 // argv after "--internal-vm-host": [--plan FILE] [--restore FILE | --save
 // FILE], "--", then the monitor's argv. --plan: the session's plan, sent to

@@ -47,16 +47,6 @@ int above(int fd) {
     return moved;
 }
 
-std::string hex(const std::string& b) {
-    static const char d[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned char c : b) {
-        out += d[c >> 4];
-        out += d[c & 15];
-    }
-    return out;
-}
-
 // The plan file with what only this run may have: 64 fresh random bytes
 // and the wall clock. "" and why, on failure.
 std::string plan_message(const std::string& path, std::string& why) {
@@ -73,7 +63,7 @@ std::string plan_message(const std::string& path, std::string& why) {
         why = std::string("getrandom: ") + std::strerror(errno);
         return {};
     }
-    plan["seed"] = hex(seed);
+    plan["seed"] = vm_hex(seed);
     timespec ts{};
     ::clock_gettime(CLOCK_REALTIME, &ts);
     plan["realtime"] = {{"sec", static_cast<long>(ts.tv_sec)}, {"nsec", ts.tv_nsec}};

@@ -15,7 +15,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "cc/core/io.hpp"
 #include "cc/sandbox/launch_parts.hpp"
+#include "cc/sandbox/microvm_guest.hpp"
 #include "cc/core/json_writer.hpp"
 
 namespace cc::sandbox {
@@ -89,15 +91,9 @@ void cpio_entry(std::string& out, const std::string& name, unsigned mode, const 
 Status write_for_monitor(const std::string& path, const std::string& data, unsigned uid, unsigned gid, bool chown_to) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return io_error(path, "cannot create");
-    std::size_t off = 0;
-    while (off < data.size()) {
-        ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            ::close(fd);
-            return io_error(path, "cannot write");
-        }
-        off += static_cast<std::size_t>(n);
+    if (cc::io::write_all(fd, data) != 0) {
+        ::close(fd);
+        return io_error(path, "cannot write");
     }
     if (chown_to && ::fchown(fd, uid, gid) != 0) {
         ::close(fd);
@@ -135,6 +131,8 @@ Result<VmInput> resolve_vm(const VmOptions& o) {
     VmInput vm;
     if (o.accel != "kvm" && o.accel != "tcg")
         return input_error("--vm-accel", "unknown accelerator '" + o.accel + "' (kvm or tcg)");
+    if (o.boot != "snapshot" && o.boot != "cold")
+        return input_error("--vm-boot", "unknown boot '" + o.boot + "' (snapshot or cold)");
     vm.accel = o.accel;
     vm.memoryMiB = o.memoryMiB;
     if (vm.accel == "kvm") {
@@ -208,8 +206,6 @@ Result<VmInput> resolve_vm(const VmOptions& o) {
         return unavailable_error("backend microvm", "cc-wrap-vm (the guest init) not found next to cc-wrap or in " +
                                                         std::string(CC_LIBEXECDIR));
     if (vm.accel == "tcg") vm.tscKhz = host_tsc_khz();
-    if (o.boot != "snapshot" && o.boot != "cold")
-        return input_error("--vm-boot", "unknown boot '" + o.boot + "' (snapshot or cold)");
     resolve_vm_snapshot(vm, o.boot == "snapshot");
     return vm;
 }
@@ -240,15 +236,7 @@ Status write_initramfs(const VmPlan& vm, unsigned uid, unsigned gid, bool chown_
     // The plan holds the command's environment: readable only by the uid the
     // monitor runs as.
     nlohmann::json plan = vm.guest;
-    if (!vm.seccompBpf.empty()) {
-        static const char d[] = "0123456789abcdef";
-        std::string h;
-        for (unsigned char c : vm.seccompBpf) {
-            h += d[c >> 4];
-            h += d[c & 15];
-        }
-        plan["seccomp"] = h;
-    }
+    if (!vm.seccompBpf.empty()) plan["seccomp"] = vm_hex(vm.seccompBpf);
     return write_for_monitor(vm.planFile, cc::json::write(plan), uid, gid, chown_to);
 }
 
