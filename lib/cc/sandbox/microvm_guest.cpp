@@ -260,8 +260,9 @@ std::string unhex(const std::string& h) {
 
 // The session's plan: "plan N" and N bytes of JSON on the status port. A
 // "kill N" line first (the host step was signalled before the plan went
-// out) ends the guest as that signal would have ended the command.
-nlohmann::json receive_plan(int status) {
+// out) ends the guest as that signal would have ended the command. Whatever
+// came after the plan (a "kill N" sent right behind it) is left in `rest`.
+nlohmann::json receive_plan(int status, std::string& rest) {
     std::string got;
     char buf[65536];
     for (;;) {
@@ -283,6 +284,7 @@ nlohmann::json receive_plan(int status) {
             }
             nlohmann::json plan = nlohmann::json::parse(got.substr(nl + 1, n), nullptr, false);
             if (!plan.is_object()) die(status, "the plan is not a JSON object");
+            rest = got.substr(nl + 1 + n);
             return plan;
         }
         ssize_t k = ::read(status, buf, sizeof buf);
@@ -354,7 +356,8 @@ void vm_guest_main() {
     if (auto e = network(boot.contains("net") ? boot["net"] : nlohmann::json()); !e.empty()) die(status, e);
     // Generic up to here. A snapshot is taken while the guest waits below.
     write_all(status, "ready\n");
-    nlohmann::json plan = receive_plan(status);
+    std::string pending;
+    nlohmann::json plan = receive_plan(status, pending);
     if (auto e = freshen(plan); !e.empty()) die(status, e);
     ::mkdir("/newroot", 0755);
     std::string opts = "trans=virtio,version=9p2000.L,msize=" + std::to_string(plan.value("msize", 512000)) +
@@ -376,15 +379,15 @@ void vm_guest_main() {
 
     // Wait for the command; meanwhile the host step may ask for a signal.
     int wst = 0;
-    std::string pending;
     for (;;) {
         pid_t r = ::waitpid(-1, &wst, WNOHANG);
         if (r == child) break;
         if (r > 0) continue;
         struct pollfd p = {status, POLLIN, 0};
-        if (::poll(&p, 1, 20) > 0 && (p.revents & POLLIN)) {
+        const bool have_line = pending.find('\n') != std::string::npos;  // left behind the plan
+        if (have_line || (::poll(&p, 1, 20) > 0 && (p.revents & POLLIN))) {
             char buf[64];
-            ssize_t n = ::read(status, buf, sizeof buf);
+            ssize_t n = have_line ? 0 : ::read(status, buf, sizeof buf);
             if (n > 0) pending.append(buf, static_cast<std::size_t>(n));
             for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n')) {
                 std::string line = pending.substr(0, nl);
