@@ -177,10 +177,8 @@ int vm_host_main(const std::vector<std::string>& args) {
     for (int i = 0; i < n; ++i) {
         int sp[2];
         if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0) return fail("socketpair failed");
-        ours[i] = ::fcntl(sp[0], F_DUPFD_CLOEXEC, 20);
-        theirs[i] = ::fcntl(sp[1], F_DUPFD_CLOEXEC, 20);
-        ::close(sp[0]);
-        ::close(sp[1]);
+        ours[i] = above(sp[0]);
+        theirs[i] = above(sp[1]);
     }
     struct sigaction sa {};
     sa.sa_handler = on_signal;
