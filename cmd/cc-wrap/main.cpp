@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
                        "NAME@HOST[,HOST...]=file:PATH|fd:N: the sandbox holds a placeholder in NAME, cc-egress sends the secret to HOSTS (repeatable)")
             ->allow_extra_args(false);
         app.add_option("--upstream-ca", rq.upstreamCa, "PEM file of more CAs the session's cc-egress trusts for intercepted hosts");
-        app.add_option("--run-as", rq.runAs, "run by root: the command's host UID[:GID] (default: the working directory's owner, else 65534)");
+        app.add_option("--run-as", rq.runAs, "run by root: the command's host UID[:GID] (default: the working directory's owner, else a uid of the session's own)");
         app.add_option("--deny-write", rq.denyWrite, "extra write-deny: a path, or a file name pattern (fails closed on Linux)");
         app.add_flag("--no-write-supervisor", rq.noWriteSupervisor,
                      "Run without the write supervisor (write-denies become read-only binds over what exists at "

@@ -77,3 +77,25 @@ TEST_CASE("host paths: resolve() answers as realpath(3) does", "[paths]") {
     CHECK(host->resolve("real") == libc_realpath("real"));
     fs::remove_all(d);
 }
+
+// The session id root's sandboxes run as: in its block, different from call
+// to call, and held by no running process and no account of this host.
+TEST_CASE("host paths: unused_id is in its block and nobody's, not even this process's", "[plan][identity]") {
+    auto host = cc::sandbox::real_paths();
+    auto a = host->unused_id(), b = host->unused_id();
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK(*a >= cc::sandbox::k_session_id_first);
+    CHECK(*a <= cc::sandbox::k_session_id_last);
+    CHECK(*a != *b);  // 1 in 268 million to fail by chance
+    std::ifstream passwd("/etc/passwd");
+    for (std::string line; std::getline(passwd, line);) CHECK(line.find(":" + std::to_string(*a) + ":") == std::string::npos);
+    // A process that takes an id out of the block makes it taken: the picker
+    // reads every process's ids, so it never hands out one in use.
+    for (const auto& e : fs::directory_iterator("/proc")) {
+        std::ifstream st(e.path() / "status");
+        for (std::string line; std::getline(st, line);)
+            if (line.rfind("Uid:", 0) == 0 || line.rfind("Gid:", 0) == 0)
+                CHECK(line.find("\t" + std::to_string(*a)) == std::string::npos);
+    }
+}

@@ -6,6 +6,9 @@
 #include "launch_fixture.hpp"
 
 #include <algorithm>
+#include <cstring>
+
+#include "cc/sandbox/paths.hpp"
 
 namespace {
 
@@ -82,6 +85,83 @@ TEST_CASE("layers: seen from the host, every sandbox process is unprivileged", "
     ::kill(a.pid, SIGTERM);
     int st = a.wait();
     CHECK((st == 128 + SIGTERM || st == 128 + SIGKILL));
+}
+
+namespace {
+
+// A process of nobody (65534) on the host, as a daemon running as nobody
+// would be, attaching to `pid` with ptrace(2): "attached" or the errno's text.
+std::string attach_as_nobody(pid_t pid) {
+    const char* py =
+        "import ctypes, os, sys\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "r = libc.ptrace(16, int(sys.argv[1]), 0, 0)\n"  // PTRACE_ATTACH
+        "print('attached' if r == 0 else os.strerror(ctypes.get_errno()))\n";
+    auto r = run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", "/usr/bin/python3", "-c", py,
+                  std::to_string(pid)});
+    return r.out;
+}
+
+std::vector<unsigned> ids_of(pid_t p, const char* field) {
+    std::string st = slurp("/proc/" + std::to_string(p) + "/status");
+    auto at = st.find(std::string("\n") + field);
+    std::vector<unsigned> v;
+    if (at == std::string::npos) return v;
+    std::istringstream f(st.substr(at + std::strlen(field) + 1));
+    for (unsigned i = 0, x = 0; i < 4 && f >> x; ++i) v.push_back(x);
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("layers: run by root over a root-owned tree, the command has a uid of its own, out of nobody's reach",
+          "[launch][escape][layers]") {
+    if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
+    if (!cc::test::is_root()) CC_SKIP("only root chooses the command's uid");
+    if (run({"/usr/bin/python3", "-c", "pass"}).status != 0) CC_SKIP("/usr/bin/python3 is not installed");
+    Tree t("own-uid");
+    REQUIRE(run({"chown", "-R", "0:0", t.root}).status == 0);
+    // Without the tool: one process of nobody attaches to another.
+    std::string bare_out = t.root + "/bare.out";
+    Async bare({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", "sleep", "30"}, bare_out,
+               t.home);
+    REQUIRE(eventually([&] { return ids_of(bare.pid, "Uid:") == std::vector<unsigned>(4, 65534); }));
+    CHECK(attach_as_nobody(bare.pid) == "attached\n");
+    ::kill(bare.pid, SIGKILL);
+    bare.wait();
+
+    std::string out = t.root + "/own.out";
+    Async a({bin("cc-wrap"), "--spec", t.spec, "--egress", t.ready, "--drop-filename-denies", "--events", "--", "sh",
+             "-c", "echo up; sleep 30"},
+            out, t.home);
+    REQUIRE(eventually([&] { return slurp(out).find("\"up\\n\"") != std::string::npos; }));
+    auto ev = events_of(slurp(out));
+    REQUIRE(!ev.empty());
+    unsigned uid = ev.front()["plan"]["identity"]["hostUid"].get<unsigned>();
+    CHECK(uid >= cc::sandbox::k_session_id_first);
+    CHECK(uid <= cc::sandbox::k_session_id_last);
+    CHECK(ev.front()["plan"]["identity"]["hostGid"] == uid);
+    CHECK(ev.front()["plan"]["identity"]["why"].get<std::string>().find("of this session's own") != std::string::npos);
+    pid_t cmd = -1;
+    for (pid_t p : descendants(a.pid))
+        if (slurp("/proc/" + std::to_string(p) + "/cmdline").rfind(std::string("sleep\0", 6), 0) == 0) cmd = p;
+    REQUIRE(cmd > 0);
+    CHECK(ids_of(cmd, "Uid:") == std::vector<unsigned>(4, uid));
+    CHECK(ids_of(cmd, "Gid:") == std::vector<unsigned>(4, uid));
+    CHECK(attach_as_nobody(cmd) == "Operation not permitted\n");
+    auto env_read = run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", "cat",
+                        "/proc/" + std::to_string(cmd) + "/environ"});
+    CHECK(env_read.status == 1);
+    CHECK(env_read.err.find("Permission denied") != std::string::npos);
+    ::kill(a.pid, SIGTERM);
+    int st = a.wait();
+    CHECK((st == 128 + SIGTERM || st == 128 + SIGKILL));
+    // Inside, it is nobody, as the host's root-owned files' owner is shown:
+    // git's ownership check on the root-owned repository passes, names resolve.
+    auto in = t.sh("id -u; id -un; id -g; git -C " + t.work + " status --porcelain; echo rc=$?");
+    INFO(in.err);
+    CHECK(in.status == 0);
+    CHECK(in.out == "65534\nnobody\n65534\n?? link\nrc=0\n");  // (the fixture's one untracked file)
 }
 
 TEST_CASE("layers: --run-as and the identity in --print and the starting event", "[layers][cli]") {

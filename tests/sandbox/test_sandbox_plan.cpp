@@ -35,6 +35,8 @@ public:
     std::set<std::string> elves;                       // executable ELF files
     std::map<std::string, std::string> scripts;        // executable script -> its "#!" interpreter
     std::map<std::string, Owner> owners;               // stat() answers; others unknown
+    std::optional<unsigned> free_id = 0x70000123u;     // unused_id()'s answer
+    std::optional<unsigned> unused_id() const override { return free_id; }
     std::optional<Owner> owner(const std::string& path) const override {
         auto r = resolve(path);
         if (!r) return std::nullopt;
@@ -506,7 +508,8 @@ TEST_CASE("events: sequence, text and base64 chunks", "[events]") {
     CHECK(j.dump() == line);
 }
 
-TEST_CASE("identity: never host uid 0; root runs the command as the work dir's owner, else nobody", "[plan][identity]") {
+TEST_CASE("identity: never host uid 0; root runs the command as the work dir's owner, else an id of its own",
+          "[plan][identity]") {
     auto h = standard_host();
     auto spec = standard_input().spec;
     const std::string work = "/srv/cc/conv1/agents/a1/work";
@@ -516,14 +519,24 @@ TEST_CASE("identity: never host uid 0; root runs the command as the work dir's o
     CHECK(u->uid == 1000);
     CHECK_FALSE(u->drop);
     CHECK(u->userNamespace);
-    // Root, work dir owned by root: nobody.
+    // Root, work dir owned by root: not nobody (whose other processes could
+    // trace it) but an id no account or process has.
     h.owners[work] = {0, 0, 0755};
     auto r = choose_identity(spec, "/root", 0, 0, std::nullopt, h);
     REQUIRE(r);
     CHECK(r->drop);
-    CHECK(r->uid == 65534);
-    CHECK(r->gid == 65534);
-    CHECK(r->why.find("belongs to root") != std::string::npos);
+    CHECK(r->uid == 0x70000123u);
+    CHECK(r->gid == 0x70000123u);
+    CHECK(r->why == "run by root, the working directory " + work +
+                        " belongs to root: a uid and gid of this session's own, 1879048483, that no account or running "
+                        "process has (--run-as to choose)");
+    // None to be had: refused (nothing runs as nobody behind the operator's back).
+    h.free_id.reset();
+    auto none = choose_identity(spec, "/root", 0, 0, std::nullopt, h);
+    REQUIRE_FALSE(none);
+    CHECK(none.error().one_line() ==
+          "run by root: no unused uid found in 1879048192-2147483646 (--run-as to choose)");
+    h.free_id = 0x70000123u;
     // Root, work dir owned by a user: that user.
     h.owners[work] = {1001, 1002, 0755};
     r = choose_identity(spec, "/root", 0, 0, std::nullopt, h);
@@ -574,10 +587,31 @@ TEST_CASE("plan: user namespace, seccomp and identity are in the plan and argv",
     int unwritable = 0;
     for (const auto& n : p.notes) unwritable += n.find("is not writable by uid 65534") != std::string::npos;
     CHECK(unwritable == 1);
+    // nobody, given by the operator, works but is said to be shared.
+    CHECK(std::count(p.notes.begin(), p.notes.end(),
+                     "the command runs as nobody (65534; run by root), a uid the host's daemons may share: a process of "
+                     "theirs could trace it (give the working directory an owner of its own, or --run-as)") == 1);
     auto j = to_json(p);
     CHECK(j["identity"]["hostUid"] == 65534);
     CHECK(j["identity"]["switchedFromRoot"] == true);
+    CHECK_FALSE(j["identity"].contains("sandboxUid"));
+    CHECK_FALSE(has("--uid"));
     CHECK(j["seccomp"]["rules"].size() == p.seccomp->rules.size());
+    {
+        // A session's own uid: nobody inside bubblewrap's user namespace,
+        // right after --disable-userns; the plan says both.
+        auto own = in;
+        own.identity = {true, true, 0x70000123u, 0x70000123u, "run by root", true};
+        Plan q = make(own, h);
+        auto at = std::find(q.argv.begin(), q.argv.end(), "--uid");
+        REQUIRE(at != q.argv.end());
+        CHECK(std::vector<std::string>(at - 1, at + 4) ==
+              std::vector<std::string>{"--disable-userns", "--uid", "65534", "--gid", "65534"});
+        auto oj = to_json(q);
+        CHECK(oj["identity"]["hostUid"] == 0x70000123u);
+        CHECK(oj["identity"]["sandboxUid"] == 65534);
+        CHECK(oj["identity"]["sandboxGid"] == 65534);
+    }
     CHECK(summary(p)["layers"].size() == 7);
     // allowNestedNamespaces: no --disable-userns, no unshare/clone rules; allowPtrace: no ptrace rule.
     in.spec.allowNestedNamespaces = true;

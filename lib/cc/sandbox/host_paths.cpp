@@ -3,18 +3,84 @@
 #include <fcntl.h>
 #include <sys/statvfs.h>
 #include <limits.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "cc/sandbox/paths.hpp"
 
 namespace cc::sandbox {
 
 namespace {
+
+// Every uid and gid the host knows of: the account and group files, the
+// subordinate ranges, and each running process's real, effective, saved and
+// filesystem ids (a process of the same uid and gid may trace another).
+struct IdsInUse {
+    std::unordered_set<unsigned> ids;
+    std::vector<std::pair<unsigned long, unsigned long>> ranges;  // [first, first + count)
+    bool taken(unsigned id) const {
+        if (ids.count(id)) return true;
+        for (const auto& [first, end] : ranges)
+            if (id >= first && id < end) return true;
+        return false;
+    }
+};
+
+std::optional<unsigned long> number(const std::string& t) {
+    if (t.empty() || t.size() > 10 || t.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    return std::stoul(t);
+}
+
+IdsInUse ids_in_use() {
+    IdsInUse u;
+    auto fields = [](const std::string& line) {
+        std::vector<std::string> f;
+        std::istringstream in(line);
+        std::string x;
+        while (std::getline(in, x, ':')) f.push_back(x);
+        return f;
+    };
+    for (const char* db : {"/etc/passwd", "/etc/group"}) {
+        std::ifstream in(db);
+        for (std::string line; std::getline(in, line);) {
+            auto f = fields(line);
+            if (f.size() > 3)
+                if (auto n = number(f[2])) u.ids.insert(static_cast<unsigned>(*n));
+            if (std::string(db) == "/etc/passwd" && f.size() > 3)
+                if (auto n = number(f[3])) u.ids.insert(static_cast<unsigned>(*n));
+        }
+    }
+    for (const char* db : {"/etc/subuid", "/etc/subgid"}) {
+        std::ifstream in(db);
+        for (std::string line; std::getline(in, line);) {
+            auto f = fields(line);
+            if (f.size() < 3) continue;
+            auto first = number(f[1]), count = number(f[2]);
+            if (first && count) u.ranges.emplace_back(*first, *first + *count);
+        }
+    }
+    if (DIR* d = ::opendir("/proc")) {
+        while (auto* e = ::readdir(d)) {
+            if (!number(e->d_name)) continue;
+            std::ifstream in(std::string("/proc/") + e->d_name + "/status");
+            for (std::string line; std::getline(in, line);) {
+                if (line.rfind("Uid:", 0) != 0 && line.rfind("Gid:", 0) != 0) continue;
+                std::istringstream v(line.substr(4));
+                for (unsigned long n; v >> n;) u.ids.insert(static_cast<unsigned>(n));
+            }
+        }
+        ::closedir(d);
+    }
+    return u;
+}
 
 // One plan asks about the same few dozen paths hundreds of times (every deny
 // rule in both spellings against every mount); the answers are remembered for
@@ -23,6 +89,16 @@ namespace {
 class RealPaths final : public HostPaths {
 public:
     RealPaths(uid_t uid, gid_t gid) : uid_(uid), gid_(gid) {}
+    std::optional<unsigned> unused_id() const override {
+        IdsInUse u = ids_in_use();
+        for (int tries = 0; tries < 64; ++tries) {
+            unsigned r = 0;
+            if (::getrandom(&r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) return std::nullopt;
+            unsigned id = k_session_id_first + r % (k_session_id_last - k_session_id_first + 1);
+            if (!u.taken(id)) return id;
+        }
+        return std::nullopt;
+    }
     std::optional<Owner> owner(const std::string& path) const override {
         struct stat st {};
         if (::stat(path.c_str(), &st) != 0) return std::nullopt;

@@ -66,9 +66,19 @@ Result<Identity> choose_identity(const spec::SandboxSpec& spec, const std::strin
         id.gid = nobody;
         id.why = "run by root: the owner of the working directory " + work + " (its group is root: gid nobody)";
     } else {
-        id.uid = id.gid = nobody;
-        id.why = work.empty() ? "run by root, no writable working directory: nobody"
-                              : "run by root, the working directory " + work + " belongs to root: nobody (--run-as to choose)";
+        // Not nobody: every host process of nobody (daemons, other tools'
+        // workers) could trace the command and act with its power. A uid and
+        // gid of its own, which no account, range or process has.
+        auto own = host.unused_id();
+        if (!own)
+            return unavailable_error("run by root", "no unused uid found in " + std::to_string(k_session_id_first) + "-" +
+                                                        std::to_string(k_session_id_last) + " (--run-as to choose)");
+        id.uid = id.gid = *own;
+        id.ownId = true;
+        id.why = (work.empty() ? "run by root, no writable working directory"
+                               : "run by root, the working directory " + work + " belongs to root") +
+                 ": a uid and gid of this session's own, " + std::to_string(*own) +
+                 ", that no account or running process has (--run-as to choose)";
     }
     return id;
 }

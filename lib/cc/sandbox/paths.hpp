@@ -40,7 +40,16 @@ public:
         unsigned uid = 0, gid = 0, mode = 0;
     };
     virtual std::optional<Owner> owner(const std::string&) const { return std::nullopt; }
+    // A number no account, group, subordinate id range (/etc/subuid,
+    // /etc/subgid) or running process has as a uid or gid: the command's own
+    // when root runs it and no one else is named. nullopt when none was found.
+    virtual std::optional<unsigned> unused_id() const { return std::nullopt; }
 };
+
+// The block session ids are drawn from: 0x70000000-0x7ffffffe, left unused
+// by systemd (its dynamic users and containers stay below) and by the
+// subordinate ranges useradd hands out.
+constexpr unsigned k_session_id_first = 0x70000000u, k_session_id_last = 0x7ffffffeu;
 
 // The real filesystem, its execute checks made for uid/gid (the identity
 // the command will have; by default this process's own).

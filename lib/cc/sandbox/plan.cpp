@@ -329,6 +329,10 @@ auto Builder::bwrap_argv() -> void {
         // Nested user namespaces are refused twice: by the seccomp filter
         // and by the kernel's own limit on this namespace.
         if (!in.spec.allowNestedNamespaces) a.push_back("--disable-userns");
+        // A session's own uid is nobody inside (not for the VM monitor: the
+        // guest's kernel sees the host's ids through 9p and must own its files).
+        if (in.identity.ownId && in.backend != Backend::microvm)
+            a.insert(a.end(), {"--uid", std::to_string(k_sandbox_nobody), "--gid", std::to_string(k_sandbox_nobody)});
         if (plan.proxy.transport != Transport::host) a.push_back("--unshare-net");
         a.insert(a.end(), {"--cap-drop", "ALL", "--hostname", "cc-sandbox", "--json-status-fd", "3"});
         // fd-handover: bubblewrap waits on fd 4 until cc-wrap has handed the
@@ -393,6 +397,10 @@ auto Builder::seatbelt_plan() -> Result<Plan> {
 
 auto Builder::writable_by_identity() -> void {
         if (!plan.identity.drop) return;
+        if (plan.identity.uid == k_sandbox_nobody)
+            plan.notes.push_back("the command runs as nobody (65534; " + plan.identity.why +
+                                 "), a uid the host's daemons may share: a process of theirs could trace it (give the "
+                                 "working directory an owner of its own, or --run-as)");
         for (const auto& m : plan.mounts) {
             if (m.op != MountOp::bind) continue;
             auto o = host.owner(m.src);
@@ -587,9 +595,11 @@ Result<Plan> build_plan(const PlanInput& in, const HostPaths& host) {
     return b.build();
 }
 
-static nlohmann::json identity_json(const Identity& id) {
-    return {{"hostUid", id.uid}, {"hostGid", id.gid}, {"userNamespace", id.userNamespace},
-            {"switchedFromRoot", id.drop}, {"why", id.why}};
+static nlohmann::json identity_json(const Identity& id, Backend backend) {
+    nlohmann::json j = {{"hostUid", id.uid}, {"hostGid", id.gid}, {"userNamespace", id.userNamespace},
+                        {"switchedFromRoot", id.drop}, {"why", id.why}};
+    if (id.ownId && backend != Backend::microvm) j["sandboxUid"] = j["sandboxGid"] = k_sandbox_nobody;
+    return j;
 }
 
 nlohmann::json to_json(const Plan& p) {
@@ -627,7 +637,7 @@ nlohmann::json to_json(const Plan& p) {
         {"runtimeDir", p.runtimeDir},
         {"initStep", {{"used", p.initStep}, {"why", p.initWhy}}},
         {"notes", p.notes},
-        {"identity", identity_json(p.identity)},
+        {"identity", identity_json(p.identity, p.backend)},
         {"layers", p.layers},
     };
     if (p.seccomp) j["seccomp"] = to_json(*p.seccomp);
@@ -653,7 +663,7 @@ nlohmann::json summary(const Plan& p) {
             {"mounts", p.mounts.size()},
             {"writableMounts", rw},
             {"denyRules", p.denies.size()},
-            {"identity", identity_json(p.identity)},
+            {"identity", identity_json(p.identity, p.backend)},
             {"layers", p.layers},
             {"notes", p.notes}};
     if (p.vm)

@@ -70,16 +70,25 @@ struct EgressWiring {
 // root, cc-wrap starts bubblewrap (and so the command) as an unprivileged
 // uid/gid, which then creates the user namespace as any user's bubblewrap
 // does. Run by a user, the command is that user (in a user namespace).
+// The uid and gid a session's own id is shown as inside the sandbox.
+constexpr unsigned k_sandbox_nobody = 65534;
+
 struct Identity {
     bool userNamespace = true;  // the command runs in a user namespace of its own
     bool drop = false;          // cc-wrap (root) switches to uid/gid before starting the sandbox
     unsigned uid = 0, gid = 0;  // the command's uid/gid as the host sees them
     std::string why;
+    // uid/gid are the session's own (unused_id): inside bubblewrap's user
+    // namespace they are shown as nobody (65534), as the unmapped owners of
+    // the host's files are, so tools that want a name or a matching owner
+    // (git's safe.directory, whoami, ssh) work as they did under nobody.
+    bool ownId = false;
 };
 
 // As root: --run-as UID[:GID], else the owner of the working directory's
-// host path when that is not root, else nobody (65534:65534). As a user: that
-// user. uid or gid 0 is refused (exit 2).
+// host path when that is not root, else a uid and gid of the session's own
+// (HostPaths::unused_id, never nobody: nobody's other processes could trace
+// the command). As a user: that user. uid or gid 0 is refused (exit 2).
 Result<Identity> choose_identity(const spec::SandboxSpec& spec, const std::string& home, unsigned caller_uid,
                                  unsigned caller_gid, const std::optional<std::string>& run_as, const HostPaths& host);
 
