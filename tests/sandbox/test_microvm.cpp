@@ -8,6 +8,8 @@
 // guest kernel (scripts/microvm-kernel.sh; `make test` runs it).
 #include "launch_fixture.hpp"
 
+#include "cc/sandbox/paths.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -382,6 +384,54 @@ TEST_CASE("microvm: snapshots are saved once, restored per run, and each restore
 // Whoever writes a snapshot chooses the kernel of every later guest: the
 // default snapshot directory is masked in every sandbox, even one whose bind
 // shows the home it lies in. Without cc-wrap the same write lands.
+// Run by root, the snapshot a template boot makes serves every later session,
+// whatever uid it runs as. Made under the session's uid, a process of that
+// uid (here nobody, the tree's owner) could rewrite it while it is made and
+// choose everyone's guest. The template boot has a uid of its own.
+TEST_CASE("microvm: run by root, the template boot has a uid of its own; the session's uid cannot write the snapshot") {
+    VmTree t;
+    if (auto why = cannot_boot(t); !why.empty()) CC_SKIP(why);
+    if (!cc::test::is_root()) CC_SKIP("only root chooses the monitor's uid");
+    // Without the fix's reason: a directory of nobody's is nobody's to write.
+    const std::string own = t.root + "/nobodys";
+    fs::create_directories(own);
+    REQUIRE(run({"chown", "65534:65534", own}).status == 0);
+    ::chmod(own.c_str(), 0700);
+    auto bare = run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", "sh", "-c",
+                     "echo planted > " + own + "/snapshot"});
+    CHECK(bare.status == 0);
+    CHECK(slurp(own + "/snapshot") == "planted\n");
+
+    const std::string base = t.root + "/rt", dir = t.root + "/snapshots-own";
+    fs::create_directories(base);
+    ::chmod(base.c_str(), 0711);
+    ::setenv("CC_VM_SNAPSHOT_DIR", dir.c_str(), 1);
+    Async a(t.argv({"sh", "-c", "id -u; exit 3"}), t.root + "/own.out", t.root, base);
+    ::unsetenv("CC_VM_SNAPSHOT_DIR");
+    std::string save;
+    REQUIRE(eventually(
+        [&] {
+            for (const auto& e : fs::directory_iterator(base))
+                if (fs::is_directory(e.path() / "vm-template" / "vm-save")) save = (e.path() / "vm-template" / "vm-save").string();
+            return !save.empty();
+        },
+        120000));
+    struct stat st {};
+    REQUIRE(::stat(save.c_str(), &st) == 0);
+    CHECK(st.st_uid >= cc::sandbox::k_session_id_first);
+    CHECK(st.st_uid != 65534u);
+    auto planted = run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", "sh", "-c",
+                        "echo planted > " + save + "/snapshot"});
+    CHECK(planted.status == 2);
+    CHECK(planted.err.find("cannot create " + save + "/snapshot: Permission denied") != std::string::npos);
+    int status = a.wait();
+    CHECK(status == 3);
+    CHECK(slurp(t.root + "/own.out") == "65534\n");  // the command itself still runs as the tree's owner
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++n;
+    CHECK(n == 1);
+}
+
 TEST_CASE("microvm: the snapshot directory is masked inside every sandbox") {
     if (!bwrap_works()) CC_SKIP("bubblewrap cannot make its namespaces here");
     const std::string home = cc::test::scratch_dir() + "/snaphome-" + std::to_string(::getpid());

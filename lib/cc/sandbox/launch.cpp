@@ -366,6 +366,25 @@ int vm_template_boot(Resolved& r, RuntimeDir& rt, const WrapRequest& rq) {
     t.spec.egressAllowlist.clear();
     t.egress = EgressWiring{};
     t.vm->boot = "template";
+    if (t.identity.drop) {
+        // Run by root, the snapshot serves every later session, whoever it
+        // runs as: made under the session's uid, any process of that uid
+        // could rewrite it (or trace the monitor) while it is made, and so
+        // choose the guest of everyone else's sessions. A uid of its own,
+        // which no process has; nothing of the session is bound (the guest
+        // never mounts it, and that uid may not reach the binds).
+        auto own = real_paths()->unused_id();
+        if (!own) return cold("no unused uid for the template boot");
+        t.identity.uid = t.identity.gid = *own;
+        t.identity.ownId = true;
+        t.identity.why = "the template boot: a uid of its own";
+        t.spec.bindMounts.clear();
+        t.spec.protectedPaths.clear();
+        t.spec.runnerStateDirs.clear();
+        t.spec.guestWorkdir.reset();
+        log("note: microvm: the template boot runs as uid " + std::to_string(*own) +
+            ", a uid of its own that no process has");
+    }
     if (::mkdir(t.runtimeDir.c_str(), 0711) != 0) return cold(t.runtimeDir + ": cannot create");
     auto tplan = build_plan(t, *real_paths(t.identity.uid, t.identity.gid));
     if (!tplan) return cold("the template boot's plan: " + tplan.error().one_line());

@@ -135,7 +135,7 @@ void resolve_vm_snapshot(VmInput& vm, bool want) {
 }
 
 Result<std::string> install_vm_snapshot(const VmInput& vm, const std::string& saved) {
-    int in = ::open(saved.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int in = ::open(saved.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);  // (a FIFO never blocks it)
     if (in < 0) return io_error(saved, "the template boot saved nothing");
     struct stat st {};
     if (::fstat(in, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
