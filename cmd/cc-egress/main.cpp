@@ -14,6 +14,12 @@
 
 int main(int argc, char** argv) {
     return cc::tool::run("cc-egress", [&] {
+        // Before any secret is read: no process of this uid (the sandbox's,
+        // run by root) may trace this one or read its memory.
+        if (!cc::tool::keep_memory_private()) {
+            std::cerr << cc::tool::log_prefix("cc-egress") << "cannot make the process undumpable (prctl)\n";
+            return cc::tool::exit_failure;
+        }
         cc::net::EgressOptions o;
         std::string spec, policy, network, unix_dir, fd_inbox;
         CLI::App app{"cc-egress: a session's HTTP and SOCKS5 egress proxies with an allowlist"};

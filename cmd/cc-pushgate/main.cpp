@@ -12,6 +12,12 @@
 
 int main(int argc, char** argv) {
     return cc::tool::run("cc-pushgate", [&] {
+        // Before any secret is read: no process of this uid (the sandbox's,
+        // run by root) may trace this one or read its memory.
+        if (!cc::tool::keep_memory_private()) {
+            std::cerr << cc::tool::log_prefix("cc-pushgate") << "cannot make the process undumpable (prctl)\n";
+            return cc::tool::exit_failure;
+        }
         CLI::App app{"Push gateway: every git push goes through the policy, with a write token the agent never sees"};
         cc::tool::standard_flags(app, "cc-pushgate");
         cc::git::GatewayOptions o;

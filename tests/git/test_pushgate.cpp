@@ -5,6 +5,7 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -808,4 +809,37 @@ TEST_CASE("a ref name that is not UTF-8 is judged, logged as bytes, and the gate
     CHECK(next.status == 0);
     CHECK(upstream().ref("acme/demo", "refs/heads/after-latin1") == head(dir));
     CHECK(g.stop() == 0);
+}
+
+// The gateway holds the only push token. No other process of its uid may
+// trace it or read its memory (root may: run as root, only the baseline is
+// checked; the as-user run checks the refusal).
+TEST_CASE("no process of the gateway's uid can trace it or read its memory", "[private]") {
+    const char* py =
+        "import ctypes, os, sys\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "r = libc.ptrace(16, int(sys.argv[1]), 0, 0)\n"  // PTRACE_ATTACH
+        "print('attached' if r == 0 else os.strerror(ctypes.get_errno()))\n";
+    auto attach = [&](pid_t pid) { return run({"/usr/bin/python3", "-c", py, std::to_string(pid)}).out; };
+    // Without the gateway: a process of this uid traces another.
+    pid_t sleeper = ::fork();
+    if (sleeper == 0) {
+        ::execlp("sleep", "sleep", "30", static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    CHECK(attach(sleeper) == "attached\n");
+    ::kill(sleeper, SIGKILL);
+    ::waitpid(sleeper, nullptr, 0);
+    if (::geteuid() == 0) CC_SKIP("root may trace any process; pushgate-bytes-as-user checks the refusal");
+
+    Gateway g({"--upstream", "http://127.0.0.1:" + std::to_string(free_port()) + "/git", "--repo", "acme/demo",
+               "--policy", policy_file(), "--token-file", token_file()});
+    const std::string pid = std::to_string(g.pid());
+    CHECK(attach(g.pid()) == "Operation not permitted\n");
+    for (const char* what : {"/environ", "/mem"}) {
+        auto r = run({"/bin/cat", "/proc/" + pid + what});
+        INFO(what);
+        CHECK(r.status == 1);
+        CHECK(r.err == "/bin/cat: /proc/" + pid + what + ": Permission denied\n");
+    }
 }

@@ -585,3 +585,51 @@ TEST_CASE("cc-wrap --credential --capture: Node's fetch, which ignores the proxy
     CHECK(r.out == "authorization: Bearer " + k_secret + "\n");
     CHECK(s.origin_log().find("GET /headers") != std::string::npos);
 }
+
+// cc-egress holds the real credentials and the session CA's key in memory.
+// Run by root for a sandbox, it runs as the sandbox's uid; no other process
+// of that uid (a host process of the same user, or of nobody) may trace it
+// or read its memory. First shown for a plain process of the same uid.
+TEST_CASE("egress intercept: no process of cc-egress's own uid can trace it or read its memory") {
+    using cc::test::run;
+    const bool root = ::geteuid() == 0;
+    std::vector<std::string> as;  // run as the unprivileged uid both sides share
+    if (root) as = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
+    auto cmd = [&](std::vector<std::string> c) {
+        c.insert(c.begin(), as.begin(), as.end());
+        return c;
+    };
+    const char* py =
+        "import ctypes, os, sys\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "r = libc.ptrace(16, int(sys.argv[1]), 0, 0)\n"  // PTRACE_ATTACH
+        "print('attached' if r == 0 else os.strerror(ctypes.get_errno()))\n";
+    auto attach = [&](pid_t pid) { return run(cmd({"/usr/bin/python3", "-c", py, std::to_string(pid)})).out; };
+
+    // Without cc-egress: a process of the uid traces another and reads its memory.
+    auto sleeper_argv = cmd({"sleep", "30"});
+    bp::child sleeper(bp::search_path(sleeper_argv[0]), std::vector<std::string>(sleeper_argv.begin() + 1, sleeper_argv.end()));
+    for (int i = 0; i < 200 && slurp("/proc/" + std::to_string(sleeper.id()) + "/comm") != "sleep\n"; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(slurp("/proc/" + std::to_string(sleeper.id()) + "/comm") == "sleep\n");
+    CHECK(attach(sleeper.id()) == "attached\n");
+    ::kill(sleeper.id(), SIGKILL);
+    sleeper.wait();
+
+    std::string dir = cc::test::scratch_dir() + "/private-" + std::to_string(::getpid());
+    ::mkdir(dir.c_str(), 0700);
+    spit(dir + "/token", k_secret + "\n", 0600);
+    if (root) REQUIRE(run({"chown", "-R", "65534:65534", dir}).status == 0);
+    Egress eg({"--no-baseline", "--allow", "api.one.test", "--credential", "GH_TOKEN@api.one.test=file:" + dir + "/token"},
+              {}, as);
+    REQUIRE(eg.ready.value("event", "") == "ready");
+    const std::string pid = std::to_string(eg.ready["pid"].get<long>());
+    CHECK(attach(static_cast<pid_t>(eg.ready["pid"].get<long>())) == "Operation not permitted\n");
+    for (const char* what : {"/environ", "/mem", "/maps"}) {
+        auto r = run(cmd({"/bin/cat", "/proc/" + pid + what}));
+        INFO(what);
+        CHECK(r.status == 1);
+        CHECK(r.err == "/bin/cat: /proc/" + pid + what + ": Permission denied\n");
+    }
+    CHECK(eg.stop() == 0);
+}

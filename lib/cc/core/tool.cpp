@@ -4,6 +4,9 @@
 #include "cc/core/json_writer.hpp"
 
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include <cerrno>
 #include <csignal>
@@ -20,6 +23,14 @@ LogFormat log_format_ = LogFormat::plain;
 }
 
 void set_quiet(bool on) { quiet_ = on; }
+
+bool keep_memory_private() {
+#ifdef __linux__
+    return ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0;
+#else
+    return true;  // macOS: a process of the same user is not open to task_for_pid without an entitlement
+#endif
+}
 bool quiet() { return quiet_; }
 void set_log_format(LogFormat f) { log_format_ = f; }
 

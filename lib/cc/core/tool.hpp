@@ -36,6 +36,13 @@ int report(const char* name, const Error& e, int otherwise = exit_failure);
 // Write a line to stdout and flush; returns false when stdout is gone (EPIPE).
 bool emit_line(const std::string& line);
 
+// For a tool that holds a secret (cc-egress: credentials, the session CA's
+// key, the proxy token; cc-pushgate: the push token). Linux: not dumpable,
+// so no other process of the same uid may trace it or read its memory,
+// environment or descriptors through /proc, and no core file is written
+// (root still may). Returns false when the kernel refused.
+bool keep_memory_private();
+
 // --quiet (every tool): no log lines on stderr when all goes well. Errors are
 // printed regardless; log() checks the switch so a tool's notes need not.
 void set_quiet(bool on);
