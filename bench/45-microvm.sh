@@ -2,7 +2,9 @@
 # The microvm backend, whole process, on this host:
 #  0. `cc-wrap --backend microvm -- true` restored from a snapshot against a
 #     cold boot (--vm-boot cold), medians of RUNS interleaved, and where a
-#     restored run spends its time;
+#     restored run spends its time; with a kernel built for the backend
+#     (make vm-kernel-built, or CC_MICROVM_BUILT=DIR), its cold and restored
+#     boots against Debian's kernel;
 #  1. `cc-wrap --backend microvm --vm-boot cold -- true` (boot, run, power off, report) against
 #     `cc-wrap -- true` (native), and the guest-side time the guest kernel
 #     reports when the command starts (/proc/uptime inside: kernel entry to
@@ -54,6 +56,24 @@ for _ in $(seq "$RUNS"); do
 done
 r=$(median < "$w/t.restore"); c=$(median < "$w/t.cold")
 printf 'boot to a finished true (median of %d): restored %.0f ms, cold %.0f ms (%.2fx the time)\n' "$RUNS" "$r" "$c" "$(echo "$r / $c" | bc -l)"
+# A kernel built for the backend (make vm-kernel-built), when there:
+# interleaved with Debian's, cold and restored.
+built=${CC_MICROVM_BUILT:-$(cd "$(dirname "$0")/.." && pwd)/build/microvm-built}
+if [ -f "$built/modules/builtin" ]; then
+  : > "$w/t.bcold"; : > "$w/t.dcold"; : > "$w/t.brestore"
+  CC_VM_SNAPSHOT_DIR="$w/snapshots-built" CC_MICROVM_DIR="$built" "${snap[@]}" -- true
+  for _ in $(seq "$RUNS"); do
+    a=$(now_ms); CC_MICROVM_DIR="$built" "${vm[@]}" -- true; b=$(now_ms); echo "$b - $a" | bc >> "$w/t.bcold"
+    a=$(now_ms); "${vm[@]}" -- true; b=$(now_ms); echo "$b - $a" | bc >> "$w/t.dcold"
+    a=$(now_ms); CC_VM_SNAPSHOT_DIR="$w/snapshots-built" CC_MICROVM_DIR="$built" "${snap[@]}" -- true; b=$(now_ms)
+    echo "$b - $a" | bc >> "$w/t.brestore"
+  done
+  bc_=$(median < "$w/t.bcold"); dc=$(median < "$w/t.dcold"); br=$(median < "$w/t.brestore")
+  printf 'kernel built for the backend (%s), median of %d: cold %.0f ms against Debian'"'"'s %.0f ms (%.2fx); restored %.0f ms\n' \
+    "$(cat "$built/version")" "$RUNS" "$bc_" "$dc" "$(echo "$bc_ / $dc" | bc -l)" "$br"
+else
+  echo "kernel built for the backend: none in $built (make vm-kernel-built)"
+fi
 # Where a restored run's time goes, without tracing it (a tracer slows the
 # monitor several times over): the same sandbox with no VM, the monitor's
 # version probe cc-wrap makes, and run as root the private copy of the

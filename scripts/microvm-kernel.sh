@@ -30,17 +30,79 @@ case $self in
   */cc-vm-kernel) default_dest= ;;  # installed elsewhere: DEST must be given
   *) default_dest=build/microvm ;;
 esac
+build=0
 case ${1:-} in
   -h|--help)
-    echo "usage: $(basename "$0") [DEST]"
+    echo "usage: $(basename "$0") [--build] [DEST]"
     echo "Fetches Debian's linux-image-amd64 (not installed on the host) and puts the guest kernel of"
     echo "cc-wrap's microvm backend in DEST (default $default_dest): vmlinuz, vmlinux, version,"
     echo "modules/. Needs apt-get, apt-cache and dpkg-deb; writing DEST may need root."
+    echo "--build: instead, build a kernel for the backend from Debian's linux-source-6.1 (every"
+    echo "driver the guest uses built in, no ACPI, no PCI: a cold boot in about half the time)."
+    echo "Needs linux-source-6.1, gcc, make, flex, bison, bc and libelf-dev; about 5 minutes on 2 CPUs."
     exit 0 ;;
-  -*) echo "$(basename "$0"): unknown option '$1' (usage: $(basename "$0") [DEST])" >&2; exit 2 ;;
+  --build) build=1; shift ;;
+  -*) echo "$(basename "$0"): unknown option '$1' (usage: $(basename "$0") [--build] [DEST])" >&2; exit 2 ;;
 esac
 dest=${1:-$default_dest}
 [ -n "$dest" ] || { echo "$(basename "$0"): give DEST (cc-wrap looks in DATADIR/cc/microvm)" >&2; exit 2; }
+
+if [ "$build" = 1 ]; then
+  # The configuration: next to this script in the source tree, or in the
+  # data directory it was installed with.
+  case $self in
+    */libexec/cc/cc-vm-kernel) fragment="${self%/libexec/cc/cc-vm-kernel}/share/cc/microvm-kernel.config" ;;
+    *) fragment="$(dirname "$self")/../share/cc/microvm-kernel.config" ;;
+  esac
+  [ -f "$fragment" ] || { echo "microvm-kernel.sh: no $fragment" >&2; exit 1; }
+  src=${CC_LINUX_SOURCE:-$( (ls /usr/src/linux-source-*.tar.xz 2>/dev/null || true) | sort -V | tail -n1)}
+  if [ -z "$src" ] || [ ! -f "$src" ]; then
+    echo "microvm-kernel.sh: --build needs Debian's kernel source (apt-get install linux-source-6.1 flex bison bc libelf-dev)" >&2
+    exit 1
+  fi
+  for tool in make gcc flex bison bc; do
+    command -v "$tool" >/dev/null || { echo "microvm-kernel.sh: --build needs $tool" >&2; exit 1; }
+  done
+  stamp="$(sha256sum "$fragment" | cut -c1-16) $(basename "$src") $(stat -c %s "$src")"
+  if [ -f "$dest/built" ] && [ "$(cat "$dest/built")" = "$stamp" ] && [ -f "$dest/vmlinux" ]; then
+    exit 0
+  fi
+  scratch=$(mktemp -d)
+  trap 'rm -rf "$scratch"' EXIT
+  echo "cc microvm: building the guest kernel from $src (a few minutes)" >&2
+  tar -xf "$src" -C "$scratch"
+  tree=$(ls -d "$scratch"/linux-source-* | head -n1)
+  out="$scratch/out"
+  make -s -C "$tree" O="$out" tinyconfig >/dev/null
+  "$tree/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "$fragment" >/dev/null 2>&1
+  make -s -C "$tree" O="$out" olddefconfig >/dev/null 2>&1  # (its "override" warnings are the merge's)
+  # Every option the fragment sets must have survived (a dependency that
+  # was not met drops it quietly).
+  while IFS= read -r line; do
+    case $line in
+      CONFIG_*=*) grep -qxF "$line" "$out/.config" || { echo "microvm-kernel.sh: $line did not take" >&2; exit 1; } ;;
+      "# CONFIG_"*" is not set")
+        opt=${line#\# }
+        opt=${opt%% *}
+        if grep -q "^$opt=y" "$out/.config"; then echo "microvm-kernel.sh: $opt is set" >&2; exit 1; fi ;;
+    esac
+  done < "$fragment"
+  make -s -C "$tree" O="$out" -j"$(nproc)" vmlinux >/dev/null
+  release=$(make -s -C "$tree" O="$out" kernelrelease)
+  tmp="$dest.new"
+  rm -rf "$tmp"
+  mkdir -p "$tmp/modules"
+  cp "$out/vmlinux" "$tmp/vmlinux"
+  cp "$out/.config" "$tmp/config"
+  echo "$release" > "$tmp/version"
+  : > "$tmp/modules/order"
+  echo "every driver the guest uses is built into this kernel (microvm-kernel.sh --build)" > "$tmp/modules/builtin"
+  echo "$stamp" > "$tmp/built"
+  rm -rf "$dest"
+  mv "$tmp" "$dest"
+  echo "cc microvm: guest kernel $release built in $dest" >&2
+  exit 0
+fi
 flavour=${CC_MICROVM_FLAVOUR:-amd64}
 want=(virtio_mmio virtio_console failover net_failover virtio_net 9pnet_virtio 9p)
 

@@ -42,6 +42,9 @@ struct VmInput {
     std::string kernelVersion;         // its release (DIR/version next to it)
     std::string modulesDir;            // DIR/modules
     std::vector<std::string> modules;  // file names, dependencies first (DIR/modules/order)
+    // A kernel built for this backend (DIR/modules/builtin): its drivers built
+    // in, no ACPI; the monitor describes the devices on the command line.
+    bool builtKernel = false;
     std::string guestExe;              // cc-wrap-vm: the host step and the guest's /init
     unsigned memoryMiB = 256;
     unsigned cpus = 1;

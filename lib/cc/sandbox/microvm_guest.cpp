@@ -55,7 +55,9 @@ void say(const std::string& line) {
 
 [[noreturn]] void power_off() {
     ::sync();
-    ::reboot(RB_POWER_OFF);
+    // Without ACPI (a kernel built for this backend) power-off only halts
+    // the CPU, and the monitor would wait forever: a reset instead.
+    if (::access("/sys/firmware/acpi", F_OK) == 0) ::reboot(RB_POWER_OFF);
     // -no-reboot turns a reset into the monitor's exit as well.
     ::reboot(RB_AUTOBOOT);
     for (;;) ::pause();

@@ -190,7 +190,10 @@ Result<VmInput> resolve_vm(const VmOptions& o) {
                 return unavailable_error("backend microvm", "guest module " + vm.modulesDir + "/" + m + " is missing");
             vm.modules.push_back(m);
         }
-    if (vm.modules.empty())
+    // A kernel built for this backend (microvm-kernel.sh --build) has its
+    // drivers built in, and says so: modules/builtin.
+    vm.builtKernel = vm.modules.empty() && ::access((vm.modulesDir + "/builtin").c_str(), R_OK) == 0;
+    if (vm.modules.empty() && !vm.builtKernel)
         return unavailable_error("backend microvm",
                                  "no guest modules beside the kernel (" + vm.modulesDir +
                                      "/order): the guest init needs virtio-mmio, virtio-serial and 9p");
