@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <sys/statvfs.h>
 #include <limits.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __APPLE__
+#include <sys/random.h>
+#endif
 
 #include <cerrno>
 #include <cstdlib>
@@ -93,7 +95,7 @@ public:
         IdsInUse u = ids_in_use();
         for (int tries = 0; tries < 64; ++tries) {
             unsigned r = 0;
-            if (::getrandom(&r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) return std::nullopt;
+            if (::getentropy(&r, sizeof r) != 0) return std::nullopt;  // (unistd.h; sys/random.h on macOS)
             unsigned id = k_session_id_first + r % (k_session_id_last - k_session_id_first + 1);
             if (!u.taken(id)) return id;
         }

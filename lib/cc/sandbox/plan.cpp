@@ -595,10 +595,13 @@ Result<Plan> build_plan(const PlanInput& in, const HostPaths& host) {
     return b.build();
 }
 
-static nlohmann::json identity_json(const Identity& id, Backend backend) {
+static nlohmann::json identity_json(const Plan& p) {
+    const Identity& id = p.identity;
     nlohmann::json j = {{"hostUid", id.uid}, {"hostGid", id.gid}, {"userNamespace", id.userNamespace},
                         {"switchedFromRoot", id.drop}, {"why", id.why}};
-    if (id.ownId && backend != Backend::microvm) j["sandboxUid"] = j["sandboxGid"] = k_sandbox_nobody;
+    // Shown as nobody only inside bubblewrap's user namespace (bwrap_argv).
+    if (id.ownId && p.backend == Backend::native && p.seatbelt.empty())
+        j["sandboxUid"] = j["sandboxGid"] = k_sandbox_nobody;
     return j;
 }
 
@@ -637,7 +640,7 @@ nlohmann::json to_json(const Plan& p) {
         {"runtimeDir", p.runtimeDir},
         {"initStep", {{"used", p.initStep}, {"why", p.initWhy}}},
         {"notes", p.notes},
-        {"identity", identity_json(p.identity, p.backend)},
+        {"identity", identity_json(p)},
         {"layers", p.layers},
     };
     if (p.seccomp) j["seccomp"] = to_json(*p.seccomp);
@@ -663,7 +666,7 @@ nlohmann::json summary(const Plan& p) {
             {"mounts", p.mounts.size()},
             {"writableMounts", rw},
             {"denyRules", p.denies.size()},
-            {"identity", identity_json(p.identity, p.backend)},
+            {"identity", identity_json(p)},
             {"layers", p.layers},
             {"notes", p.notes}};
     if (p.vm)
