@@ -815,12 +815,7 @@ TEST_CASE("a ref name that is not UTF-8 is judged, logged as bytes, and the gate
 // trace it or read its memory (root may: run as root, only the baseline is
 // checked; the as-user run checks the refusal).
 TEST_CASE("no process of the gateway's uid can trace it or read its memory", "[private]") {
-    const char* py =
-        "import ctypes, os, sys\n"
-        "libc = ctypes.CDLL(None, use_errno=True)\n"
-        "r = libc.ptrace(16, int(sys.argv[1]), 0, 0)\n"  // PTRACE_ATTACH
-        "print('attached' if r == 0 else os.strerror(ctypes.get_errno()))\n";
-    auto attach = [&](pid_t pid) { return run({"/usr/bin/python3", "-c", py, std::to_string(pid)}).out; };
+    auto attach = [&](pid_t pid) { return ptrace_attach_from(pid); };
     // Without the gateway: a process of this uid traces another.
     pid_t sleeper = ::fork();
     if (sleeper == 0) {

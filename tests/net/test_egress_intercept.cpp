@@ -599,12 +599,7 @@ TEST_CASE("egress intercept: no process of cc-egress's own uid can trace it or r
         c.insert(c.begin(), as.begin(), as.end());
         return c;
     };
-    const char* py =
-        "import ctypes, os, sys\n"
-        "libc = ctypes.CDLL(None, use_errno=True)\n"
-        "r = libc.ptrace(16, int(sys.argv[1]), 0, 0)\n"  // PTRACE_ATTACH
-        "print('attached' if r == 0 else os.strerror(ctypes.get_errno()))\n";
-    auto attach = [&](pid_t pid) { return run(cmd({"/usr/bin/python3", "-c", py, std::to_string(pid)})).out; };
+    auto attach = [&](pid_t pid) { return cc::test::ptrace_attach_from(pid, as); };
 
     // Without cc-egress: a process of the uid traces another and reads its memory.
     auto sleeper_argv = cmd({"sleep", "30"});

@@ -92,14 +92,7 @@ namespace {
 // A process of nobody (65534) on the host, as a daemon running as nobody
 // would be, attaching to `pid` with ptrace(2): "attached" or the errno's text.
 std::string attach_as_nobody(pid_t pid) {
-    const char* py =
-        "import ctypes, os, sys\n"
-        "libc = ctypes.CDLL(None, use_errno=True)\n"
-        "r = libc.ptrace(16, int(sys.argv[1]), 0, 0)\n"  // PTRACE_ATTACH
-        "print('attached' if r == 0 else os.strerror(ctypes.get_errno()))\n";
-    auto r = run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", "/usr/bin/python3", "-c", py,
-                  std::to_string(pid)});
-    return r.out;
+    return cc::test::ptrace_attach_from(pid, {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
 }
 
 std::vector<unsigned> ids_of(pid_t p, const char* field) {

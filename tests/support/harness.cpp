@@ -98,6 +98,17 @@ RunResult run(const std::vector<std::string>& argv, const RunOptions& opts) {
     return r;
 }
 
+std::string ptrace_attach_from(pid_t pid, const std::vector<std::string>& as) {
+    const char* py =
+        "import ctypes, os, sys\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "r = libc.ptrace(16, int(sys.argv[1]), 0, 0)\n"  // PTRACE_ATTACH
+        "print('attached' if r == 0 else os.strerror(ctypes.get_errno()))\n";
+    std::vector<std::string> argv = as;
+    argv.insert(argv.end(), {"/usr/bin/python3", "-c", py, std::to_string(pid)});
+    return run(argv).out;
+}
+
 RunResult run(const std::vector<std::string>& argv, const std::string& input) {
     RunOptions o;
     o.input = input;

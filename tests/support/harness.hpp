@@ -9,6 +9,7 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <sys/types.h>
 
 #include <map>
 #include <optional>
@@ -44,6 +45,10 @@ RunResult run(const std::vector<std::string>& argv, const RunOptions& opts = {})
 RunResult run(const std::vector<std::string>& argv, const std::string& input);
 
 bool is_root();
+// PTRACE_ATTACH on `pid` from a process of its own (Python's ctypes), run
+// through `as` (for example setpriv to another uid; empty: this uid):
+// "attached\n" or the errno's text ("Operation not permitted\n").
+std::string ptrace_attach_from(pid_t pid, const std::vector<std::string>& as = {});
 bool have_program(const std::string& name);
 // bubblewrap can make its namespaces here (asked once per test binary).
 bool bwrap_works();
