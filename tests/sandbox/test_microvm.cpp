@@ -448,7 +448,7 @@ TEST_CASE("microvm: a kernel built for the backend boots with its drivers built 
     o.env["CC_VM_SNAPSHOT_DIR"] = t.root + "/snapshots-built";
     o.timeout_ms = 180000;
     const std::string release = slurp(built + "/version").substr(0, slurp(built + "/version").find('\n'));
-    CHECK(release.size() > 3);
+    REQUIRE(release.size() > 3);
     CHECK(release.substr(release.size() - 3) == "-cc");
 
     auto plan = json::parse(run(t.argv({"true"}, {"--print", "--vm-boot", "cold"}), o).out);
