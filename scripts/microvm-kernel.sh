@@ -73,9 +73,11 @@ if [ "$build" = 1 ]; then
   tar -xf "$src" -C "$scratch"
   tree=$(ls -d "$scratch"/linux-source-* | head -n1)
   out="$scratch/out"
-  make -s -C "$tree" O="$out" tinyconfig >/dev/null
-  "$tree/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "$fragment" >/dev/null 2>&1
-  make -s -C "$tree" O="$out" olddefconfig >/dev/null 2>&1  # (its "override" warnings are the merge's)
+  make -s -C "$tree" O="$out" tinyconfig >/dev/null || { echo "microvm-kernel.sh: make tinyconfig failed" >&2; exit 1; }
+  "$tree/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "$fragment" >/dev/null 2>&1 ||
+    { echo "microvm-kernel.sh: merging $fragment failed" >&2; exit 1; }
+  # (its "override" warnings are the merge's, not news)
+  make -s -C "$tree" O="$out" olddefconfig >/dev/null 2>&1 || { echo "microvm-kernel.sh: make olddefconfig failed" >&2; exit 1; }
   # Every option the fragment sets must have survived (a dependency that
   # was not met drops it quietly).
   while IFS= read -r line; do
