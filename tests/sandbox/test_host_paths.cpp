@@ -90,6 +90,14 @@ TEST_CASE("host paths: unused_id is in its block and nobody's, not even this pro
     CHECK(*a != *b);  // 1 in 268 million to fail by chance
     std::ifstream passwd("/etc/passwd");
     for (std::string line; std::getline(passwd, line);) CHECK(line.find(":" + std::to_string(*a) + ":") == std::string::npos);
+    // Every id of the account files counts, a group without members too
+    // ("name:x:GID:" splits into three fields).
+    const std::string dir = cc::test::scratch_dir() + "/accounts";
+    fs::create_directories(dir);
+    std::ofstream(dir + "/group") << "lonely:x:1879048200:\nbusy:x:5:a,b\n#comment\n";
+    std::ofstream(dir + "/passwd") << "u:x:10:20:gecos:/home/u:/bin/sh\nshort:x\n";
+    CHECK(cc::sandbox::ids_in_account_file(dir + "/group", false) == std::vector<unsigned>{1879048200u, 5u});
+    CHECK(cc::sandbox::ids_in_account_file(dir + "/passwd", true) == std::vector<unsigned>{10u, 20u});
     // A process that takes an id out of the block makes it taken: the picker
     // reads every process's ids, so it never hands out one in use.
     for (const auto& e : fs::directory_iterator("/proc")) {

@@ -43,6 +43,8 @@ std::optional<unsigned long> number(const std::string& t) {
 
 IdsInUse ids_in_use() {
     IdsInUse u;
+    for (unsigned id : ids_in_account_file("/etc/passwd", true)) u.ids.insert(id);
+    for (unsigned id : ids_in_account_file("/etc/group", false)) u.ids.insert(id);
     auto fields = [](const std::string& line) {
         std::vector<std::string> f;
         std::istringstream in(line);
@@ -50,16 +52,6 @@ IdsInUse ids_in_use() {
         while (std::getline(in, x, ':')) f.push_back(x);
         return f;
     };
-    for (const char* db : {"/etc/passwd", "/etc/group"}) {
-        std::ifstream in(db);
-        for (std::string line; std::getline(in, line);) {
-            auto f = fields(line);
-            if (f.size() > 3)
-                if (auto n = number(f[2])) u.ids.insert(static_cast<unsigned>(*n));
-            if (std::string(db) == "/etc/passwd" && f.size() > 3)
-                if (auto n = number(f[3])) u.ids.insert(static_cast<unsigned>(*n));
-        }
-    }
     for (const char* db : {"/etc/subuid", "/etc/subgid"}) {
         std::ifstream in(db);
         for (std::string line; std::getline(in, line);) {
@@ -248,6 +240,22 @@ private:
 };
 
 }  // namespace
+
+std::vector<unsigned> ids_in_account_file(const std::string& path, bool passwd) {
+    std::vector<unsigned> out;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+        std::vector<std::string> f;
+        std::istringstream fields(line);
+        for (std::string x; std::getline(fields, x, ':');) f.push_back(x);
+        // ("grp:x:100:", a group without members, splits into three.)
+        if (f.size() > 2)
+            if (auto n = number(f[2])) out.push_back(static_cast<unsigned>(*n));
+        if (passwd && f.size() > 3)
+            if (auto n = number(f[3])) out.push_back(static_cast<unsigned>(*n));
+    }
+    return out;
+}
 
 std::unique_ptr<HostPaths> real_paths() { return std::make_unique<RealPaths>(::geteuid(), ::getegid()); }
 std::unique_ptr<HostPaths> real_paths(unsigned uid, unsigned gid) { return std::make_unique<RealPaths>(uid, gid); }

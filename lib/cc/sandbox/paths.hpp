@@ -46,6 +46,9 @@ public:
     virtual std::optional<unsigned> unused_id() const { return std::nullopt; }
 };
 
+// The ids a passwd-format (uid and gid) or group-format (gid) file names.
+std::vector<unsigned> ids_in_account_file(const std::string& path, bool passwd);
+
 // The block session ids are drawn from: 0x70000000-0x7ffffffe, left unused
 // by systemd (its dynamic users and containers stay below) and by the
 // subordinate ranges useradd hands out.
