@@ -36,6 +36,14 @@ struct IdsInUse {
     }
 };
 
+// The ':'-separated fields of an account, group or subordinate-id line.
+std::vector<std::string> colon_fields(const std::string& line) {
+    std::vector<std::string> f;
+    std::istringstream in(line);
+    for (std::string x; std::getline(in, x, ':');) f.push_back(x);
+    return f;
+}
+
 std::optional<unsigned long> number(const std::string& t) {
     if (t.empty() || t.size() > 10 || t.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
     return std::stoul(t);
@@ -45,17 +53,10 @@ IdsInUse ids_in_use() {
     IdsInUse u;
     for (unsigned id : ids_in_account_file("/etc/passwd", true)) u.ids.insert(id);
     for (unsigned id : ids_in_account_file("/etc/group", false)) u.ids.insert(id);
-    auto fields = [](const std::string& line) {
-        std::vector<std::string> f;
-        std::istringstream in(line);
-        std::string x;
-        while (std::getline(in, x, ':')) f.push_back(x);
-        return f;
-    };
     for (const char* db : {"/etc/subuid", "/etc/subgid"}) {
         std::ifstream in(db);
         for (std::string line; std::getline(in, line);) {
-            auto f = fields(line);
+            auto f = colon_fields(line);
             if (f.size() < 3) continue;
             auto first = number(f[1]), count = number(f[2]);
             if (first && count) u.ranges.emplace_back(*first, *first + *count);
@@ -245,10 +246,7 @@ std::vector<unsigned> ids_in_account_file(const std::string& path, bool passwd) 
     std::vector<unsigned> out;
     std::ifstream in(path);
     for (std::string line; std::getline(in, line);) {
-        std::vector<std::string> f;
-        std::istringstream fields(line);
-        for (std::string x; std::getline(fields, x, ':');) f.push_back(x);
-        // ("grp:x:100:", a group without members, splits into three.)
+        auto f = colon_fields(line);  // ("grp:x:100:", a group without members, splits into three)
         if (f.size() > 2)
             if (auto n = number(f[2])) out.push_back(static_cast<unsigned>(*n));
         if (passwd && f.size() > 3)
