@@ -279,3 +279,74 @@ TEST_CASE("egress: several event loops serve concurrent clients; every connectio
     CHECK(socks == 75);
     CHECK_THAT(eg.stderr_text(), Catch::Contains("stopped: 150 connections, 0 denied"));
 }
+
+// The loops after the first take connections only while the first is busy
+// (each waiting loop is woken by every new connection, so an idle second
+// loop would be woken for each one only to find it taken). Read from the
+// metrics page: connections accepted by each loop.
+TEST_CASE("egress: a second event loop takes connections only while the first is busy") {
+    Origin origin;
+    REQUIRE(origin.port);
+    std::string sock = cc::test::scratch_dir() + "/loops.sock";
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline", "--threads", "2", "--metrics-socket", sock});
+    REQUIRE(eg.ready["threads"] == 2);
+    std::uint16_t sp = port_of(eg.socks());
+    auto value = [&](const std::string& key) -> long {
+        std::string m = curl({"--unix-socket", sock, "http://localhost/metrics"}).out;
+        auto at = m.find("\n" + key + " ");  // the sample, not its # TYPE line
+        if (at == std::string::npos) return -1;
+        return std::stol(m.substr(at + key.size() + 2));
+    };
+    const std::string loop0 = "cc_egress_loop_connections_total{loop=\"0\"}";
+    const std::string loop1 = "cc_egress_loop_connections_total{loop=\"1\"}";
+    auto idle = [&] {
+        for (int i = 0; i < 200 && value("cc_egress_connections_active") != 0; ++i) ::usleep(10000);
+        REQUIRE(value("cc_egress_connections_active") == 0);
+    };
+    std::string connect("\x05\x01\x00\x05\x01\x00\x01\x7f\x00\x00\x01", 11);
+    connect += static_cast<char>(origin.port >> 8);
+    connect += static_cast<char>(origin.port & 0xff);
+    auto one = [&] {
+        int fd = connect_to(sp);
+        REQUIRE(fd >= 0);
+        std::string req = connect + "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        (void)!::write(fd, req.data(), req.size());
+        std::string got;
+        CHECK(read_until(fd, "hello\n", got));
+        ::close(fd);
+        idle();
+    };
+    // One client at a time: the first loop serves every one, the second is
+    // never woken.
+    for (int i = 0; i < 20; ++i) one();
+    CHECK(value(loop0) == 20);
+    CHECK(value(loop1) == 0);
+    // Tunnels held open together: once the first loop holds two, the
+    // second takes connections too.
+    std::vector<int> held;
+    long second = 0;
+    for (int i = 0; i < 64 && second == 0; ++i) {
+        int fd = connect_to(sp);
+        REQUIRE(fd >= 0);
+        (void)!::write(fd, connect.data(), connect.size());
+        char reply[12];
+        std::size_t got = 0;
+        ssize_t n;
+        while (got < sizeof reply && (n = ::read(fd, reply + got, sizeof reply - got)) > 0) got += static_cast<std::size_t>(n);
+        REQUIRE(got == sizeof reply);
+        CHECK(reply[3] == 0x00);  // succeeded
+        held.push_back(fd);
+        if (held.size() >= 2) second = value(loop1);
+    }
+    CHECK(second >= 1);
+    INFO("tunnels held before the second loop took one: " << held.size());
+    for (int fd : held) ::close(fd);
+    idle();
+    // The load gone, the second loop parks again after at most one more.
+    long before = value(loop1);
+    for (int i = 0; i < 20; ++i) one();
+    CHECK(value(loop1) <= before + 1);
+    CHECK(value(loop0) + value(loop1) == 20 + static_cast<long>(held.size()) + 20);
+    CHECK(eg.stop() == 0);  // a parked loop stops too
+    CHECK(eg.lines.size() == 40 + held.size());
+}

@@ -2,6 +2,8 @@
 // order, and the wire parsers (SOCKS5, HTTP heads, chunked, TLS SNI).
 #include "harness.hpp"
 
+#include <arpa/inet.h>
+
 #include "cc/net/credentials.hpp"
 #include "cc/net/fake_dns.hpp"
 #include "cc/net/host.hpp"
@@ -75,6 +77,28 @@ TEST_CASE("IP literals are read the way the C library reads them") {
         REQUIRE(a->embedded_v4());
         CHECK(a->embedded_v4()->to_string() == "169.254.169.254");
     }
+}
+
+TEST_CASE("addresses: dotted quads read as inet_ntop writes them") {
+    // The IPv4 form is written without the C library (it formats through
+    // sprintf); it must agree with inet_ntop on every value tried.
+    std::vector<std::uint32_t> values = {0, 1, 0x7f000001, 0x0a006407, 0xa9fea9fe, 0xffffffff, 0x01020304, 0x64646464};
+    std::uint32_t x = 2463534242u;  // xorshift32: a spread of the rest
+    for (int i = 0; i < 100000; ++i) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        values.push_back(x);
+    }
+    for (std::uint32_t v : values) {
+        in_addr in{htonl(v)};
+        char want[INET_ADDRSTRLEN];
+        REQUIRE(inet_ntop(AF_INET, &in, want, sizeof want));
+        if (Address::v4(v).to_string() != want) FAIL("v4 " << v << ": " << Address::v4(v).to_string() << " != " << want);
+    }
+    CHECK(Address::v4(0xffffffff).to_string() == "255.255.255.255");
+    CHECK(Address::v4(0).to_string() == "0.0.0.0");
+    CHECK(parse_ip_literal("2001:db8::1")->to_string() == "2001:db8::1");
 }
 
 TEST_CASE("patterns: exactly one whole-label star, leading or middle") {

@@ -50,7 +50,11 @@ EventSink::~EventSink() {
 
 Record::Record(Server& s, std::shared_ptr<Conn> c, const char* proto, const std::string& client)
     : srv(s), conn(std::move(c)) {
-    j = {{"event", "connection"}, {"proto", proto}, {"client", client}};
+    // Set key by key: an initializer list of pairs is copied element by
+    // element, several times the cost, on every connection.
+    j["event"] = "connection";
+    j["proto"] = proto;
+    j["client"] = client;
     up0 = conn->up;
     down0 = conn->down;
 }
@@ -104,11 +108,12 @@ void Record::write_line() {
         srv.log("deny " + j["proto"].get<std::string>() + " " + what + ": " + j.value("reason", std::string()));
     }
     srv.sh.metrics.connection_line(j);
-    if (srv.cfg.on_connection) {
-        std::lock_guard<std::mutex> lock(srv.sh.out_mu);
-        srv.cfg.on_connection(j);
-    }
     if (conn->sink) conn->sink->push(cc::json::write(j) + "\n");
+    if (srv.cfg.on_connection) {
+        // The line is handed over, not copied: the record is done with it.
+        std::lock_guard<std::mutex> lock(srv.sh.out_mu);
+        srv.cfg.on_connection(std::move(j));
+    }
 }
 
 

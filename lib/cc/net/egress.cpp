@@ -297,13 +297,13 @@ public:
         cv_.notify_one();
         thread_.join();
     }
-    void push(const json& j) {
+    void push(json j) {
         std::lock_guard<std::mutex> lock(mu_);
         if (queue_.size() >= max_queued) {
             ++dropped_;
             return;
         }
-        queue_.push_back(j);
+        queue_.push_back(std::move(j));
         if (queue_.size() == 1) cv_.notify_one();  // only on empty -> non-empty
     }
     std::uint64_t dropped() const {
@@ -494,7 +494,7 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     {
         LineWriter writer(out);
         cfg.on_ready = out;  // the first line, written before anything else
-        cfg.on_connection = [&writer](const json& j) { writer.push(j); };
+        cfg.on_connection = [&writer](json j) { writer.push(std::move(j)); };
         cfg.on_log = log;
         stats = run_proxy(cfg);
         dropped = writer.dropped();

@@ -158,6 +158,10 @@ void close_listeners(Server& srv, const std::vector<int>& fds) {
             ErrorCode ignored;
             for (auto& a : loop->acceptors)
                 if (a->is_open() && handed(a->native_handle())) a->close(ignored);
+            bool parked = false;
+            for (int* fd : loop->parked_listeners)
+                if (*fd >= 0 && handed(*fd)) ::close(*fd), *fd = -1, parked = true;
+            if (parked && loop->standby) loop->standby->cancel();  // their accept loops end
             for (auto& d : loop->datagrams)
                 if (d->is_open() && handed(d->native_handle())) d->close(ignored);
         });

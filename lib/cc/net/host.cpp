@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 
 namespace cc::net {
@@ -54,9 +55,20 @@ std::uint32_t Address::v4_value() const {
            (std::uint32_t{bytes[14]} << 8) | std::uint32_t{bytes[15]};
 }
 
+// Dotted quads are written with to_chars: the C library's inet_ntop goes
+// through sprintf, and a connection formats several addresses (its client,
+// the rules' check, the dialled address). IPv6 keeps inet_ntop (RFC 5952's
+// zero compression).
 std::string Address::to_string() const {
     char buf[INET6_ADDRSTRLEN];
-    if (is_v4) return inet_ntop(AF_INET, bytes.data() + 12, buf, sizeof buf);
+    if (is_v4) {
+        char* p = buf;
+        for (int i = 12; i < 16; ++i) {
+            if (i > 12) *p++ = '.';
+            p = std::to_chars(p, buf + sizeof buf, bytes[i]).ptr;
+        }
+        return std::string(buf, p);
+    }
     return inet_ntop(AF_INET6, bytes.data(), buf, sizeof buf);
 }
 

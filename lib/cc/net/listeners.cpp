@@ -10,10 +10,61 @@ namespace cc::net::detail {
 
 namespace {
 
+// Parked: the listener is taken out of this loop's epoll set (asio's
+// release; the descriptor stays ours, listed in `parked_listeners` so that
+// closing handed-over listeners and stopping close it too), and the loop
+// waits on its standby timer. True when it may accept again.
+awaitable<bool> park(Server& srv, Acceptor& acc) {
+    ErrorCode ec;
+    Proto proto = acc.local_endpoint(ec).protocol();
+    if (ec) co_return false;  // the first loop still accepts on it
+    int held = acc.release(ec);
+    if (ec) co_return false;
+    srv.parked_listeners.push_back(&held);
+    // Woken when the first loop gets busy, when this loop stops, and when
+    // parked listeners are closed (the frame holds the listeners' event
+    // sink, which must go with them); otherwise parked again.
+    Server& first = *srv.sh.loops[0];
+    do {
+        co_await srv.standby->async_wait(asio::redirect_error(use_awaitable, ec));
+        if (held < 0 || srv.stopping) break;
+        srv.parked.store(true);
+    } while (first.serving.load() < k_first_loop_busy);
+    std::erase(srv.parked_listeners, &held);
+    if (held < 0) co_return false;  // closed while parked
+    if (srv.stopping) {
+        ::close(held);
+        co_return false;
+    }
+    acc.assign(proto, held, ec);
+    if (ec) {
+        ::close(held);
+        srv.log("loop " + std::to_string(srv.index) + ": cannot take up a parked listener again: " + ec.message());
+        co_return false;
+    }
+    co_return true;
+}
+
 awaitable<void> accept_loop(Server& srv, Acceptor& acc, Kind kind, std::string listener, std::string key,
                             std::shared_ptr<EventSink> sink) {
+    Server& first = *srv.sh.loops[0];
+    bool joined = false;
     while (!srv.stopping) {
         ErrorCode ec;
+        // A later loop joins when the first serves k_first_loop_busy
+        // connections, and takes connections while the first serves any;
+        // otherwise it parks until the first gets busy. `parked` is
+        // published before the count is read, and the first loop reads it
+        // after counting: one of the two sees the other (sequentially
+        // consistent atomics), so no wake is lost.
+        if (&srv != &first && first.serving.load() < (joined ? 1 : k_first_loop_busy)) {
+            srv.parked.store(true);
+            if (first.serving.load() < k_first_loop_busy) {
+                if (!co_await park(srv, acc)) co_return;
+                continue;
+            }
+        }
+        joined = true;
         Proto::endpoint peer;
         Sock s = co_await acc.async_accept(peer, asio::redirect_error(use_awaitable, ec));
         if (ec) {

@@ -4,10 +4,16 @@
 
 namespace cc::net {
 
-void Metrics::connection_opened(const std::string& proto) {
+void Metrics::connection_opened(const std::string& proto, std::size_t loop) {
     std::lock_guard<std::mutex> lock(mu_);
     ++connections_[proto];
+    if (loop < by_loop_.size()) ++by_loop_[loop];
     ++active_;
+}
+
+void Metrics::set_loops(std::size_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    by_loop_.resize(n);
 }
 
 void Metrics::connection_closed() {
@@ -92,6 +98,10 @@ std::string Metrics::render() const {
         o += std::string("cc_egress_connections_total{proto=\"") + p + "\"} " +
              std::to_string(it == connections_.end() ? 0 : it->second) + "\n";
     }
+    family("cc_egress_loop_connections", "counter", "",
+           "Client connections accepted, by event loop (the loops after the first accept only while it is busy).");
+    for (std::size_t i = 0; i < by_loop_.size(); ++i)
+        o += "cc_egress_loop_connections_total{loop=\"" + std::to_string(i) + "\"} " + std::to_string(by_loop_[i]) + "\n";
     family("cc_egress_connections_active", "gauge", "", "Client connections open now.");
     o += "cc_egress_connections_active " + std::to_string(active_) + "\n";
     family("cc_egress_decisions", "counter", "",

@@ -18,6 +18,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <vector>
 #include <mutex>
 #include <string>
 
@@ -25,7 +26,8 @@ namespace cc::net {
 
 class Metrics {
 public:
-    void connection_opened(const std::string& proto);
+    void connection_opened(const std::string& proto, std::size_t loop = 0);
+    void set_loops(std::size_t n);  // the event loops counted by connection_opened
     void connection_closed();
     // From a finished connection line: its decision (reason class) and bytes.
     void connection_line(const nlohmann::json& line);
@@ -46,6 +48,7 @@ public:
 private:
     mutable std::mutex mu_;
     std::map<std::string, std::uint64_t> connections_;  // by proto
+    std::vector<std::uint64_t> by_loop_;                // by event loop
     std::int64_t active_ = 0;
     std::map<std::pair<std::string, std::string>, std::uint64_t> decisions_;
     std::uint64_t up_ = 0, down_ = 0;

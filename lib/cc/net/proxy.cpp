@@ -73,6 +73,7 @@ Result<ProxyStats> run_proxy(const ProxyConfig& cfg) {
     sh.max_client = cfg.max_client_connections > 0 ? std::min<std::size_t>(cfg.max_client_connections, sh.max_connections)
                                                    : std::min<std::size_t>(1024, std::max<std::size_t>(8, sh.max_connections / 2));
     for (std::size_t i = 0; i < n; ++i) sh.loops.push_back(std::make_unique<Server>(sh, i));
+    sh.metrics.set_loops(n);
     Server& srv = *sh.loops[0];
     auto resolver = Resolver::create(cfg.dns);
     if (!resolver) return resolver.error();

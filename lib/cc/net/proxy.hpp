@@ -85,7 +85,7 @@ struct ProxyConfig {
     nlohmann::json ready;                  // extra fields merged into the ready line
     std::function<void(const nlohmann::json&)> on_ready;
     // Called from any loop's thread, one call at a time (under a lock).
-    std::function<void(const nlohmann::json&)> on_connection;  // one per connection / request
+    std::function<void(nlohmann::json)> on_connection;  // one per connection / request, handed over
     std::function<void(const std::string&)> on_log;            // human log line (stderr)
 };
 

@@ -78,9 +78,6 @@ awaitable<void> write_all(Sock& s, std::string_view data) {
 // 64 KiB read/write when a socket type cannot splice.
 awaitable<void> pump(Server& srv, Sock& from, Sock& to, std::uint64_t& count, std::uint64_t limit,
                      bool half_close) {
-    // splice(2) needs non-blocking sockets; the getter reads a flag, the setter is an ioctl.
-    if (!from.native_non_blocking()) from.native_non_blocking(true);
-    if (!to.native_non_blocking()) to.native_non_blocking(true);
     int in = from.native_handle(), out = to.native_handle();
     std::optional<Pipe> pipe;
     std::size_t in_pipe = 0;
@@ -103,7 +100,14 @@ awaitable<void> pump(Server& srv, Sock& from, Sock& to, std::uint64_t& count, st
     std::uint64_t moved = 0;
     std::string buf;
     while (true) {
-        if (!use_splice && can_splice && moved >= read_chunk) use_splice = true;
+        if (!use_splice && can_splice && moved >= read_chunk) {
+            // splice(2) needs non-blocking sockets (read and write here use
+            // MSG_DONTWAIT). The getter reads a flag, the setter is an
+            // ioctl: paid by streams that get this far, not by every short one.
+            if (!from.native_non_blocking()) from.native_non_blocking(true);
+            if (!to.native_non_blocking()) to.native_non_blocking(true);
+            use_splice = true;
+        }
         if (use_splice) {
             if (in_pipe > 0) {
                 ssize_t n = ::splice(pipe->r, nullptr, out, nullptr, in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);

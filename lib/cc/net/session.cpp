@@ -293,10 +293,23 @@ awaitable<Dialed> dial(Server& srv, std::shared_ptr<Conn> c, const std::vector<A
             std::memcpy(&in6->sin6_addr, a.bytes.data(), 16);
             len = sizeof(sockaddr_in6);
         }
-        Proto::endpoint ep(&ss, len, IPPROTO_TCP);
-        c->upstream.emplace(srv.io);
+        // Connected here and then waited on for writability: asio's
+        // connect adds a poll (for the result) to every dial. The socket is
+        // opened through asio (an accepted or assigned one is closed with
+        // an extra EPOLL_CTL_DEL, as asio cannot know it is no duplicate).
         ErrorCode ec;
-        {
+        int err = 0;
+        c->upstream.emplace(srv.io);
+        c->upstream->open(Proto(ss.ss_family, IPPROTO_TCP), ec);
+        if (!ec) c->upstream->native_non_blocking(true, ec);
+        if (ec) err = ec.value();
+        else {
+            int fd = c->upstream->native_handle();
+            int one = 1;
+            ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            if (::connect(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) err = errno;
+        }
+        if (err == EINPROGRESS) {
             asio::steady_timer timer(srv.io);
             timer.expires_after(std::chrono::milliseconds(srv.cfg.connect_timeout_ms));
             timer.async_wait([w = std::weak_ptr<Conn>(c)](ErrorCode tec) {
@@ -306,16 +319,21 @@ awaitable<Dialed> dial(Server& srv, std::shared_ptr<Conn> c, const std::vector<A
                     conn->upstream->close(e);
                 }
             });
-            co_await c->upstream->async_connect(ep, asio::redirect_error(use_awaitable, ec));
+            co_await c->upstream->async_wait(Sock::wait_write, asio::redirect_error(use_awaitable, ec));
             timer.cancel();
+            if (ec) err = ec == asio::error::operation_aborted ? ETIMEDOUT : ec.value();
+            else if (!c->upstream->is_open()) err = ETIMEDOUT;
+            else {
+                socklen_t elen = sizeof err;
+                if (::getsockopt(c->upstream->native_handle(), SOL_SOCKET, SO_ERROR, &err, &elen) != 0) err = errno;
+            }
         }
-        if (!ec && c->upstream->is_open()) {
-            set_nodelay(*c->upstream);
+        if (err == 0 && c->upstream->is_open()) {
             d.ok = true;
             d.address = a.to_string();
             co_return d;
         }
-        d.err = ec == asio::error::operation_aborted ? ETIMEDOUT : ec.value();
+        d.err = err;
         srv.sh.metrics.error(d.err == ETIMEDOUT ? "connect_timeout" : d.err == ECONNREFUSED ? "connect_refused" : "connect_failed");
         c->upstream.reset();
         if (srv.stopping) break;
@@ -364,6 +382,19 @@ awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener, s
     std::uint64_t id = srv.next_id++;
     srv.live[id] = c;
     ++srv.stats.connections;
+    // The first loop, once busy, wakes the parked later loops (listeners.cpp).
+    if (srv.serving.fetch_add(1) + 1 >= k_first_loop_busy && srv.index == 0)
+        for (std::size_t i = 1; i < srv.sh.loops.size(); ++i) {
+            Server* other = srv.sh.loops[i].get();
+            if (other->parked.exchange(false))
+                asio::post(other->io, [other] {
+                    if (other->standby) other->standby->cancel();
+                });
+        }
+    struct Served {
+        std::atomic<std::size_t>& n;
+        ~Served() { --n; }
+    } served{srv.serving};
     set_nodelay(c->client);
     std::string client = describe_client(peer, listener);
     // The peer's address without its port (a Unix listener is one client).
@@ -376,7 +407,7 @@ awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener, s
     if (kind == Kind::captured) who = "sandbox " + listener;
     std::string key = kind == Kind::captured ? listener_key : listener_key + "|" + who;
     std::string busy = srv.sh.admit(key, who);
-    srv.sh.metrics.connection_opened(kind == Kind::http ? "http" : kind == Kind::socks ? "socks5" : "captured");
+    srv.sh.metrics.connection_opened(kind == Kind::http ? "http" : kind == Kind::socks ? "socks5" : "captured", srv.index);
     try {
         if (kind == Kind::http) co_await serve_http(srv, c, client, busy);
         else if (kind == Kind::socks) co_await serve_socks(srv, c, client, busy);

@@ -193,6 +193,10 @@ struct Shared {
     }
 };
 
+// The first loop counts as busy from its second connection at once: the
+// later loops are then worth waking for each new connection.
+constexpr std::size_t k_first_loop_busy = 2;
+
 struct Server {
     Shared& sh;
     const ProxyConfig& cfg;
@@ -219,10 +223,23 @@ struct Server {
     ProxyStats stats;
     Acceptor* inbox = nullptr;  // the fd inbox's acceptor (on this loop), if any
     bool inbox_taken = false;   // --fd-inbox-once: its one handover is done
+    // Connections this loop is serving (read by the other loops).
+    std::atomic<std::size_t> serving{0};
+    // Loops other than the first accept only while the first is busy
+    // (listeners.cpp): each wakes every waiting loop, so an idle second loop
+    // that waited on every listener would be woken for each connection only
+    // to find it taken. Parked accept loops wait on `standby`; the first
+    // loop cancels it (on this loop's thread) when it gets busy.
+    std::optional<asio::steady_timer> standby{std::in_place, io, asio::steady_timer::time_point::max()};
+    std::atomic<bool> parked{false};
+    // The descriptors of this loop's parked listeners (in their accept
+    // loops' frames); set to -1 by whoever closes one.
+    std::vector<int*> parked_listeners;
 
     Server(Shared& s, std::size_t i) : sh(s), cfg(s.cfg), index(i) {}
     ~Server() {
         sweep.reset();
+        standby.reset();
         for (auto& p : pipes) ::close(p.r), ::close(p.w);
     }
 
@@ -259,6 +276,9 @@ struct Server {
             sweep_at = Clock::time_point::max();
         }
         for (auto& a : acceptors) a->close(ec);
+        for (int* fd : parked_listeners)
+            if (*fd >= 0) ::close(*fd), *fd = -1;
+        if (standby) standby->cancel();  // parked accept loops end
         for (auto& d : datagrams) d->close(ec);
         for (auto& [id, w] : live)
             if (auto c = w.lock()) c->close(Closed::shutdown);
