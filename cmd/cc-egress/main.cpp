@@ -126,7 +126,8 @@ int main(int argc, char** argv) {
                 }
                 std::cout << (j.value("event", "") == "plan" ? cc::net::plan_text(j) : cc::net::check_text(j)) << std::flush;
             },
-            [](const std::string& line) { cc::tool::log("cc-egress", line); });
+            [](const std::string& line) { cc::tool::log("cc-egress", line); },
+            [](std::string_view lines) { cc::io::write_all(1, lines); });
         if (!rc) return cc::tool::report("cc-egress", rc.error());
         return *rc;
     });

@@ -82,6 +82,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default backlog is 5: a test dialling it a thousand
+    # times in a row overflowed it now and then, and each dropped SYN cost
+    # a one-second retransmission.
+    request_queue_size = 128
 
 
 if len(sys.argv) > 2 and float(sys.argv[2]) > 0:

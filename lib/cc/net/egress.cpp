@@ -1,5 +1,7 @@
 #include "cc/net/egress.hpp"
 
+#include "cc/core/json_writer.hpp"
+
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -286,7 +288,8 @@ namespace {
 // the queue is full lines are dropped and counted (and the count is logged).
 class LineWriter {
 public:
-    explicit LineWriter(std::function<void(const json&)> out) : out_(std::move(out)) {
+    LineWriter(std::function<void(const json&)> out, std::function<void(std::string_view)> text)
+        : out_(std::move(out)), text_(std::move(text)) {
         thread_ = std::thread([this] { loop(); });
     }
     ~LineWriter() {
@@ -327,11 +330,21 @@ private:
             std::deque<json> batch;
             batch.swap(queue_);
             lock.unlock();
-            for (const auto& j : batch) out_(j);
+            if (text_) {
+                std::string lines;
+                for (const auto& j : batch) {
+                    lines += cc::json::write(j);
+                    lines += '\n';
+                }
+                text_(lines);
+            } else {
+                for (const auto& j : batch) out_(j);
+            }
             lock.lock();
         }
     }
     std::function<void(const json&)> out_;
+    std::function<void(std::string_view)> text_;
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::deque<json> queue_;
@@ -366,7 +379,8 @@ Result<std::vector<std::uint16_t>> parse_tls_ports(const std::string& text) {
 }  // namespace
 
 Result<int> run_egress(const EgressOptions& o, const std::function<void(const json&)>& out,
-                       const std::function<void(const std::string&)>& log) {
+                       const std::function<void(const std::string&)>& log,
+                       const std::function<void(std::string_view)>& out_text) {
     // The spec on stdin is read to its end, which would look like a parent dying.
     if (o.exit_with_stdin && o.spec_path && *o.spec_path == "-")
         return input_error("--exit-with-stdin", "cannot be used with --spec -");
@@ -492,7 +506,7 @@ Result<int> run_egress(const EgressOptions& o, const std::function<void(const js
     std::uint64_t dropped = 0;
     Result<ProxyStats> stats = ProxyStats{};
     {
-        LineWriter writer(out);
+        LineWriter writer(out, out_text);
         cfg.on_ready = out;  // the first line, written before anything else
         cfg.on_connection = [&writer](json j) { writer.push(std::move(j)); };
         cfg.on_log = log;

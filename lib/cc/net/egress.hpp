@@ -101,7 +101,11 @@ bool check_targets(const EgressOptions& o, const Plan& plan,
 // Everything: plan, then --dry-run / --check / serve. Returns the exit status
 // (0 ok; 1 a --check target denied or the proxy failed; input errors come back
 // as errors for the caller to report with status 2).
+// With `out_text`, the connection lines leave as JSON text through it, the
+// lines a batch holds in one call (one write for many connections); the
+// other lines still go to `out`.
 Result<int> run_egress(const EgressOptions& o, const std::function<void(const nlohmann::json&)>& out,
-                       const std::function<void(const std::string&)>& log);
+                       const std::function<void(const std::string&)>& log,
+                       const std::function<void(std::string_view)>& out_text = {});
 
 }  // namespace cc::net
