@@ -123,22 +123,24 @@ one_run() {  # name mode port pid clients
 }
 report() {
   rate[$1]=$(printf '%s\n' ${runs_of[$1]} | median)
-  cpureq[$1]=$(awk -v t="${ticks[$1]}" -v hz="$hz" 'BEGIN {printf "%.0f", t/hz/6000*1e6}')
+  cpureq[$1]=$(awk -v t="${ticks[$1]}" -v hz="$hz" -v n=$((2000 * runs)) 'BEGIN {printf "%.0f", t/hz/n*1e6}')
   printf '  %-22s %8.0f req/s   proxy cpu %4s us/req   (runs:%s)\n' "$1" "${rate[$1]}" "${cpureq[$1]}" "${runs_of[$1]}"
 }
 # BENCH_CLIENTS: the concurrent clients of each short-request run (default: 1, 4, then 16).
+# BENCH_RUNS: runs per path (default 5; this machine's noise made 3 too few).
+runs=${BENCH_RUNS:-5}
 for clients in ${BENCH_CLIENTS:-1 4 16}; do
-  echo "short requests (1 KiB, new connection each, 2,000 per path, $clients client(s); median of 3 runs,"
+  echo "short requests (1 KiB, new connection each, 2,000 per path, $clients client(s); median of $runs runs,"
   echo "                each cc-egress run followed by its peer's so both see the same load; proxy CPU"
-  echo "                from /proc utime+stime over the 6,000 requests, the steadier figure):"
+  echo "                from /proc utime+stime over all $((2000 * runs)) requests, the steadier figure):"
   echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-  for _ in 1 2 3; do one_run "direct/$clients" direct 0 - "$clients"; done
+  for _ in $(seq "$runs"); do one_run "direct/$clients" direct 0 - "$clients"; done
   report "direct/$clients"
   for pair in "egress-absolute http $eh $eg tinyproxy-absolute $tp $tpid" \
               "egress-connect connect $eh $eg tinyproxy-connect $tp $tpid" \
               "egress-socks5 socks $es $eg microsocks-socks5 $ms $mpid"; do
     set -- $pair
-    for _ in 1 2 3; do one_run "$1/$clients" "$2" "$3" "$4" "$clients"; one_run "$5/$clients" "$2" "$6" "$7" "$clients"; done
+    for _ in $(seq "$runs"); do one_run "$1/$clients" "$2" "$3" "$4" "$clients"; one_run "$5/$clients" "$2" "$6" "$7" "$clients"; done
     report "$1/$clients"; report "$5/$clients"
   done
   echo "  load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -147,6 +149,11 @@ for clients in ${BENCH_CLIENTS:-1 4 16}; do
     "$(awk -v a="${rate[egress-absolute/$clients]}" -v b="${rate[tinyproxy-absolute/$clients]}" 'BEGIN {print a/b}')" \
     "$(awk -v a="${rate[egress-connect/$clients]}" -v b="${rate[tinyproxy-connect/$clients]}" 'BEGIN {print a/b}')" \
     "$(awk -v a="${rate[egress-socks5/$clients]}" -v b="${rate[microsocks-socks5/$clients]}" 'BEGIN {print a/b}')"
+  printf '  proxy CPU per request (lower is better, %s client(s)): egress / tinyproxy absolute-form %.2fx; CONNECT %.2fx; egress SOCKS5 / microsocks %.2fx\n' \
+    "$clients" \
+    "$(awk -v a="${cpureq[egress-absolute/$clients]}" -v b="${cpureq[tinyproxy-absolute/$clients]}" 'BEGIN {print a/b}')" \
+    "$(awk -v a="${cpureq[egress-connect/$clients]}" -v b="${cpureq[tinyproxy-connect/$clients]}" 'BEGIN {print a/b}')" \
+    "$(awk -v a="${cpureq[egress-socks5/$clients]}" -v b="${cpureq[microsocks-socks5/$clients]}" 'BEGIN {print a/b}')"
 done
 
 [ "${BENCH_SHORT_ONLY:-0}" = 1 ] && exit 0
