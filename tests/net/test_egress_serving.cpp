@@ -2,8 +2,11 @@
 // client and a chunked upstream, --auth-token-file credentials, several
 // event loops under concurrent clients.
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <boost/process.hpp>
@@ -11,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -349,4 +353,68 @@ TEST_CASE("egress: a second event loop takes connections only while the first is
     CHECK(value(loop0) + value(loop1) == 20 + static_cast<long>(held.size()) + 20);
     CHECK(eg.stop() == 0);  // a parked loop stops too
     CHECK(eg.lines.size() == 40 + held.size());
+}
+
+// Both legs of a tunnel have no delay (TCP_NODELAY): the upstream socket is
+// given it when made, the client's inherits it from the listener. Read off
+// cc-egress's own sockets, copied out with pidfd_getfd (root: the proxy is
+// undumpable, so nothing of its own uid may take them).
+TEST_CASE("egress: both legs of a tunnel are sent without delay") {
+    if (::geteuid() != 0) CC_SKIP("pidfd_getfd on an undumpable cc-egress needs root");
+    Origin origin;
+    REQUIRE(origin.port);
+    Egress eg({"--allow", "127.0.0.1:*", "--no-baseline"});
+    std::uint16_t sp = port_of(eg.socks());
+    int fd = connect_to(sp);
+    REQUIRE(fd >= 0);
+    std::string connect("\x05\x01\x00\x05\x01\x00\x01\x7f\x00\x00\x01", 11);
+    connect += static_cast<char>(origin.port >> 8);
+    connect += static_cast<char>(origin.port & 0xff);
+    (void)!::write(fd, connect.data(), connect.size());
+    char reply[12];
+    std::size_t got = 0;
+    ssize_t n;
+    while (got < sizeof reply && (n = ::read(fd, reply + got, sizeof reply - got)) > 0) got += static_cast<std::size_t>(n);
+    REQUIRE(got == sizeof reply);
+    REQUIRE(reply[3] == 0x00);
+    sockaddr_in mine{};
+    socklen_t len = sizeof mine;
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &len) == 0);
+    // The same check on a socket of the test's own: a plain accepted
+    // socket has Nagle on, so the reading below can tell.
+    {
+        int l = ::socket(AF_INET, SOCK_STREAM, 0);
+        std::uint16_t lp = bind_loopback(l);
+        REQUIRE(::listen(l, 1) == 0);
+        int c = connect_to(lp);
+        int a = ::accept(l, nullptr, nullptr);
+        int v = -1;
+        socklen_t vl = sizeof v;
+        REQUIRE(::getsockopt(a, IPPROTO_TCP, TCP_NODELAY, &v, &vl) == 0);
+        CHECK(v == 0);
+        ::close(a), ::close(c), ::close(l);
+    }
+    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, eg.child.id(), 0));
+    REQUIRE(pidfd >= 0);
+    int client_leg = -1, upstream_leg = -1;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(eg.child.id()) + "/fd")) {
+        int target = std::stoi(e.path().filename().string());
+        int copy = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, target, 0));
+        if (copy < 0) continue;
+        sockaddr_in peer{};
+        socklen_t pl = sizeof peer;
+        if (::getpeername(copy, reinterpret_cast<sockaddr*>(&peer), &pl) == 0 && peer.sin_family == AF_INET) {
+            int v = -1;
+            socklen_t vl = sizeof v;
+            ::getsockopt(copy, IPPROTO_TCP, TCP_NODELAY, &v, &vl);
+            if (peer.sin_port == mine.sin_port) client_leg = v;
+            if (ntohs(peer.sin_port) == origin.port) upstream_leg = v;
+        }
+        ::close(copy);
+    }
+    ::close(pidfd);
+    CHECK(client_leg == 1);
+    CHECK(upstream_leg == 1);
+    ::close(fd);
+    CHECK(eg.stop() == 0);
 }

@@ -132,6 +132,12 @@ Result<std::string> add_listener(Server& srv, int fd, Kind kind, const std::stri
         int secs = std::max(1, srv.cfg.handshake_timeout_ms / 1000);
         ::setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof secs);
     }
+    // No delay on the client leg: set once here, every accepted socket
+    // inherits it (serve() then needs no call per connection).
+    if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
+        int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
     asio::co_spawn(srv.io, accept_loop(srv, *acc, kind, name, key, sink), srv.on_done("a listener"));
     srv.acceptors.push_back(std::move(acc));
     for (std::size_t i = 1; i < srv.sh.loops.size(); ++i) {

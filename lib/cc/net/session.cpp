@@ -19,11 +19,6 @@ const char* to_string(Closed c) {
     return "";
 }
 
-void set_nodelay(Sock& s) {
-    int one = 1;
-    ::setsockopt(s.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on AF_UNIX
-}
-
 void Shared::stop_all() {
     if (stopping.exchange(true)) return;
     for (auto& l : loops) asio::post(l->io, [s = l.get()] { s->stop_here(); });
@@ -307,7 +302,7 @@ awaitable<Dialed> dial(Server& srv, std::shared_ptr<Conn> c, const std::vector<A
             int fd = c->upstream->native_handle();
             int one = 1;
             ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            if (::connect(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) err = errno;
+            if (::connect(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) err = errno == EINTR ? EINPROGRESS : errno;
         }
         if (err == EINPROGRESS) {
             asio::steady_timer timer(srv.io);
@@ -395,7 +390,6 @@ awaitable<void> serve(Server& srv, Kind kind, Sock sock, std::string listener, s
         std::atomic<std::size_t>& n;
         ~Served() { --n; }
     } served{srv.serving};
-    set_nodelay(c->client);
     std::string client = describe_client(peer, listener);
     // The peer's address without its port (a Unix listener is one client).
     std::string who = client;

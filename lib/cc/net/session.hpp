@@ -130,8 +130,6 @@ struct Conn {
     }
 };
 
-void set_nodelay(Sock& s);
-
 struct Pipe {
     int r = -1, w = -1;
 };
@@ -204,6 +202,9 @@ struct Server {
     // Before io: handlers and coroutine frames the loop still holds when it
     // is destroyed remove their entries from it.
     Timeouts timeouts;
+    // Connections this loop is serving (read by the other loops). Before
+    // io too: a connection's frame destroyed with io counts itself out.
+    std::atomic<std::size_t> serving{0};
     asio::io_context io{1};
     asio::executor_work_guard<asio::io_context::executor_type> keep{io.get_executor()};  // until stop
     // Due at the earliest entry of timeouts (or earlier); gone before io is
@@ -223,8 +224,6 @@ struct Server {
     ProxyStats stats;
     Acceptor* inbox = nullptr;  // the fd inbox's acceptor (on this loop), if any
     bool inbox_taken = false;   // --fd-inbox-once: its one handover is done
-    // Connections this loop is serving (read by the other loops).
-    std::atomic<std::size_t> serving{0};
     // Loops other than the first accept only while the first is busy
     // (listeners.cpp): each wakes every waiting loop, so an idle second loop
     // that waited on every listener would be woken for each connection only
