@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -137,11 +138,19 @@ struct Egress {
     std::string http() const { return ready.value("http", std::string()); }
     std::string socks() const { return ready.value("socks", std::string()); }
     // SIGTERM, collect the connection lines, return the exit status.
+    // A cc-egress still running 30 s after SIGTERM is a failure said as
+    // such (then killed), not a test that hangs until its suite times out.
     int stop() {
         ::kill(child.id(), SIGTERM);
+        for (int i = 0; i < 3000 && child.running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        bool hung = child.running();
+        if (hung) {
+            FAIL_CHECK("cc-egress did not exit within 30 s of SIGTERM; its stderr:\n" << stderr_text());
+            ::kill(child.id(), SIGKILL);
+        }
         child.wait();
         if (reader.joinable()) reader.join();
-        return child.exit_code();
+        return hung ? -1 : child.exit_code();
     }
     const json* find(const std::string& host, const std::string& proto = "") const {
         for (const auto& l : lines)
