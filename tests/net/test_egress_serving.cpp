@@ -44,6 +44,27 @@ bool read_until(int fd, const std::string& marker, std::string& out) {
     return true;
 }
 
+// A SOCKS5 tunnel to 127.0.0.1:`port` through the proxy at `proxy`
+// (greeting and request in one write, no authentication): the descriptor
+// once the proxy answered "succeeded", else -1.
+int socks_tunnel(std::uint16_t proxy, std::uint16_t port) {
+    int fd = connect_to(proxy);
+    if (fd < 0) return -1;
+    std::string req("\x05\x01\x00\x05\x01\x00\x01\x7f\x00\x00\x01", 11);
+    req += static_cast<char>(port >> 8);
+    req += static_cast<char>(port & 0xff);
+    (void)!::write(fd, req.data(), req.size());
+    char reply[12];
+    std::size_t got = 0;
+    ssize_t n;
+    while (got < sizeof reply && (n = ::read(fd, reply + got, sizeof reply - got)) > 0) got += static_cast<std::size_t>(n);
+    if (got != sizeof reply || reply[3] != 0x00) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 }  // namespace
 
 TEST_CASE("egress: --header-timeout closes slow request heads and SOCKS5 handshakes, and says so") {
@@ -330,15 +351,8 @@ TEST_CASE("egress: a second event loop takes connections only while the first is
     std::vector<int> held;
     long second = 0;
     for (int i = 0; i < 64 && second == 0; ++i) {
-        int fd = connect_to(sp);
+        int fd = socks_tunnel(sp, origin.port);
         REQUIRE(fd >= 0);
-        (void)!::write(fd, connect.data(), connect.size());
-        char reply[12];
-        std::size_t got = 0;
-        ssize_t n;
-        while (got < sizeof reply && (n = ::read(fd, reply + got, sizeof reply - got)) > 0) got += static_cast<std::size_t>(n);
-        REQUIRE(got == sizeof reply);
-        CHECK(reply[3] == 0x00);  // succeeded
         held.push_back(fd);
         if (held.size() >= 2) second = value(loop1);
     }
@@ -364,19 +378,8 @@ TEST_CASE("egress: both legs of a tunnel are sent without delay") {
     Origin origin;
     REQUIRE(origin.port);
     Egress eg({"--allow", "127.0.0.1:*", "--no-baseline"});
-    std::uint16_t sp = port_of(eg.socks());
-    int fd = connect_to(sp);
+    int fd = socks_tunnel(port_of(eg.socks()), origin.port);
     REQUIRE(fd >= 0);
-    std::string connect("\x05\x01\x00\x05\x01\x00\x01\x7f\x00\x00\x01", 11);
-    connect += static_cast<char>(origin.port >> 8);
-    connect += static_cast<char>(origin.port & 0xff);
-    (void)!::write(fd, connect.data(), connect.size());
-    char reply[12];
-    std::size_t got = 0;
-    ssize_t n;
-    while (got < sizeof reply && (n = ::read(fd, reply + got, sizeof reply - got)) > 0) got += static_cast<std::size_t>(n);
-    REQUIRE(got == sizeof reply);
-    REQUIRE(reply[3] == 0x00);
     sockaddr_in mine{};
     socklen_t len = sizeof mine;
     REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &len) == 0);
