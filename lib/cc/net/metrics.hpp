@@ -18,9 +18,9 @@
 #include <array>
 #include <cstdint>
 #include <map>
-#include <vector>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace cc::net {
 
