@@ -26,7 +26,7 @@ namespace cc::net {
 
 class Metrics {
 public:
-    void connection_opened(const std::string& proto, std::size_t loop = 0);
+    void connection_opened(const std::string& proto, std::size_t loop);
     void set_loops(std::size_t n);  // the event loops counted by connection_opened
     void connection_closed();
     // From a finished connection line: its decision (reason class) and bytes.
