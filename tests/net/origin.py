@@ -5,7 +5,12 @@ GET  /hello          -> "hello\n"
 GET  /size/N         -> N bytes of 'x' (Content-Length)
 GET  /chunked        -> "a\nb\nc\n" as a chunked response
 GET  /headers        -> the request headers it saw, one per line
+GET  /pattern/N      -> N bytes of 0..250 repeated (Content-Length): a lost,
+                        doubled or reordered piece shows
+GET  /close/N        -> the same N bytes with no length, ended by closing the
+                        connection (over TLS without close_notify)
 POST /echo           -> "got N bytes" (Content-Length or chunked request body)
+POST /sha256         -> the body's SHA-256 in hex
 Prints its port on stdout once listening (argv[1] = port, 0 for ephemeral;
 argv[2], optional: seconds after which an idle keep-alive connection is closed,
 0 for never). With ORIGIN_TLS_CERT and ORIGIN_TLS_KEY set, it speaks HTTPS
@@ -13,11 +18,16 @@ with that certificate; with ORIGIN_LOG set, it appends each request line
 ("METHOD PATH") to that file, with ORIGIN_AUTH_LOG the same and the
 Authorization header ("METHOD PATH VALUE", "-" for none).
 """
+import hashlib
 import os
 import ssl
 import http.server
 import socketserver
 import sys
+
+
+def pattern(n):
+    return (bytes(range(251)) * (n // 251 + 1))[:n]
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -49,6 +59,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_body(b"hello\n")
         elif self.path.startswith("/size/"):
             self.send_body(b"x" * int(self.path[6:]))
+        elif self.path.startswith("/pattern/"):
+            self.send_body(pattern(int(self.path[9:])), "application/octet-stream")
+        elif self.path.startswith("/close/"):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(pattern(int(self.path[7:])))
+            self.wfile.flush()
+            self.close_connection = True
+            # No unwrap: the TLS stream ends without close_notify.
+            self.connection.shutdown(2)
         elif self.path == "/headers":
             self.send_body("".join(f"{k.lower()}: {v}\n" for k, v in self.headers.items()).encode())
         elif self.path == "/chunked":
@@ -64,6 +86,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
     def do_POST(self):
+        body = hashlib.sha256()
         n = 0
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             while True:
@@ -72,11 +95,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                         pass
                     break
-                n += len(self.rfile.read(size))
+                part = self.rfile.read(size)
+                body.update(part)
+                n += len(part)
                 self.rfile.readline()
         else:
-            n = len(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-        self.send_body(f"got {n} bytes\n".encode())
+            part = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            body.update(part)
+            n = len(part)
+        if self.path == "/sha256":
+            self.send_body(body.hexdigest().encode() + b"\n")
+        else:
+            self.send_body(f"got {n} bytes\n".encode())
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):

@@ -140,6 +140,96 @@ TEST_CASE("egress intercept: the origin gets the real credential, the client onl
     CHECK((*tunnel)["intercepted"] == true);
 }
 
+// What the origin's /pattern/N and /close/N send: 0..250 over and over, so
+// a record lost, doubled or out of order (16 KiB is no multiple of 251) shows.
+namespace {
+std::string pattern(std::size_t n) {
+    std::string p(n, '\0');
+    for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<char>(i % 251);
+    return p;
+}
+}  // namespace
+
+TEST_CASE("egress intercept: megabyte bodies cross both TLS legs byte for byte, both ways, through both proxies") {
+    Setup s;
+    Egress eg(s.args({"--intercept", "api.one.test", "--upstream-ca", s.dir + "/ca.pem", "--ca-cert-out",
+                      s.dir + "/session-ca.pem"}));
+    INFO(eg.stderr_text());
+    const std::vector<std::string> trust{"--cacert", s.dir + "/session-ca.pem"};
+    auto via = [&](const std::string& proxy, std::vector<std::string> more) {
+        std::vector<std::string> a = trust;
+        a.push_back("-x");
+        a.push_back(proxy);
+        a.insert(a.end(), more.begin(), more.end());
+        return curl(a);
+    };
+    const std::string http = "http://" + eg.http(), socks = "socks5h://" + eg.socks();
+
+    // The origin's answer as it is, without the proxy.
+    auto direct = curl({"--cacert", s.dir + "/ca.pem", "--resolve", "api.one.test:" + s.port + ":127.0.0.1",
+                        s.url("api.one.test", "/pattern/300000")});
+    REQUIRE(direct.status == 0);
+    REQUIRE(direct.out == pattern(300000));
+
+    // Downloads: with a length, through each proxy.
+    auto r = via(http, {s.url("api.one.test", "/pattern/5000000")});
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out.size() == 5000000);
+    CHECK(r.out == pattern(5000000));
+    r = via(socks, {s.url("api.one.test", "/pattern/3000001")});
+    CHECK(r.status == 0);
+    CHECK(r.out == pattern(3000001));
+    // Ended by the origin's close (no close_notify on its leg): every byte,
+    // then a clean end on the client's.
+    r = via(http, {s.url("api.one.test", "/close/2000000")});
+    CHECK(r.status == 0);
+    CHECK(r.out == pattern(2000000));
+    // Two answers on one kept-alive connection, neither running into the other.
+    r = via(http, {s.url("api.one.test", "/pattern/100000"), s.url("api.one.test", "/pattern/70000")});
+    CHECK(r.status == 0);
+    CHECK(r.out == pattern(100000) + pattern(70000));
+
+    // Uploads: 4 MiB of random bytes, with a length and chunked; the
+    // origin answers the SHA-256 of what reached it.
+    const std::string file = s.dir + "/upload.bin";
+    {
+        std::ifstream rnd("/dev/urandom", std::ios::binary);
+        std::string bytes(4u << 20, '\0');
+        rnd.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        REQUIRE(rnd.gcount() == static_cast<std::streamsize>(bytes.size()));
+        spit(file, bytes);
+    }
+    auto sum = cc::test::run({"sha256sum", file});
+    REQUIRE(sum.status == 0);
+    const std::string want = sum.out.substr(0, 64) + "\n";
+    r = via(http, {"--data-binary", "@" + file, s.url("api.one.test", "/sha256")});
+    CHECK(r.status == 0);
+    CHECK(r.out == want);
+    r = via(socks, {"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + file, s.url("api.one.test", "/sha256")});
+    CHECK(r.status == 0);
+    CHECK(r.out == want);
+
+    CHECK(eg.stop() == 0);
+    // Each request its own line, its bytes counted.
+    std::uint64_t down = 0, up = 0;
+    int requests = 0;
+    for (const auto& l : eg.lines) {
+        if (l.value("proto", "") != "https") continue;
+        ++requests;
+        CHECK(l["decision"] == "allow");
+        CHECK(l["status"] == 200);
+    }
+    for (const auto& l : eg.lines)
+        if (l.value("intercepted", false)) {
+            down += l.value("bytesDown", std::uint64_t{0});
+            up += l.value("bytesUp", std::uint64_t{0});
+        }
+    CHECK(requests == 7);
+    CHECK(down >= 5000000u + 3000001u + 2000000u + 170000u);
+    CHECK(up >= 2 * (4u << 20));
+}
+
 TEST_CASE("egress intercept: a placeholder anywhere but Authorization on its own hosts is refused, nothing reaches the origin") {
     Setup s;
     Egress eg(s.args({"--credential", "GH_TOKEN@api.one.test=file:" + s.dir + "/token", "--intercept", "other.test",

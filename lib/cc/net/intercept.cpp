@@ -6,6 +6,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <boost/asio/ssl/error.hpp>
+
 #include <cstring>
 
 #include "cc/core/json_writer.hpp"
@@ -48,35 +50,28 @@ int check_server_name(SSL* s, int* alert, void* arg) {
     return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
-template <class S>
-awaitable<std::size_t> tls_read(S& s, std::string& buf, std::size_t max = read_chunk) {
+// Append up to `max` bytes of plaintext to `buf`; 0 at the end. A peer
+// that closes without close_notify ends its stream the same way: every body
+// read here has its own framing or ends at the close anyway.
+awaitable<std::size_t> tls_read(TlsLeg& s, std::string& buf, std::size_t max = read_chunk) {
     std::size_t old = buf.size();
     buf.resize(old + max);
     ErrorCode ec;
-    std::size_t n =
-        co_await s.async_read_some(asio::buffer(buf.data() + old, max), asio::redirect_error(use_awaitable, ec));
+    std::size_t n = co_await s.read_some(buf.data() + old, max, ec);
     buf.resize(old + n);
-    // A peer that closes without close_notify ends its stream the same way:
-    // every body read here has its own framing or ends at the close anyway.
-    if (ec == asio::error::eof || ec == ssl::error::stream_truncated) co_return n;
-    if (ec) throw boost::system::system_error(ec);
+    if (ec && ec != asio::error::eof && ec != ssl::error::stream_truncated) throw boost::system::system_error(ec);
     co_return n;
 }
 
-template <class S>
-awaitable<void> tls_write(S& s, std::string_view data) {
-    co_await asio::async_write(s, asio::buffer(data.data(), data.size()), use_awaitable);
-}
+awaitable<void> tls_write(TlsLeg& s, std::string_view data) { co_await s.write(data); }
 
 // One head (bounded); "" on a clean end before any byte.
-template <class S>
-awaitable<std::string> tls_head(S& s, std::string& buf, bool& too_big) {
+awaitable<std::string> tls_head(TlsLeg& s, std::string& buf, bool& too_big) {
     co_return co_await read_head_with(buf, too_big, [&]() { return tls_read(s, buf, 16 * 1024); });
 }
 
 // A body of known framing from `from` (`buf` read already) to `to`.
-template <class From, class To>
-awaitable<void> tls_body(From& from, std::string& buf, To& to, const http::Framing& f, std::uint64_t& count,
+awaitable<void> tls_body(TlsLeg& from, std::string& buf, TlsLeg& to, const http::Framing& f, std::uint64_t& count,
                          bool dechunk = false) {
     using http::BodyKind;
     if (f.kind == BodyKind::none) co_return;
@@ -95,8 +90,7 @@ awaitable<void> tls_body(From& from, std::string& buf, To& to, const http::Frami
         while (want > 0) {
             std::size_t room = static_cast<std::size_t>(std::min<std::uint64_t>(want, chunk.size()));
             ErrorCode ec;
-            std::size_t n = co_await from.async_read_some(asio::buffer(chunk.data(), room),
-                                                          asio::redirect_error(use_awaitable, ec));
+            std::size_t n = co_await from.read_some(chunk.data(), room, ec);
             if (n == 0 || ec) {
                 if (ec && ec != asio::error::eof && ec != ssl::error::stream_truncated)
                     throw boost::system::system_error(ec);
@@ -115,8 +109,7 @@ awaitable<void> tls_body(From& from, std::string& buf, To& to, const http::Frami
 
 // The whole payload of a request body (chunked framing removed), when a
 // rule must read it; false when it is larger than `cap`.
-template <class S>
-awaitable<bool> tls_payload(S& s, std::string& buf, const http::Framing& f, std::string& out, std::size_t cap) {
+awaitable<bool> tls_payload(TlsLeg& s, std::string& buf, const http::Framing& f, std::string& out, std::size_t cap) {
     using http::BodyKind;
     if (f.kind == BodyKind::none) co_return true;
     if (f.kind == BodyKind::length) {
@@ -236,7 +229,7 @@ awaitable<std::unique_ptr<UpstreamTls>> open_upstream_tls(Server& srv, std::shar
     ErrorCode ec;
     {
         Deadline deadline(srv, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
-        co_await up->tls.async_handshake(ssl::stream_base::client, asio::redirect_error(use_awaitable, ec));
+        ec = co_await up->tls.handshake(false);
     }
     if (!ec) co_return up;
     long vr = SSL_get_verify_result(s);
@@ -259,11 +252,11 @@ awaitable<void> serve_intercepted(Server& srv, std::shared_ptr<Conn> c, const Ta
         c->close();
         co_return;
     }
-    TlsStream cs(c->client, **ctx);
+    TlsLeg cs(c->client, (*ctx)->native_handle());
     ErrorCode ec;
     {
         Deadline deadline(srv, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
-        co_await cs.async_handshake(ssl::stream_base::server, asio::redirect_error(use_awaitable, ec));
+        ec = co_await cs.handshake(true);
     }
     if (ec) {
         // Most often the client does not trust the session CA (an alert
@@ -413,7 +406,7 @@ awaitable<void> serve_intercepted(Server& srv, std::shared_ptr<Conn> c, const Ta
         // close_notify, so that a body that ends at the close is not read
         // as cut short; the client's own is waited for briefly.
         Deadline deadline(srv, c, 2000);
-        co_await cs.async_shutdown(asio::redirect_error(use_awaitable, ec));
+        co_await cs.shutdown();
     } catch (const std::exception& e) {
         note_error(srv, "intercept", e);
     }

@@ -14,13 +14,13 @@
 #include "cc/net/session.hpp"
 #include "cc/net/credentials.hpp"
 #include "cc/net/session_ca.hpp"
+#include "cc/net/tls_leg.hpp"
 
-#include <boost/asio/ssl.hpp>
+#include <boost/asio/ssl/context.hpp>
 
 namespace cc::net::detail {
 
 namespace ssl = asio::ssl;
-using TlsStream = ssl::stream<Sock&>;
 
 class Interceptor {
 public:
@@ -50,8 +50,8 @@ private:
 
 // The upstream leg, TLS verified.
 struct UpstreamTls {
-    UpstreamTls(Sock& s, ssl::context& ctx) : tls(s, ctx) {}
-    TlsStream tls;
+    UpstreamTls(Sock& s, ssl::context& ctx) : tls(s, ctx.native_handle()) {}
+    TlsLeg tls;
 };
 
 // After the upstream socket is dialled: TLS to it, the certificate verified
