@@ -70,22 +70,23 @@ awaitable<std::string> tls_head(TlsLeg& s, std::string& buf, bool& too_big) {
     co_return co_await read_head_with(buf, too_big, [&]() { return tls_read(s, buf, 16 * 1024); });
 }
 
-// A body of known framing from `from` (`buf` read already) to `to`.
-awaitable<void> tls_body(TlsLeg& from, std::string& buf, TlsLeg& to, const http::Framing& f, std::uint64_t& count,
-                         bool dechunk = false) {
+// A head (`head`) and its body of known framing from `from` (`buf` read
+// already) to `to`. The head and what was read with it leave in one write:
+// a short answer is one send.
+awaitable<void> tls_body(TlsLeg& from, std::string& buf, TlsLeg& to, std::string head, const http::Framing& f,
+                         std::uint64_t& count, bool dechunk = false) {
     using http::BodyKind;
-    if (f.kind == BodyKind::none) co_return;
+    count += head.size();
     if (f.kind == BodyKind::length || f.kind == BodyKind::until_close) {
         std::uint64_t want = f.kind == BodyKind::length ? f.length : unlimited;
         // What was read with the head first, then straight through one
         // buffer (no string growth per read).
-        if (!buf.empty()) {
-            std::size_t now = static_cast<std::size_t>(std::min<std::uint64_t>(want, buf.size()));
-            co_await tls_write(to, std::string_view(buf).substr(0, now));
-            count += now;
-            buf.erase(0, now);
-            if (want != unlimited) want -= now;
-        }
+        std::size_t now = static_cast<std::size_t>(std::min<std::uint64_t>(want, buf.size()));
+        head.append(buf, 0, now);
+        co_await tls_write(to, head);
+        count += now;
+        buf.erase(0, now);
+        if (want != unlimited) want -= now;
         std::vector<char> chunk(read_chunk);
         while (want > 0) {
             std::size_t room = static_cast<std::size_t>(std::min<std::uint64_t>(want, chunk.size()));
@@ -103,6 +104,8 @@ awaitable<void> tls_body(TlsLeg& from, std::string& buf, TlsLeg& to, const http:
         }
         co_return;
     }
+    co_await tls_write(to, head);
+    if (f.kind == BodyKind::none) co_return;
     co_await relay_chunked(
         buf, count, dechunk, [&]() { return tls_read(from, buf); }, [&](std::string_view d) { return tls_write(to, d); });
 }
@@ -360,14 +363,12 @@ awaitable<void> serve_intercepted(Server& srv, std::shared_ptr<Conn> c, const Ta
             const http::Framing sent = buffered && framing->kind != http::BodyKind::none
                                            ? http::Framing{http::BodyKind::length, payload.size()} : *framing;
             std::string up_head = http::upstream_request_head(*h, uri, sent);
-            co_await tls_write(up->tls, up_head);
-            c->up += up_head.size();
             if (buffered) {
-                co_await tls_write(up->tls, payload);
-                c->up += payload.size();
+                c->up += up_head.size() + payload.size();
+                co_await tls_write(up->tls, up_head += payload);
             } else {
                 if (expect && framing->kind != http::BodyKind::none) co_await tls_write(cs, "HTTP/1.1 100 Continue\r\n\r\n");
-                co_await tls_body(cs, buf, up->tls, *framing, c->up);
+                co_await tls_body(cs, buf, up->tls, std::move(up_head), *framing, c->up);
             }
             // The response; interim ones are hop-local, upgrades not carried.
             http::ResponseHead resp;
@@ -398,9 +399,7 @@ awaitable<void> serve_intercepted(Server& srv, std::shared_ptr<Conn> c, const Ta
             const bool close_after = client_close || upstream_close || dechunk;
             std::string down_head = http::client_response_head(
                 resp, dechunk ? http::Framing{http::BodyKind::until_close, 0} : rf, close_after);
-            co_await tls_write(cs, down_head);
-            c->down += down_head.size();
-            co_await tls_body(up->tls, ubuf, cs, rf, c->down, dechunk);
+            co_await tls_body(up->tls, ubuf, cs, std::move(down_head), rf, c->down, dechunk);
             if (close_after || !ubuf.empty()) break;
         }
         // close_notify, so that a body that ends at the close is not read

@@ -22,6 +22,8 @@ namespace {
 constexpr std::size_t k_in_size = 5 * (16 * 1024 + 256) + 4096;
 // What one write encrypts before its records are sent: four full records.
 constexpr std::size_t k_write_piece = 64 * 1024;
+// The records of a short answer: the send buffer kept between writes.
+constexpr std::size_t k_keep_out = 4096;
 
 TlsLeg* leg_of(BIO* b) { return static_cast<TlsLeg*>(BIO_get_data(b)); }
 
@@ -86,7 +88,7 @@ TlsLeg::~TlsLeg() { SSL_free(ssl_); }
 int TlsLeg::bio_read(char* p, int len) {
     std::size_t n = std::min(in_end_ - in_at_, static_cast<std::size_t>(len));
     if (n == 0) return 0;
-    std::memcpy(p, in_.data() + in_at_, n);
+    std::memcpy(p, in_.get() + in_at_, n);
     in_at_ += n;
     return static_cast<int>(n);
 }
@@ -112,14 +114,21 @@ awaitable<ErrorCode> TlsLeg::fill() {
         in_at_ = in_end_ = 0;
     } else if (in_at_ > 0) {
         // A partial record stays: to the front, where the next recv adds.
-        std::memmove(in_.data(), in_.data() + in_at_, in_end_ - in_at_);
+        std::memmove(in_.get(), in_.get() + in_at_, in_end_ - in_at_);
         in_end_ -= in_at_;
         in_at_ = 0;
     }
     while (true) {
-        if (in_.size() < k_in_size) in_.resize(k_in_size);
-        if (in_end_ == in_.size()) in_.resize(in_.size() + k_in_size);  // never a recv of 0 bytes
-        ssize_t n = ::recv(sock_.native_handle(), in_.data() + in_end_, in_.size() - in_end_, MSG_DONTWAIT);
+        if (in_end_ == in_cap_) {
+            // None yet (not zeroed: recv writes it), or full, which whole
+            // records never leave it: never a recv of 0 bytes.
+            const std::size_t cap = in_cap_ + k_in_size;
+            auto bigger = std::make_unique_for_overwrite<char[]>(cap);
+            if (in_end_) std::memcpy(bigger.get(), in_.get(), in_end_);
+            in_ = std::move(bigger);
+            in_cap_ = cap;
+        }
+        ssize_t n = ::recv(sock_.native_handle(), in_.get() + in_end_, in_cap_ - in_end_, MSG_DONTWAIT);
         if (n > 0) {
             in_end_ += static_cast<std::size_t>(n);
             co_return ErrorCode();
@@ -132,7 +141,10 @@ awaitable<ErrorCode> TlsLeg::fill() {
         if (errno != EAGAIN) co_return errno_code(errno);
         // Waiting with nothing held: the buffer goes back (an idle leg
         // costs nothing of ours).
-        if (in_end_ == 0) std::vector<char>().swap(in_);
+        if (in_end_ == 0) {
+            in_.reset();
+            in_cap_ = 0;
+        }
         ErrorCode ec;
         co_await sock_.async_wait(Sock::wait_read, asio::redirect_error(use_awaitable, ec));
         if (ec) co_return ec;
@@ -152,8 +164,12 @@ awaitable<ErrorCode> TlsLeg::flush() {
         co_await sock_.async_wait(Sock::wait_write, asio::redirect_error(use_awaitable, ec));
         if (ec) co_return ec;
     }
-    // All sent: the buffer goes back too.
-    std::string().swap(out_);
+    // All sent: a large buffer goes back too (a small one is kept for
+    // the next answer).
+    if (out_.capacity() > k_keep_out)
+        std::string().swap(out_);
+    else
+        out_.clear();
     out_at_ = 0;
     co_return ErrorCode();
 }

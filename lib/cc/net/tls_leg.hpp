@@ -12,7 +12,7 @@
 // send.
 //
 // Buffers are held only while bytes wait in them: a leg waiting for its
-// peer holds none of its own (OpenSSL keeps its record buffers).
+// peer holds at most 4 KiB of its own (OpenSSL keeps its record buffers).
 //
 //   TlsLeg leg(sock, ctx);                  // SSL_new; native_handle() for SNI, host checks
 //   auto ec = co_await leg.handshake(true); // server side; false: client
@@ -63,8 +63,8 @@ private:
 
     Sock& sock_;
     SSL* ssl_ = nullptr;
-    std::vector<char> in_;  // read from the socket, not yet taken by OpenSSL: [in_at_, in_end_)
-    std::size_t in_at_ = 0, in_end_ = 0;
+    std::unique_ptr<char[]> in_;  // read from the socket, not yet taken by OpenSSL: [in_at_, in_end_)
+    std::size_t in_cap_ = 0, in_at_ = 0, in_end_ = 0;
     bool eof_ = false;     // the socket's read side ended
     std::string out_;      // records made, not yet sent: [out_at_, end)
     std::size_t out_at_ = 0;
