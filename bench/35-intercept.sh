@@ -5,7 +5,9 @@
 #  1. 2,000 short requests (1 KiB answers) on one kept-alive connection;
 #  2. a 256 MiB download;
 #  3. a fresh connection's first request (20 runs): the time the second TLS
-#     handshake and the minted certificate add.
+#     handshake and the minted certificate add;
+#  4. the proxy's memory for 200 kept-alive intercepted connections, idle
+#     between requests.
 set -uo pipefail
 source "$(dirname "$0")/common.sh"
 bench_needs 35-intercept node openssl curl python3
@@ -63,3 +65,32 @@ printf 'intercepted vs plain CONNECT, 256 MiB download (median of 5): %.0f vs %.
   "$(echo "$bi/1000000" | bc -l)" "$(echo "$bp/1000000" | bc -l)" "$(echo "$bi/$bp" | bc -l)"
 printf 'a fresh connection'"'"'s first request (median of 20): intercepted %.1f ms, plain CONNECT %.1f ms: %.1f ms added\n' \
   "$(echo "$fi_*1000" | bc -l)" "$(echo "$fp*1000" | bc -l)" "$(echo "($fi_-$fp)*1000" | bc -l)"
+
+# 4. Idle intercepted connections: each has had one request and waits for
+# its next; the proxy's RSS before and with all 200 open.
+ipid=$(head -n1 "$dir/icpt.out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+r0=$(awk '/VmRSS/ {print $2}' "/proc/$ipid/status")
+python3 - "${icpt##*:}" "$port" "$dir/session-ca.pem" > "$dir/idle" <<'PY' & pids+=($!)
+import socket, ssl, sys, time
+proxy, port, ca = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+ctx = ssl.create_default_context(cafile=ca)
+held = []
+for _ in range(200):
+    s = socket.create_connection(("127.0.0.1", proxy))
+    s.sendall(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+    if b" 200 " not in s.recv(200):
+        sys.exit("CONNECT refused")
+    t = ctx.wrap_socket(s, server_hostname="127.0.0.1")
+    t.sendall(f"GET /small HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+    got = b""
+    while b"\r\n\r\n" not in got:
+        got += t.recv(65536)
+    held.append(t)
+print("open", flush=True)
+time.sleep(30)
+PY
+for _ in $(seq 300); do grep -q open "$dir/idle" 2>/dev/null && break; sleep 0.1; done
+sleep 0.5
+r1=$(awk '/VmRSS/ {print $2}' "/proc/$ipid/status")
+printf '200 kept-alive intercepted connections, idle between requests: RSS %s KiB -> %s KiB: %.0f KiB each\n' \
+  "$r0" "$r1" "$(echo "($r1-$r0)/200" | bc -l)"

@@ -54,6 +54,7 @@ int check_server_name(SSL* s, int* alert, void* arg) {
 // that closes without close_notify ends its stream the same way: every body
 // read here has its own framing or ends at the close anyway.
 awaitable<std::size_t> tls_read(TlsLeg& s, std::string& buf, std::size_t max = read_chunk) {
+    co_await s.readable();  // `buf` grows only once there is something to read
     std::size_t old = buf.size();
     buf.resize(old + max);
     ErrorCode ec;
@@ -273,6 +274,12 @@ awaitable<void> serve_intercepted(Server& srv, std::shared_ptr<Conn> c, const Ta
     std::string buf, ubuf;
     try {
         while (!srv.stopping) {
+            // Between requests a kept-alive connection holds no buffer of
+            // ours: what the last answer needed goes back.
+            up->tls.trim();
+            cs.trim();
+            if (buf.empty()) std::string().swap(buf);
+            if (ubuf.empty()) std::string().swap(ubuf);
             bool too_big = false;
             std::string head = co_await tls_head(cs, buf, too_big);
             if (head.empty() && !too_big) break;

@@ -25,6 +25,25 @@ constexpr std::size_t k_write_piece = 64 * 1024;
 // The records of a short answer: the send buffer kept between writes.
 constexpr std::size_t k_keep_out = 4096;
 
+// Read buffers an idle leg gave back, kept for the next one on this loop
+// (a few at most): malloc would hand a freed 80 KiB back to the system and
+// fault its pages in again for the next request.
+constexpr std::size_t k_spares = 4;
+thread_local std::vector<std::unique_ptr<char[]>> t_spares;
+
+std::unique_ptr<char[]> take_in_buffer() {
+    if (t_spares.empty()) return std::make_unique_for_overwrite<char[]>(k_in_size);
+    auto b = std::move(t_spares.back());
+    t_spares.pop_back();
+    return b;
+}
+
+void give_back(std::unique_ptr<char[]>& b, std::size_t& cap) {
+    if (b && cap == k_in_size && t_spares.size() < k_spares) t_spares.push_back(std::move(b));
+    b.reset();
+    cap = 0;
+}
+
 TlsLeg* leg_of(BIO* b) { return static_cast<TlsLeg*>(BIO_get_data(b)); }
 
 int leg_bio_write(BIO* b, const char* p, int len) {
@@ -81,9 +100,15 @@ TlsLeg::TlsLeg(Sock& s, SSL_CTX* ctx) : sock_(s) {
     }
     BIO_set_data(bio, this);
     SSL_set_bio(ssl_, bio, bio);  // one BIO both ways: the SSL takes the one reference
+    // OpenSSL's record buffers go back too while nothing waits in them (as
+    // asio's stream had it): an idle intercepted connection holds none.
+    SSL_set_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
 }
 
-TlsLeg::~TlsLeg() { SSL_free(ssl_); }
+TlsLeg::~TlsLeg() {
+    SSL_free(ssl_);
+    give_back(in_, in_cap_);
+}
 
 int TlsLeg::bio_read(char* p, int len) {
     std::size_t n = std::min(in_end_ - in_at_, static_cast<std::size_t>(len));
@@ -119,12 +144,14 @@ awaitable<ErrorCode> TlsLeg::fill() {
         in_at_ = 0;
     }
     while (true) {
-        if (in_end_ == in_cap_) {
-            // None yet (not zeroed: recv writes it), or full, which whole
-            // records never leave it: never a recv of 0 bytes.
+        if (!in_) {
+            in_ = take_in_buffer();  // not zeroed: recv writes it
+            in_cap_ = k_in_size;
+        } else if (in_end_ == in_cap_) {
+            // Full, which whole records never leave it: never a recv of 0 bytes.
             const std::size_t cap = in_cap_ + k_in_size;
             auto bigger = std::make_unique_for_overwrite<char[]>(cap);
-            if (in_end_) std::memcpy(bigger.get(), in_.get(), in_end_);
+            std::memcpy(bigger.get(), in_.get(), in_end_);
             in_ = std::move(bigger);
             in_cap_ = cap;
         }
@@ -141,10 +168,7 @@ awaitable<ErrorCode> TlsLeg::fill() {
         if (errno != EAGAIN) co_return errno_code(errno);
         // Waiting with nothing held: the buffer goes back (an idle leg
         // costs nothing of ours).
-        if (in_end_ == 0) {
-            in_.reset();
-            in_cap_ = 0;
-        }
+        if (in_end_ == 0) give_back(in_, in_cap_);
         ErrorCode ec;
         co_await sock_.async_wait(Sock::wait_read, asio::redirect_error(use_awaitable, ec));
         if (ec) co_return ec;
@@ -172,6 +196,23 @@ awaitable<ErrorCode> TlsLeg::flush() {
         out_.clear();
     out_at_ = 0;
     co_return ErrorCode();
+}
+
+awaitable<void> TlsLeg::readable() {
+    if (sticky_ || eof_ || in_at_ < in_end_ || SSL_pending(ssl_) > 0) co_return;
+    // An error or the end is the next read_some's to report.
+    co_await fill();
+}
+
+void TlsLeg::trim() {
+    if (in_at_ == in_end_) {
+        give_back(in_, in_cap_);
+        in_at_ = in_end_ = 0;
+    }
+    if (out_at_ == out_.size()) {
+        std::string().swap(out_);
+        out_at_ = 0;
+    }
 }
 
 awaitable<ErrorCode> TlsLeg::handshake(bool server) {

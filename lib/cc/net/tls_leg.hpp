@@ -12,7 +12,8 @@
 // send.
 //
 // Buffers are held only while bytes wait in them: a leg waiting for its
-// peer holds at most 4 KiB of its own (OpenSSL keeps its record buffers).
+// peer holds at most 4 KiB of its own, and OpenSSL gives its record
+// buffers back too (SSL_MODE_RELEASE_BUFFERS).
 //
 //   TlsLeg leg(sock, ctx);                  // SSL_new; native_handle() for SNI, host checks
 //   auto ec = co_await leg.handshake(true); // server side; false: client
@@ -47,6 +48,12 @@ public:
     // close_notify, asio::ssl::error::stream_truncated when it closed
     // without one, anything else for a failure.
     awaitable<std::size_t> read_some(char* p, std::size_t len, ErrorCode& ec);
+    // Returns once a read_some will find bytes (or the end) without
+    // waiting on the socket: the caller holds no buffer while the peer is
+    // quiet.
+    awaitable<void> readable();
+    // Gives back the buffers no byte waits in (between messages).
+    void trim();
     // All of `data`, sent before it returns; throws system_error.
     awaitable<void> write(std::string_view data);
     // Our close_notify, then the peer's (bounded by the caller's deadline).
