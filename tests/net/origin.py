@@ -14,7 +14,7 @@ POST /sha256         -> the body's SHA-256 in hex
 Prints its port on stdout once listening (argv[1] = port, 0 for ephemeral;
 argv[2], optional: seconds after which an idle keep-alive connection is closed,
 0 for never). With ORIGIN_TLS_CERT and ORIGIN_TLS_KEY set, it speaks HTTPS
-with that certificate; with ORIGIN_LOG set, it appends each request line
+with that certificate (ORIGIN_TLS_MAX=1.2: TLS 1.2 at most); with ORIGIN_LOG set, it appends each request line
 ("METHOD PATH") to that file, with ORIGIN_AUTH_LOG the same and the
 Authorization header ("METHOD PATH VALUE", "-" for none).
 """
@@ -124,6 +124,8 @@ srv = Server(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0), Handle
 if os.environ.get("ORIGIN_TLS_CERT"):
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(os.environ["ORIGIN_TLS_CERT"], os.environ["ORIGIN_TLS_KEY"])
+    if os.environ.get("ORIGIN_TLS_MAX") == "1.2":
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
 print(srv.server_address[1], flush=True)
 srv.serve_forever()

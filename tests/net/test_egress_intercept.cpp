@@ -230,6 +230,64 @@ TEST_CASE("egress intercept: megabyte bodies cross both TLS legs byte for byte, 
     CHECK(up >= 2 * (4u << 20));
 }
 
+namespace {
+// tests/net/intercept_client.py through the HTTP proxy: one JSON line.
+json shaped_client(const Egress& eg, const std::string& port, const std::string& ca, const std::string& mode) {
+    auto r = cc::test::run({"python3", cc::test::source_dir() + "/tests/net/intercept_client.py",
+                            std::to_string(port_of(eg.http())), "api.one.test", port, ca, mode});
+    INFO(mode << ": " << r.err);
+    REQUIRE(r.status == 0);
+    return json::parse(r.out);
+}
+}  // namespace
+
+TEST_CASE("egress intercept: a head in one-byte records, pipelined requests and TLS 1.2 on either leg are carried whole") {
+    Setup s;
+    // The same origin held to TLS 1.2: the proxy's upstream leg speaks 1.2.
+    Origin tls12("0", {{"ORIGIN_TLS_CERT", s.dir + "/origin.pem"},
+                       {"ORIGIN_TLS_KEY", s.dir + "/origin.key"},
+                       {"ORIGIN_TLS_MAX", "1.2"}});
+    REQUIRE(tls12.port != 0);
+    Egress eg(s.args({"--intercept", "api.one.test", "--upstream-ca", s.dir + "/ca.pem", "--ca-cert-out",
+                      s.dir + "/session-ca.pem"}));
+    INFO(eg.stderr_text());
+    const std::string ca = s.dir + "/session-ca.pem";
+    json one = shaped_client(eg, s.port, ca, "bytewise");
+    CHECK(one["version"] == "TLSv1.3");
+    REQUIRE(one["answers"].size() == 1);
+    CHECK(one["answers"][0]["status"] == "HTTP/1.1 200 OK");
+    CHECK(one["answers"][0]["length"] == 70000);
+    CHECK(one["answers"][0]["same"] == true);
+
+    json two = shaped_client(eg, s.port, ca, "pipelined");
+    REQUIRE(two["answers"].size() == 2);
+    CHECK(two["answers"][0]["length"] == 1000);
+    CHECK(two["answers"][0]["same"] == true);
+    CHECK(two["answers"][1]["status"] == "HTTP/1.1 200 OK");
+    CHECK(two["answers"][1]["same"] == true);
+
+    json old = shaped_client(eg, s.port, ca, "tls12");
+    CHECK(old["version"] == "TLSv1.2");
+    CHECK(old["answers"][0]["length"] == 70000);
+    CHECK(old["answers"][0]["same"] == true);
+
+    json up12 = shaped_client(eg, std::to_string(tls12.port), ca, "bytewise");
+    CHECK(up12["version"] == "TLSv1.3");  // the client's leg; the origin's was 1.2
+    CHECK(up12["answers"][0]["length"] == 70000);
+    CHECK(up12["answers"][0]["same"] == true);
+
+    CHECK(eg.stop() == 0);
+    int requests = 0;
+    for (const auto& l : eg.lines)
+        if (l.value("proto", "") == "https") {
+            ++requests;
+            CHECK(l["status"] == 200);
+        }
+    CHECK(requests == 5);
+    // What reached the first origin (the TLS 1.2 one keeps no log), in order.
+    CHECK(s.origin_log() == "GET /pattern/70000\nGET /pattern/1000\nGET /hello\nGET /pattern/70000\n");
+}
+
 TEST_CASE("egress intercept: a placeholder anywhere but Authorization on its own hosts is refused, nothing reaches the origin") {
     Setup s;
     Egress eg(s.args({"--credential", "GH_TOKEN@api.one.test=file:" + s.dir + "/token", "--intercept", "other.test",
