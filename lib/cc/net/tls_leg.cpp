@@ -199,7 +199,7 @@ awaitable<ErrorCode> TlsLeg::flush() {
 }
 
 awaitable<void> TlsLeg::readable() {
-    if (sticky_ || eof_ || in_at_ < in_end_ || SSL_pending(ssl_) > 0) co_return;
+    if (sticky_ || eof_ || in_at_ < in_end_ || SSL_has_pending(ssl_) == 1) co_return;
     // An error or the end is the next read_some's to report.
     co_await fill();
 }
