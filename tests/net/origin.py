@@ -16,7 +16,8 @@ argv[2], optional: seconds after which an idle keep-alive connection is closed,
 0 for never). With ORIGIN_TLS_CERT and ORIGIN_TLS_KEY set, it speaks HTTPS
 with that certificate (ORIGIN_TLS_MAX=1.2: TLS 1.2 at most); with ORIGIN_LOG set, it appends each request line
 ("METHOD PATH") to that file, with ORIGIN_AUTH_LOG the same and the
-Authorization header ("METHOD PATH VALUE", "-" for none).
+Authorization header ("METHOD PATH VALUE", "-" for none), with ORIGIN_TLS_LOG
+whether the request's TLS connection resumed a session ("PATH resumed|full").
 """
 import hashlib
 import os
@@ -49,6 +50,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if log:
             with open(log, "a") as f:
                 f.write(f"{self.command} {self.path}\n")
+        tls = os.environ.get("ORIGIN_TLS_LOG")
+        if tls:
+            with open(tls, "a") as f:
+                f.write(f"{self.path} {'resumed' if self.connection.session_reused else 'full'}\n")
         auth = os.environ.get("ORIGIN_AUTH_LOG")
         if auth:
             with open(auth, "a") as f:

@@ -44,7 +44,8 @@ struct Setup {
             "0", std::map<std::string, std::string>{{"ORIGIN_TLS_CERT", dir + "/origin.pem"},
                                                     {"ORIGIN_TLS_KEY", dir + "/origin.key"},
                                                     {"ORIGIN_LOG", log},
-                                                    {"ORIGIN_AUTH_LOG", dir + "/origin-auth.log"}});
+                                                    {"ORIGIN_AUTH_LOG", dir + "/origin-auth.log"},
+                                                    {"ORIGIN_TLS_LOG", dir + "/origin-tls.log"}});
         REQUIRE(origin->port != 0);
         port = std::to_string(origin->port);
         dns = std::make_unique<Dns>(std::map<std::string, std::string>{
@@ -286,6 +287,40 @@ TEST_CASE("egress intercept: a head in one-byte records, pipelined requests and 
     CHECK(requests == 5);
     // What reached the first origin (the TLS 1.2 one keeps no log), in order.
     CHECK(s.origin_log() == "GET /pattern/70000\nGET /pattern/1000\nGET /hello\nGET /pattern/70000\n");
+}
+
+TEST_CASE("egress intercept: a fresh connection resumes the upstream's session for the same host and port, never another's") {
+    Setup s;
+    Egress eg(s.args({"--intercept", "api.one.test", "--intercept", "other.test", "--upstream-ca", s.dir + "/ca.pem",
+                      "--ca-cert-out", s.dir + "/session-ca.pem"}));
+    INFO(eg.stderr_text());
+    const std::vector<std::string> trust{"--cacert", s.dir + "/session-ca.pem"};
+    auto get = [&](const std::string& proxy, const std::string& host, int n) {
+        std::vector<std::string> a = trust;
+        a.insert(a.end(), {"-x", proxy, s.url(host, "/size/" + std::to_string(n))});
+        auto r = curl(a);
+        INFO(r.err);
+        CHECK(r.status == 0);
+        CHECK(r.out == std::string(static_cast<std::size_t>(n), 'x'));
+    };
+    const std::string http = "http://" + eg.http(), socks = "socks5h://" + eg.socks();
+    // Each curl is a client connection of its own, and so each an upstream
+    // connection of its own.
+    get(http, "api.one.test", 1);
+    get(http, "api.one.test", 2);
+    get(socks, "api.one.test", 3);
+    // The same origin, the same certificate, another name: no session of
+    // api.one.test's is offered to it.
+    get(http, "other.test", 4);
+    get(http, "other.test", 5);
+    CHECK(eg.stop() == 0);
+    // What the origin saw: a full handshake for each name's first connection.
+    CHECK(slurp(s.dir + "/origin-tls.log") ==
+          "/size/1 full\n/size/2 resumed\n/size/3 resumed\n/size/4 full\n/size/5 resumed\n");
+    std::vector<bool> resumed;
+    for (const auto& l : eg.lines)
+        if (l.value("intercepted", false)) resumed.push_back(l["upstreamResumed"].get<bool>());
+    CHECK(resumed == std::vector<bool>{false, true, true, false, true});
 }
 
 TEST_CASE("egress intercept: a placeholder anywhere but Authorization on its own hosts is refused, nothing reaches the origin") {

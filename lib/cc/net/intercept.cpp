@@ -159,6 +159,31 @@ bool host_matches(const http::Headers& headers, const Target& t) {
 
 std::string tls_error(const ErrorCode& ec) { return ec.message(); }
 
+// At most this many upstream sessions are kept (one per host and port).
+constexpr std::size_t k_max_sessions = 256;
+
+// Where the new-session callback finds its Interceptor (on the client
+// context) and the connection's key (on the SSL): ex_data slots of our
+// own (asio's context keeps a callback of its own in the app data slot).
+int ctx_slot() {
+    static const int slot = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+    return slot;
+}
+int ssl_slot() {
+    static const int slot = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+    return slot;
+}
+
+// The client context's new-session callback: a ticket the upstream sent,
+// kept under the key its connection carries.
+int on_new_session(SSL* s, SSL_SESSION* sess) {
+    auto* ic = static_cast<Interceptor*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(s), ctx_slot()));
+    const auto* key = static_cast<const std::string*>(SSL_get_ex_data(s, ssl_slot()));
+    if (!ic || !key) return 0;
+    ic->keep_session(*key, sess);
+    return 1;  // the reference is ours now
+}
+
 }  // namespace
 
 std::string json_refusal(int status, const std::string& rule, const std::string& reason) {
@@ -191,10 +216,43 @@ Result<std::shared_ptr<Interceptor>> Interceptor::create(const ProxyConfig& cfg)
         ic->client_->set_verify_mode(ssl::verify_peer);
         static const unsigned char h11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
         SSL_CTX_set_alpn_protos(x, h11, sizeof h11);
+        // Upstream sessions are resumed: a fresh client connection to a host
+        // seen before skips the upstream's certificate and its checks.
+        SSL_CTX_set_session_cache_mode(x, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+        SSL_CTX_sess_set_new_cb(x, on_new_session);
+        SSL_CTX_set_ex_data(x, ctx_slot(), ic.get());
     } catch (const std::exception& e) {
         return input_error("--upstream-ca '" + cfg.upstream_ca.value_or("") + "'", "cannot be read as PEM certificates");
     }
     return ic;
+}
+
+Interceptor::~Interceptor() {
+    for (auto& [key, sess] : sessions_) SSL_SESSION_free(sess);
+}
+
+SSL_SESSION* Interceptor::take_session(const std::string& key) {
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    auto it = sessions_.find(key);
+    if (it == sessions_.end()) return nullptr;
+    SSL_SESSION* s = it->second;
+    sessions_.erase(it);
+    return s;
+}
+
+void Interceptor::keep_session(const std::string& key, SSL_SESSION* s) {
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    auto it = sessions_.find(key);
+    if (it != sessions_.end()) {
+        SSL_SESSION_free(it->second);
+        it->second = s;
+        return;
+    }
+    if (sessions_.size() >= k_max_sessions) {
+        SSL_SESSION_free(sessions_.begin()->second);
+        sessions_.erase(sessions_.begin());
+    }
+    sessions_.emplace(key, s);
 }
 
 bool Interceptor::intercepts(const std::string& host) const {
@@ -222,8 +280,14 @@ Result<std::shared_ptr<ssl::context>> Interceptor::server_context(const std::str
 
 awaitable<std::unique_ptr<UpstreamTls>> open_upstream_tls(Server& srv, std::shared_ptr<Conn> c, const Target& t,
                                                           std::string& why) {
-    auto up = std::make_unique<UpstreamTls>(*c->upstream, srv.sh.interceptor->client_context());
+    auto up = std::make_unique<UpstreamTls>(*c->upstream, srv.sh.interceptor->client_context(),
+                                            t.host + ":" + std::to_string(t.port));
     SSL* s = up->tls.native_handle();
+    SSL_set_ex_data(s, ssl_slot(), &up->key);
+    if (SSL_SESSION* sess = srv.sh.interceptor->take_session(up->key)) {
+        SSL_set_session(s, sess);
+        SSL_SESSION_free(sess);
+    }
     if (parse_ip_literal(t.host)) {
         X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), t.host.c_str());
     } else {
@@ -235,7 +299,10 @@ awaitable<std::unique_ptr<UpstreamTls>> open_upstream_tls(Server& srv, std::shar
         Deadline deadline(srv, c, srv.cfg.handshake_timeout_ms, Closed::header_timeout);
         ec = co_await up->tls.handshake(false);
     }
-    if (!ec) co_return up;
+    if (!ec) {
+        up->resumed = SSL_session_reused(s) == 1;
+        co_return up;
+    }
     long vr = SSL_get_verify_result(s);
     if (vr != X509_V_OK)
         why = "upstream certificate of " + t.host + " not trusted: " + X509_verify_cert_error_string(vr);
@@ -250,6 +317,7 @@ awaitable<std::unique_ptr<UpstreamTls>> open_upstream_tls(Server& srv, std::shar
 awaitable<void> serve_intercepted(Server& srv, std::shared_ptr<Conn> c, const Target& t,
                                   std::unique_ptr<UpstreamTls> up, Record& rec) {
     const std::string client = rec.j.value("client", std::string());
+    rec.j["upstreamResumed"] = up->resumed;
     auto ctx = srv.sh.interceptor->server_context(t.host);
     if (!ctx) {
         rec.decide(Verdict{false, "intercept", ctx.error().one_line(), ""});

@@ -35,6 +35,15 @@ public:
     std::string ca_pem() const { return ca_->cert_pem(); }
     const std::vector<Credential>& credentials() const { return creds_; }
 
+    // The upstream's last session ticket for "host:port", taken (a TLS 1.3
+    // ticket is offered once); nullptr when there is none. The caller
+    // frees it (SSL_SESSION_free) after SSL_set_session.
+    SSL_SESSION* take_session(const std::string& key);
+    // From the client context's new-session callback: keeps `s` (owned)
+    // for `key`, in place of any before.
+    void keep_session(const std::string& key, SSL_SESSION* s);
+    ~Interceptor();
+
 private:
     std::vector<std::string> hosts_;
     std::vector<Credential> creds_;
@@ -46,12 +55,18 @@ private:
         std::shared_ptr<ssl::context> ctx;
     };
     std::map<std::string, std::unique_ptr<Served>> served_;
+    // Upstream sessions by "host:port": the upstream was verified for that
+    // name in the handshake that made each, and none is offered to another.
+    std::mutex sessions_mu_;
+    std::map<std::string, SSL_SESSION*> sessions_;
 };
 
 // The upstream leg, TLS verified.
 struct UpstreamTls {
-    UpstreamTls(Sock& s, ssl::context& ctx) : tls(s, ctx.native_handle()) {}
+    UpstreamTls(Sock& s, ssl::context& ctx, std::string k) : key(std::move(k)), tls(s, ctx.native_handle()) {}
+    std::string key;  // "host:port": where its session tickets are kept
     TlsLeg tls;
+    bool resumed = false;
 };
 
 // After the upstream socket is dialled: TLS to it, the certificate verified

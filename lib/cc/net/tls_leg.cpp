@@ -106,6 +106,11 @@ TlsLeg::TlsLeg(Sock& s, SSL_CTX* ctx) : sock_(s) {
 }
 
 TlsLeg::~TlsLeg() {
+    // A session whose handshake completed stays resumable when the
+    // connection ends without close_notify, as most HTTP servers end theirs
+    // (SSL_free would mark it bad). A fatal error has made it unresumable
+    // already.
+    if (SSL_is_init_finished(ssl_)) SSL_set_shutdown(ssl_, SSL_get_shutdown(ssl_) | SSL_SENT_SHUTDOWN);
     SSL_free(ssl_);
     give_back(in_, in_cap_);
 }
