@@ -248,7 +248,7 @@ TEST_CASE("egress intercept: a head in one-byte records, pipelined requests and 
     Origin tls12("0", {{"ORIGIN_TLS_CERT", s.dir + "/origin.pem"},
                        {"ORIGIN_TLS_KEY", s.dir + "/origin.key"},
                        {"ORIGIN_TLS_MAX", "1.2"}});
-    REQUIRE(tls12.port != 0);
+    REQUIRE(tls12.port > 0);
     Egress eg(s.args({"--intercept", "api.one.test", "--upstream-ca", s.dir + "/ca.pem", "--ca-cert-out",
                       s.dir + "/session-ca.pem"}));
     INFO(eg.stderr_text());

@@ -265,6 +265,11 @@ TEST_CASE("layers: a call through the 32-bit ABI kills the process", "[launch][e
     if (!bwrap_works()) CC_SKIP("bubblewrap cannot create namespaces here");
     Tree t("abi32");
     auto host = run({probe_path(t), "int80_getpid"});
+    // Where IA32 emulation is off (not built in, or ia32_emulation=0 on
+    // newer kernels), int 0x80 is no system call at all: the kernel answers
+    // it with SIGSEGV, and there is no 32-bit path to close.
+    const bool no_ia32 = host.status == 128 + SIGSEGV;
+    if (no_ia32) CC_SKIP("this kernel runs no i386 calls (IA32 emulation off: int 0x80 is a SIGSEGV)");
     REQUIRE(host.status == 0);
     if (host.out != "int80_getpid ok\n") CC_SKIP("this kernel runs no i386 calls (no IA32 emulation): " + host.out);
     auto r = t.sh(probe_path(t) + " int80_getpid; echo after=$?");
