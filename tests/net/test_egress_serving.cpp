@@ -58,7 +58,9 @@ int socks_tunnel(std::uint16_t proxy, std::uint16_t port) {
     std::size_t got = 0;
     ssize_t n;
     while (got < sizeof reply && (n = ::read(fd, reply + got, sizeof reply - got)) > 0) got += static_cast<std::size_t>(n);
-    if (got != sizeof reply || reply[3] != 0x00) {
+    // Greeting answered "no authentication", then "succeeded" with an IPv4 bound address.
+    const bool succeeded = got == sizeof reply && std::string_view(reply, 6) == std::string_view("\x05\x00\x05\x00\x00\x01", 6);
+    if (!succeeded) {
         ::close(fd);
         return -1;
     }
