@@ -64,8 +64,6 @@ awaitable<std::size_t> tls_read(TlsLeg& s, std::string& buf, std::size_t max = r
     co_return n;
 }
 
-awaitable<void> tls_write(TlsLeg& s, std::string_view data) { co_await s.write(data); }
-
 // One head (bounded); "" on a clean end before any byte.
 awaitable<std::string> tls_head(TlsLeg& s, std::string& buf, bool& too_big) {
     co_return co_await read_head_with(buf, too_big, [&]() { return tls_read(s, buf, 16 * 1024); });
@@ -84,7 +82,7 @@ awaitable<void> tls_body(TlsLeg& from, std::string& buf, TlsLeg& to, std::string
         // buffer (no string growth per read).
         std::size_t now = static_cast<std::size_t>(std::min<std::uint64_t>(want, buf.size()));
         head.append(buf, 0, now);
-        co_await tls_write(to, head);
+        co_await to.write(head);
         count += now;
         buf.erase(0, now);
         if (want != unlimited) want -= now;
@@ -99,16 +97,16 @@ awaitable<void> tls_body(TlsLeg& from, std::string& buf, TlsLeg& to, std::string
                 if (want == unlimited) co_return;
                 throw std::runtime_error("body cut short");
             }
-            co_await tls_write(to, std::string_view(chunk.data(), n));
+            co_await to.write(std::string_view(chunk.data(), n));
             count += n;
             if (want != unlimited) want -= n;
         }
         co_return;
     }
-    co_await tls_write(to, head);
+    co_await to.write(head);
     if (f.kind == BodyKind::none) co_return;
     co_await relay_chunked(
-        buf, count, dechunk, [&]() { return tls_read(from, buf); }, [&](std::string_view d) { return tls_write(to, d); });
+        buf, count, dechunk, [&]() { return tls_read(from, buf); }, [&](std::string_view d) { return to.write(d); });
 }
 
 // The whole payload of a request body (chunked framing removed), when a
@@ -396,7 +394,7 @@ awaitable<void> serve_intercepted(Server& srv, std::shared_ptr<Conn> c, const Ta
                     if (needs_body(rr, t.host, m, h->target)) {
                         buffered = true;
                         if (http::has_token(h->headers, "expect", "100-continue") && framing->kind != http::BodyKind::none)
-                            co_await tls_write(cs, "HTTP/1.1 100 Continue\r\n\r\n");
+                            co_await cs.write("HTTP/1.1 100 Continue\r\n\r\n");
                         if (!co_await tls_payload(cs, buf, *framing, payload, 1u << 20))
                             answer = refuse(413, "malformed", "a request body a rule must read is larger than 1 MiB");
                     }
@@ -420,7 +418,7 @@ awaitable<void> serve_intercepted(Server& srv, std::shared_ptr<Conn> c, const Ta
                 }
             }
             if (!answer.empty()) {
-                co_await tls_write(cs, answer);
+                co_await cs.write(answer);
                 break;
             }
             if (!inj.injected.empty()) req.j["credentials"] = inj.injected;
@@ -440,9 +438,9 @@ awaitable<void> serve_intercepted(Server& srv, std::shared_ptr<Conn> c, const Ta
             std::string up_head = http::upstream_request_head(*h, uri, sent);
             if (buffered) {
                 c->up += up_head.size() + payload.size();
-                co_await tls_write(up->tls, up_head += payload);
+                co_await up->tls.write(up_head += payload);
             } else {
-                if (expect && framing->kind != http::BodyKind::none) co_await tls_write(cs, "HTTP/1.1 100 Continue\r\n\r\n");
+                if (expect && framing->kind != http::BodyKind::none) co_await cs.write("HTTP/1.1 100 Continue\r\n\r\n");
                 co_await tls_body(cs, buf, up->tls, std::move(up_head), *framing, c->up);
             }
             // The response; interim ones are hop-local, upgrades not carried.
@@ -452,14 +450,14 @@ awaitable<void> serve_intercepted(Server& srv, std::shared_ptr<Conn> c, const Ta
                 auto r = rh.empty() ? Result<http::ResponseHead>(input_error("response", "none")) : http::parse_response_head(rh);
                 if (!r) {
                     req.j["error"] = too_big ? "upstream response head too large" : "no valid upstream response";
-                    co_await tls_write(cs, http::error_response(502, "http_protocol_error", req.j["error"].get<std::string>(),
+                    co_await cs.write(http::error_response(502, "http_protocol_error", req.j["error"].get<std::string>(),
                                                                 "cc-egress: " + req.j["error"].get<std::string>()));
                     co_return;
                 }
                 resp = std::move(*r);
                 if (resp.status == 101) {
                     req.j["error"] = "protocol upgrades are not carried on an intercepted host";
-                    co_await tls_write(cs, http::error_response(502, "http_protocol_error", req.j["error"].get<std::string>(),
+                    co_await cs.write(http::error_response(502, "http_protocol_error", req.j["error"].get<std::string>(),
                                                                 "cc-egress: " + req.j["error"].get<std::string>()));
                     co_return;
                 }

@@ -140,29 +140,18 @@ ErrorCode TlsLeg::failure(int ret) {
 
 awaitable<ErrorCode> TlsLeg::fill() {
     if (eof_) co_return asio::error::eof;
-    if (in_at_ == in_end_) {
-        in_at_ = in_end_ = 0;
-    } else if (in_at_ > 0) {
-        // A partial record stays: to the front, where the next recv adds.
-        std::memmove(in_.get(), in_.get() + in_at_, in_end_ - in_at_);
-        in_end_ -= in_at_;
-        in_at_ = 0;
-    }
+    // OpenSSL asks for more only once it has taken every byte read so far
+    // (the BIO hands it all it asks for): the buffer starts empty.
+    if (in_at_ < in_end_) co_return ErrorCode(EPROTO, boost::system::system_category());
+    in_at_ = in_end_ = 0;
     while (true) {
         if (!in_) {
             in_ = take_in_buffer();  // not zeroed: recv writes it
             in_cap_ = k_in_size;
-        } else if (in_end_ == in_cap_) {
-            // Full, which whole records never leave it: never a recv of 0 bytes.
-            const std::size_t cap = in_cap_ + k_in_size;
-            auto bigger = std::make_unique_for_overwrite<char[]>(cap);
-            std::memcpy(bigger.get(), in_.get(), in_end_);
-            in_ = std::move(bigger);
-            in_cap_ = cap;
         }
-        ssize_t n = ::recv(sock_.native_handle(), in_.get() + in_end_, in_cap_ - in_end_, MSG_DONTWAIT);
+        ssize_t n = ::recv(sock_.native_handle(), in_.get(), in_cap_, MSG_DONTWAIT);
         if (n > 0) {
-            in_end_ += static_cast<std::size_t>(n);
+            in_end_ = static_cast<std::size_t>(n);
             co_return ErrorCode();
         }
         if (n == 0) {
@@ -173,7 +162,7 @@ awaitable<ErrorCode> TlsLeg::fill() {
         if (errno != EAGAIN) co_return errno_code(errno);
         // Waiting with nothing held: the buffer goes back (an idle leg
         // costs nothing of ours).
-        if (in_end_ == 0) give_back(in_, in_cap_);
+        give_back(in_, in_cap_);
         ErrorCode ec;
         co_await sock_.async_wait(Sock::wait_read, asio::redirect_error(use_awaitable, ec));
         if (ec) co_return ec;
